@@ -1,0 +1,45 @@
+# Every target sets up what it needs: the venv (from requirements-dev.txt) and the pinned CDK CLI.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CDK := node_modules/.bin/cdk
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := 1
+export CDK_HOME := $(CURDIR)/.cdk-home
+
+.PHONY: install test lint typecheck synth deploy destroy demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+$(CDK): package.json
+	npm install --no-audit --no-fund --silent
+	touch $(CDK)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+synth: $(STAMP) $(CDK)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(CDK) synth --no-notices --quiet
+
+deploy: $(STAMP) $(CDK)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(CDK) deploy --no-notices
+
+destroy: $(STAMP) $(CDK)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(CDK) destroy --no-notices
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

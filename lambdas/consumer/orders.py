@@ -1,0 +1,104 @@
+"""The example consumer's business logic: validate and price an order, then hand it downstream."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+
+class InvalidOrder(ValueError):
+    """The order can never be processed as it is: a permanent failure (poison)."""
+
+
+class DownstreamUnavailable(RuntimeError):
+    """The downstream service failed; trying again later may succeed (a transient failure)."""
+
+
+@dataclass(frozen=True)
+class Order:
+    order_id: str
+    customer_id: str
+    currency: str
+    lines: tuple[tuple[str, int, Decimal], ...]
+
+    @property
+    def total(self) -> Decimal:
+        return sum((quantity * price for _, quantity, price in self.lines), Decimal("0"))
+
+
+def parse_order(body: str) -> Order:
+    """Parse and validate an order body; raise InvalidOrder saying what is wrong."""
+    try:
+        payload = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise InvalidOrder(f"body is not JSON: {exc.msg}") from exc
+    if not isinstance(payload, dict):
+        raise InvalidOrder("body must be a JSON object")
+    for name in ("order_id", "customer_id", "currency", "items"):
+        if name not in payload:
+            raise InvalidOrder(f"missing field {name!r}")
+    items = payload["items"]
+    if not isinstance(items, list) or not items:
+        raise InvalidOrder("items must be a non-empty list")
+    lines = []
+    for index, item in enumerate(items):
+        try:
+            sku = str(item["sku"])
+            quantity = int(item["quantity"])
+            price = Decimal(str(item["unit_price"]))
+        except (KeyError, TypeError, ValueError, InvalidOperation) as exc:
+            raise InvalidOrder(f"items[{index}] is malformed: {exc!r}") from exc
+        if quantity <= 0 or price < 0:
+            raise InvalidOrder(f"items[{index}] has quantity {quantity} and price {price}")
+        lines.append((sku, quantity, price))
+    return Order(str(payload["order_id"]), str(payload["customer_id"]), str(payload["currency"]), tuple(lines))
+
+
+@dataclass(frozen=True)
+class FailureInjection:
+    """Makes the simulated downstream fail: always inside outage windows, else at a rate."""
+
+    failure_rate: float = 0.0
+    outage_windows: Sequence[tuple[float, float]] = ()
+
+    def downstream_fails(self, now: float, rng: random.Random) -> bool:
+        if any(start <= now < end for start, end in self.outage_windows):
+            return True
+        return self.failure_rate > 0 and rng.random() < self.failure_rate
+
+
+class SimulatedDownstream:
+    """Stands in for the payment/fulfilment service an order consumer would call."""
+
+    def __init__(
+        self,
+        injection: FailureInjection,
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._injection = injection
+        self._clock = clock
+        self._rng = rng or random.Random()
+
+    def submit(self, order: Order) -> str:
+        """Submit the order; return a confirmation id or raise DownstreamUnavailable."""
+        if self._injection.downstream_fails(self._clock(), self._rng):
+            raise DownstreamUnavailable(f"downstream unavailable for order {order.order_id}")
+        return f"conf-{order.order_id}"
+
+
+def parse_outage_windows(text: str) -> tuple[tuple[float, float], ...]:
+    """Parse ``"start-end,start-end"`` (epoch seconds) into windows; raise ValueError if malformed."""
+    windows = []
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        start_text, _, end_text = part.partition("-")
+        start, end = float(start_text), float(end_text)
+        if end <= start:
+            raise ValueError(f"outage window {part!r} ends before it starts")
+        windows.append((start, end))
+    return tuple(windows)

@@ -1,0 +1,1 @@
+"""The smart DLQ re-driver: circuit breaker, backoff, per-message counts and poison isolation."""

@@ -1,0 +1,181 @@
+"""One SQS queue, through the batch APIs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from redriver.adapters import AwsCallError
+from redriver.envelope import MAX_MESSAGE_BYTES, DlqMessage, from_sqs, message_size
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+SQS_BATCH_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message to send; ``entry_id`` is unique within one call and names the result."""
+
+    entry_id: str
+    body: str
+    attributes: Mapping[str, Mapping[str, Any]]
+    delay_seconds: int = 0
+    trace_header: str | None = None
+
+    @property
+    def size(self) -> int:
+        return message_size(self.body, self.attributes)
+
+
+@dataclass(frozen=True)
+class EntryFailure:
+    code: str
+    message: str
+    sender_fault: bool
+
+
+@dataclass
+class BatchResult:
+    succeeded: list[str] = field(default_factory=list)
+    failed: dict[str, EntryFailure] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RedriveWindow:
+    """How long the source queue takes, at most, to send a failing message to its DLQ."""
+
+    visibility_timeout_seconds: int
+    max_receive_count: int
+
+    @property
+    def seconds(self) -> int:
+        # maxReceiveCount failed receives, each holding the message for a visibility timeout,
+        # plus one more timeout of slack for the receive that moves it to the DLQ.
+        return self.visibility_timeout_seconds * (self.max_receive_count + 1)
+
+
+class SqsQueue:
+    def __init__(self, url: str, client: SQSClient) -> None:
+        self.url = url
+        self._client = client
+
+    def receive(
+        self, max_messages: int, *, wait_seconds: int, visibility_timeout: int
+    ) -> list[DlqMessage]:
+        """Receive up to 10 messages with all their message and system attributes."""
+        response = self._call(
+            "ReceiveMessage",
+            self._client.receive_message,
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max_messages,
+            WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility_timeout,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        return [from_sqs(raw) for raw in response.get("Messages", [])]
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult:
+        """SendMessageBatch, split so each call holds at most 10 entries and 1 MiB in all."""
+        result = BatchResult()
+        for chunk in _chunks_by_size(messages):
+            entries = [_send_entry(message) for message in chunk]
+            response = self._call(
+                "SendMessageBatch", self._client.send_message_batch, QueueUrl=self.url, Entries=entries
+            )
+            _collect(response, result)
+        return result
+
+    def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult:
+        """DeleteMessageBatch; keys of ``receipt_handles`` name the entries in the result."""
+        return self._per_ten(
+            "DeleteMessageBatch",
+            self._client.delete_message_batch,
+            [{"Id": key, "ReceiptHandle": handle} for key, handle in receipt_handles.items()],
+        )
+
+    def release(self, receipt_handles: Mapping[str, str]) -> BatchResult:
+        """Make received messages visible again now (visibility timeout 0)."""
+        return self._per_ten(
+            "ChangeMessageVisibilityBatch",
+            self._client.change_message_visibility_batch,
+            [
+                {"Id": key, "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                for key, handle in receipt_handles.items()
+            ],
+        )
+
+    def redrive_window(self) -> RedriveWindow:
+        """Read the queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
+        response = self._call(
+            "GetQueueAttributes",
+            self._client.get_queue_attributes,
+            QueueUrl=self.url,
+            AttributeNames=["VisibilityTimeout", "RedrivePolicy"],
+        )
+        attributes = response.get("Attributes", {})
+        policy = json.loads(attributes.get("RedrivePolicy") or "{}")
+        return RedriveWindow(
+            visibility_timeout_seconds=int(attributes.get("VisibilityTimeout", 30)),
+            max_receive_count=int(policy.get("maxReceiveCount", 1)),
+        )
+
+    def _per_ten(self, operation: str, call: Any, entries: list[dict[str, Any]]) -> BatchResult:
+        result = BatchResult()
+        for start in range(0, len(entries), SQS_BATCH_LIMIT):
+            response = self._call(
+                operation, call, QueueUrl=self.url, Entries=entries[start : start + SQS_BATCH_LIMIT]
+            )
+            _collect(response, result)
+        return result
+
+    def _call(self, operation: str, call: Any, **kwargs: Any) -> Any:
+        try:
+            return call(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise AwsCallError(f"SQS {operation} on {self.url} failed: {exc}") from exc
+
+
+def _send_entry(message: Outgoing) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "Id": message.entry_id,
+        "MessageBody": message.body,
+        "DelaySeconds": message.delay_seconds,
+    }
+    if message.attributes:
+        entry["MessageAttributes"] = {name: dict(value) for name, value in message.attributes.items()}
+    if message.trace_header:
+        entry["MessageSystemAttributes"] = {
+            "AWSTraceHeader": {"DataType": "String", "StringValue": message.trace_header}
+        }
+    return entry
+
+
+def _chunks_by_size(messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
+    chunk: list[Outgoing] = []
+    chunk_bytes = 0
+    for message in messages:
+        size = message.size
+        if chunk and (len(chunk) == SQS_BATCH_LIMIT or chunk_bytes + size > MAX_MESSAGE_BYTES):
+            yield chunk
+            chunk, chunk_bytes = [], 0
+        chunk.append(message)
+        chunk_bytes += size
+    if chunk:
+        yield chunk
+
+
+def _collect(response: Mapping[str, Any], result: BatchResult) -> None:
+    result.succeeded.extend(entry["Id"] for entry in response.get("Successful", []))
+    for entry in response.get("Failed", []):
+        result.failed[entry["Id"]] = EntryFailure(
+            code=entry.get("Code", ""),
+            message=entry.get("Message", ""),
+            sender_fault=bool(entry.get("SenderFault")),
+        )

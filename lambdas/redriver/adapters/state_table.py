@@ -1,0 +1,203 @@
+"""The DynamoDB state table: the breaker record and one record per re-driven message."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from redriver.adapters import AwsCallError
+from redriver.breaker import Breaker, Canary, State
+from redriver.envelope import Mark
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BATCH_GET_LIMIT = 100
+BATCH_WRITE_LIMIT = 25
+MAX_UNPROCESSED_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """What the table keeps about a message: its mark, where it went, and why when parked."""
+
+    mark: Mark
+    status: str  # "REDRIVEN" or "PARKED"
+    source_queue: str
+    reason: str | None = None
+
+
+class StateTable:
+    def __init__(
+        self,
+        table_name: str,
+        client: DynamoDBClient,
+        *,
+        ttl_seconds: int,
+        clock: Callable[[], float] = time.time,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.table_name = table_name
+        self._client = client
+        self._ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._pause = pause
+
+    # -- breaker -------------------------------------------------------------------------------
+
+    def load_breaker(self, key: str) -> Breaker:
+        """The stored breaker, or a fresh CLOSED one (version 0) when none was written yet."""
+        response = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self.table_name,
+            Key={"pk": {"S": key}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return _breaker_from_item(item) if item else Breaker()
+
+    def save_breaker(self, key: str, breaker: Breaker, *, expected_version: int) -> bool:
+        """Write the breaker if the stored version is still ``expected_version``.
+
+        Returns False when another run changed it first (ConditionalCheckFailed).
+        """
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_breaker_item(key, breaker),
+                ConditionExpression="attribute_not_exists(pk) OR version = :expected",
+                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise AwsCallError(f"DynamoDB PutItem (breaker) failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise AwsCallError(f"DynamoDB PutItem (breaker) failed: {exc}") from exc
+        return True
+
+    # -- message records -----------------------------------------------------------------------
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded for these identities (absent ones are omitted), expired ones ignored."""
+        wanted = sorted(set(identities))
+        found: dict[str, Mark] = {}
+        now = int(self._clock())
+        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [{"pk": {"S": _message_key(i)}} for i in wanted[start : start + BATCH_GET_LIMIT]],
+                    "ConsistentRead": True,
+                }
+            }
+            for _ in range(MAX_UNPROCESSED_ROUNDS):
+                response = self._call("BatchGetItem", self._client.batch_get_item, RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    # TTL deletion lags by up to days; an expired record must not count.
+                    if int(item["expires_at"]["N"]) > now:
+                        mark = _mark_from_item(item)
+                        found[mark.identity] = mark
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                self._pause(0.05)
+            else:
+                raise AwsCallError("DynamoDB BatchGetItem left keys unprocessed after retries")
+        return found
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        """Write message records with BatchWriteItem, retrying unprocessed items."""
+        now = int(self._clock())
+        items = [
+            {"PutRequest": {"Item": _record_item(record, now, self._ttl_seconds)}} for record in records
+        ]
+        for start in range(0, len(items), BATCH_WRITE_LIMIT):
+            request: dict[str, Any] = {self.table_name: items[start : start + BATCH_WRITE_LIMIT]}
+            for _ in range(MAX_UNPROCESSED_ROUNDS):
+                response = self._call(
+                    "BatchWriteItem", self._client.batch_write_item, RequestItems=request
+                )
+                request = response.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                self._pause(0.05)
+            else:
+                raise AwsCallError("DynamoDB BatchWriteItem left items unprocessed after retries")
+
+    def _call(self, operation: str, call: Any, **kwargs: Any) -> Any:
+        try:
+            return call(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
+
+
+def _message_key(identity: str) -> str:
+    return f"MSG#{identity}"
+
+
+def _numbers(values: Iterable[int]) -> dict[str, Any]:
+    return {"L": [{"N": str(value)} for value in values]}
+
+
+def _breaker_item(key: str, breaker: Breaker) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "pk": {"S": key},
+        "state": {"S": breaker.state.value},
+        "failures": {"N": str(breaker.failures)},
+        "successes": {"N": str(breaker.successes)},
+        "changed_at": {"N": str(breaker.changed_at)},
+        "version": {"N": str(breaker.version)},
+    }
+    if breaker.canary is not None:
+        item["canary_ids"] = {"L": [{"S": identity} for identity in breaker.canary.identities]}
+        item["canary_verdict_at"] = {"N": str(breaker.canary.verdict_at)}
+    return item
+
+
+def _breaker_from_item(item: Mapping[str, Any]) -> Breaker:
+    canary = None
+    if "canary_ids" in item:
+        canary = Canary(
+            identities=tuple(value["S"] for value in item["canary_ids"]["L"]),
+            verdict_at=int(item["canary_verdict_at"]["N"]),
+        )
+    return Breaker(
+        state=State(item["state"]["S"]),
+        failures=int(item["failures"]["N"]),
+        successes=int(item["successes"]["N"]),
+        changed_at=int(item["changed_at"]["N"]),
+        version=int(item["version"]["N"]),
+        canary=canary,
+    )
+
+
+def _record_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str, Any]:
+    mark = record.mark
+    item: dict[str, Any] = {
+        "pk": {"S": _message_key(mark.identity)},
+        "identity": {"S": mark.identity},
+        "redrive_count": {"N": str(mark.count)},
+        "first_failed_at": {"N": str(mark.first_failed_at)},
+        "redriven_at": _numbers(mark.redriven_at),
+        "status": {"S": record.status},
+        "source_queue": {"S": record.source_queue},
+        "updated_at": {"N": str(now)},
+        "expires_at": {"N": str(now + ttl_seconds)},
+    }
+    if record.reason is not None:
+        item["reason"] = {"S": record.reason}
+    return item
+
+
+def _mark_from_item(item: Mapping[str, Any]) -> Mark:
+    return Mark(
+        identity=item["identity"]["S"],
+        count=int(item["redrive_count"]["N"]),
+        first_failed_at=int(item["first_failed_at"]["N"]),
+        redriven_at=tuple(int(value["N"]) for value in item["redriven_at"]["L"]),
+    )

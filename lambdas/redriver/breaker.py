@@ -1,0 +1,121 @@
+"""The circuit breaker's state machine, as pure functions over an immutable record.
+
+Every transition returns a new record with ``version`` incremented; the state table writes it
+only if the stored version is still the one this run read, so overlapping runs cannot corrupt it.
+The exact rules are in docs/design.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+
+class State(str, Enum):
+    CLOSED = "CLOSED"
+    OPEN = "OPEN"
+    HALF_OPEN = "HALF_OPEN"
+
+
+class Mode(str, Enum):
+    """What a run may do, decided by the breaker when the run starts."""
+
+    REDRIVE = "REDRIVE"  # CLOSED: re-drive everything due
+    PROBE = "PROBE"  # HALF_OPEN without a canary in flight: send one canary
+    WATCH = "WATCH"  # HALF_OPEN with a canary in flight: look for it in the DLQ
+    SKIP = "SKIP"  # OPEN and cooling down: touch nothing
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    failure_threshold: int = 3
+    cooldown_seconds: int = 60
+    success_threshold: int = 2
+    failure_ratio: float = 0.5
+
+
+@dataclass(frozen=True)
+class Canary:
+    identities: tuple[str, ...]
+    verdict_at: int
+
+
+@dataclass(frozen=True)
+class Breaker:
+    state: State = State.CLOSED
+    failures: int = 0
+    successes: int = 0
+    changed_at: int = 0
+    version: int = 0
+    canary: Canary | None = None
+
+    def _next(self, **changes: object) -> Breaker:
+        return replace(self, version=self.version + 1, **changes)  # type: ignore[arg-type]
+
+    def opened(self, now: int) -> Breaker:
+        return self._next(state=State.OPEN, failures=0, successes=0, changed_at=now, canary=None)
+
+    def closed(self, now: int) -> Breaker:
+        return self._next(state=State.CLOSED, failures=0, successes=0, changed_at=now, canary=None)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a REDRIVE run observed, for the breaker's verdict."""
+
+    received: int
+    returned: int
+    errors: int
+
+
+def begin_run(breaker: Breaker, now: int, policy: BreakerPolicy) -> tuple[Breaker, Mode]:
+    """Decide what this run may do; the returned record differs from the input when time moved it."""
+    if breaker.state is State.CLOSED:
+        return breaker, Mode.REDRIVE
+    if breaker.state is State.OPEN:
+        if now < breaker.changed_at + policy.cooldown_seconds:
+            return breaker, Mode.SKIP
+        half_open = breaker._next(state=State.HALF_OPEN, successes=0, changed_at=now, canary=None)
+        return half_open, Mode.PROBE
+    if breaker.canary is None:
+        return breaker, Mode.PROBE
+    if now < breaker.canary.verdict_at:
+        return breaker, Mode.WATCH
+    # The canary's verdict window passed and it was never seen back in the DLQ: it succeeded.
+    successes = breaker.successes + 1
+    if successes >= policy.success_threshold:
+        return breaker.closed(now), Mode.REDRIVE
+    return breaker._next(successes=successes, canary=None), Mode.PROBE
+
+
+def with_canary(breaker: Breaker, identities: tuple[str, ...], verdict_at: int) -> Breaker:
+    """Claim the HALF_OPEN probe for these messages; written before the canary is sent."""
+    if breaker.state is not State.HALF_OPEN:
+        raise ValueError(f"a canary needs a HALF_OPEN breaker, not {breaker.state.value}")
+    return breaker._next(canary=Canary(identities, verdict_at))
+
+
+def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
+    """A REDRIVE run fails on an AWS error, or when enough of what it received had come back."""
+    if outcome.errors:
+        return True
+    return outcome.returned > 0 and outcome.returned >= policy.failure_ratio * outcome.received
+
+
+def end_redrive_run(
+    breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy
+) -> Breaker | None:
+    """The record after a REDRIVE run, or None when nothing needs writing.
+
+    An empty DLQ proves nothing: a run that received nothing and hit no error changes nothing.
+    """
+    if breaker.state is not State.CLOSED:
+        return None
+    if is_failed_run(outcome, policy):
+        failures = breaker.failures + 1
+        if failures >= policy.failure_threshold:
+            return breaker.opened(now)
+        return breaker._next(failures=failures)
+    if outcome.received and breaker.failures:
+        return breaker._next(failures=0)
+    return None

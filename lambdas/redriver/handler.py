@@ -1,0 +1,104 @@
+"""Lambda entry point of the re-driver: a decorator stack over one call into the run logic.
+
+Settings are validated at import (cold start); boto3 clients are created on the first invocation,
+never at import, and reused by later invocations of the same execution environment.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
+
+from redriver.adapters.sqs_queue import SqsQueue
+from redriver.adapters.state_table import StateTable
+from redriver.breaker import State
+from redriver.observability import logger, metrics, tracer
+from redriver.redrive import Redriver, RunReport
+from redriver.settings import Settings, load_settings
+
+SETTINGS = load_settings()
+BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
+# Standard retry mode backs off on throttling; the run's own time budget bounds the total.
+AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=25)
+
+
+@functools.cache
+def _runtime() -> tuple[Redriver, IdempotencyConfig, Any]:
+    """The re-driver and its idempotency guard, built once per execution environment."""
+    return build_runtime(SETTINGS)
+
+
+def build_runtime(settings: Settings) -> tuple[Redriver, IdempotencyConfig, Any]:
+    sqs = boto3.client("sqs", config=AWS_CONFIG)
+    dynamodb = boto3.client("dynamodb", config=AWS_CONFIG)
+    redriver = Redriver(
+        settings,
+        dlq=SqsQueue(settings.dlq_url, sqs),
+        source=SqsQueue(settings.source_queue_url, sqs),
+        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
+        state=StateTable(settings.table_name, dynamodb, ttl_seconds=settings.state_ttl_days * 86_400),
+        logger=logger,
+        clock=time.time,
+        rng=random.Random(),
+    )
+    # EventBridge delivers at least once: a repeated event id is answered from the first run.
+    config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
+    )
+
+    @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)
+    def run_once(event: dict[str, Any], remaining_ms: Any) -> dict[str, Any]:
+        return _publish(redriver.run(remaining_ms))
+
+    return redriver, config, run_once
+
+
+def _publish(report: RunReport) -> dict[str, Any]:
+    for name, value in (
+        ("Redriven", report.redriven),
+        ("Parked", report.parked),
+        ("FailedRedrives", report.returned),
+        ("Canaries", report.canaries),
+        ("RunErrors", report.errors),
+    ):
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    metrics.add_metric(
+        name="BreakerState", unit=MetricUnit.Count, value=BREAKER_STATE_VALUE[report.breaker_state]
+    )
+    summary = {
+        "mode": report.mode.value,
+        "breaker_state": report.breaker_state.value,
+        "received": report.received,
+        "redriven": report.redriven,
+        "parked": report.parked,
+        "returned": report.returned,
+        "canaries": report.canaries,
+        "errors": report.errors,
+        "stopped_because": report.stopped_because,
+        "breaker_transitions": report.breaker_transitions,
+    }
+    logger.info("run finished", extra=summary)
+    return summary
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    _, config, run_once = _runtime()
+    config.register_lambda_context(context)
+    result: dict[str, Any] = run_once(event=event, remaining_ms=context.get_remaining_time_in_millis)
+    return result

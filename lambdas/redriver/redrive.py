@@ -1,0 +1,413 @@
+"""One scheduled run of the re-driver: consult the breaker, then re-drive, probe or watch.
+
+The run talks to AWS only through the adapters it is given. It deletes a DLQ message only after
+the message was sent somewhere else (the source queue or the parking lot) and the send succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from redriver import breaker as circuit
+from redriver.adapters import AwsCallError
+from redriver.adapters.sqs_queue import Outgoing, SqsQueue
+from redriver.adapters.state_table import MessageRecord, StateTable
+from redriver.backoff import redrive_delay
+from redriver.breaker import Breaker, Mode, RunOutcome, State
+from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, string_attribute
+from redriver.settings import Settings
+
+SQS_RECEIVE_LIMIT = 10
+REDRIVEN = "REDRIVEN"
+PARKED = "PARKED"
+
+
+@dataclass
+class RunReport:
+    """What one run did; the handler turns it into metrics, tests assert on it."""
+
+    mode: Mode
+    breaker_state: State
+    received: int = 0
+    redriven: int = 0
+    parked: int = 0
+    returned: int = 0
+    canaries: int = 0
+    errors: int = 0
+    stopped_because: str = ""
+    breaker_transitions: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A received DLQ message with its identity and re-drive history resolved."""
+
+    message: DlqMessage
+    mark: Mark
+
+    @property
+    def carries_mark(self) -> bool:
+        return self.message.mark is not None or self.message.has_room_for_mark
+
+
+@dataclass(frozen=True)
+class Plan:
+    redrive: list[tuple[Tracked, int]] = field(default_factory=list)  # (message, delay seconds)
+    park: list[tuple[Tracked, dict[str, Any]]] = field(default_factory=list)  # (message, reason)
+    leave: list[Tracked] = field(default_factory=list)
+
+
+class Redriver:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        dlq: SqsQueue,
+        source: SqsQueue,
+        parking_lot: SqsQueue,
+        state: StateTable,
+        logger: logging.Logger | Any,
+        clock: Callable[[], float],
+        rng: random.Random,
+    ) -> None:
+        self.settings = settings
+        self.dlq = dlq
+        self.source = source
+        self.parking_lot = parking_lot
+        self.state = state
+        self.log = logger
+        self.clock = clock
+        self.rng = rng
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, remaining_ms: Callable[[], int]) -> RunReport:
+        """Do one scheduled run; ``remaining_ms`` is the Lambda context's time left."""
+        key = self.settings.breaker_key
+        stored = self.state.load_breaker(key)
+        breaker, mode = circuit.begin_run(stored, self.now(), self.settings.breaker)
+        report = RunReport(mode=mode, breaker_state=breaker.state)
+        if breaker is not stored:
+            if not self._save_breaker(breaker, stored, report):
+                report.mode = Mode.SKIP
+                return report
+        if mode is Mode.SKIP:
+            report.stopped_because = "breaker open"
+            return report
+
+        released: dict[str, str] = {}
+        while True:
+            stop = self._stop_reason(report, remaining_ms)
+            if stop:
+                report.stopped_because = stop
+                break
+            try:
+                batch = self._receive(report)
+                if not batch:
+                    report.stopped_because = "DLQ empty"
+                    break
+                breaker, stop = self._handle_batch(batch, breaker, report, released)
+            except AwsCallError as exc:
+                report.errors += 1
+                self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
+                stop = "AWS error"
+            if stop:
+                report.stopped_because = stop
+                break
+
+        self._release(released, report)
+        if report.mode is Mode.REDRIVE:
+            self._end_redrive_run(breaker, report)
+        return report
+
+    def _stop_reason(self, report: RunReport, remaining_ms: Callable[[], int]) -> str:
+        if report.received >= self.settings.max_messages_per_run:
+            return "per-run limit"
+        if remaining_ms() < self.settings.time_margin_seconds * 1000:
+            return "time budget"
+        return ""
+
+    def _receive(self, report: RunReport) -> list[DlqMessage]:
+        wanted = min(SQS_RECEIVE_LIMIT, self.settings.max_messages_per_run - report.received)
+        batch = self.dlq.receive(
+            wanted,
+            wait_seconds=self.settings.receive_wait_seconds,
+            visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
+        )
+        report.received += len(batch)
+        return batch
+
+    def _handle_batch(
+        self,
+        batch: list[DlqMessage],
+        breaker: Breaker,
+        report: RunReport,
+        released: dict[str, str],
+    ) -> tuple[Breaker, str]:
+        """Decide and act on one received batch; return the breaker and a reason to stop, if any."""
+        tracked = self._track(batch)
+        report.returned += sum(1 for t in tracked if _redriven_since(t.mark, breaker.changed_at))
+        over_limit = [t for t in tracked if t.mark.count >= self.settings.max_redrives]
+        due = [t for t in tracked if t.mark.count < self.settings.max_redrives]
+        plan = Plan(park=[(t, self._park_reason(t)) for t in over_limit])
+        stop = ""
+
+        if report.mode is Mode.REDRIVE:
+            plan.redrive.extend((t, self._delay_for(t)) for t in due)
+        elif report.mode is Mode.WATCH:
+            assert breaker.canary is not None
+            back = [t for t in due if t.mark.identity in breaker.canary.identities]
+            plan.leave.extend(due)
+            if back:
+                self._log_decision("canary came back: opening the circuit", back[0])
+                breaker = self._transition(breaker, breaker.opened(self.now()), report)
+                stop = "canary failed"
+        else:  # PROBE
+            canaries = due[: self.settings.canary_size]
+            plan.leave.extend(due[len(canaries) :])
+            if canaries:
+                breaker, claimed = self._claim_canary(breaker, canaries, report)
+                if claimed:
+                    plan.redrive.extend((t, 0) for t in canaries)
+                    report.canaries += len(canaries)
+                    stop = "canary sent"
+                else:
+                    plan.leave.extend(canaries)
+                    stop = "another run holds the probe"
+
+        sent_to_source = self._execute(plan, report)
+        if report.mode is Mode.PROBE and plan.redrive and not sent_to_source:
+            self.log.warning("canary could not be sent: opening the circuit")
+            breaker = self._transition(breaker, breaker.opened(self.now()), report)
+        for t in plan.leave:
+            released[t.message.message_id] = t.message.receipt_handle
+        return breaker, stop
+
+    # -- identities and decisions --------------------------------------------------------------
+
+    def _track(self, batch: list[DlqMessage]) -> list[Tracked]:
+        """Resolve each message's identity and history: its mark, or the table for unmarked ones."""
+        now = self.now()
+        unmarkable = [m for m in batch if m.mark is None and not m.has_room_for_mark]
+        recorded = self.state.load_marks(m.content_identity for m in unmarkable) if unmarkable else {}
+        tracked = []
+        for message in batch:
+            if message.malformed_mark:
+                self.log.warning(
+                    "ignoring a malformed re-drive mark", extra={"message_id": message.message_id}
+                )
+            if message.mark is not None:
+                mark = message.mark
+            elif message.has_room_for_mark:
+                mark = Mark(identity=message.message_id, first_failed_at=now)
+            else:
+                identity = message.content_identity
+                mark = recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
+            tracked.append(Tracked(message, mark))
+        return tracked
+
+    def _delay_for(self, tracked: Tracked) -> int:
+        return redrive_delay(
+            tracked.mark.count + 1,
+            base_seconds=self.settings.base_delay_seconds,
+            max_seconds=self.settings.max_delay_seconds,
+            rng=self.rng,
+        )
+
+    def _park_reason(self, tracked: Tracked, why: str | None = None) -> dict[str, Any]:
+        mark = tracked.mark
+        return {
+            "why": why or f"failed after {mark.count} re-drives (limit {self.settings.max_redrives})",
+            "redrive_count": mark.count,
+            "first_failed_at": mark.first_failed_at,
+            "last_failed_at": self.now(),
+            "source_queue": self.settings.source_queue_url,
+            "dlq_message_id": tracked.message.message_id,
+        }
+
+    # -- acting --------------------------------------------------------------------------------
+
+    def _execute(self, plan: Plan, report: RunReport) -> list[Tracked]:
+        """Send the re-drives, then the parkings, then delete what arrived; return what was re-driven."""
+        handles: dict[str, str] = {}
+        now = self.now()
+        redriven = self._send_redrives(plan, report, handles, now)
+        self._send_parked(plan.park, report, handles)
+        if handles:
+            deleted = self.dlq.delete(handles)
+            for key, failure in deleted.failed.items():
+                report.errors += 1
+                self.log.error(
+                    "delete from the DLQ failed: the message will be seen again (a duplicate)",
+                    extra={"message_id": key, "code": failure.code},
+                )
+        return redriven
+
+    def _send_redrives(
+        self, plan: Plan, report: RunReport, handles: dict[str, str], now: int
+    ) -> list[Tracked]:
+        if not plan.redrive:
+            return []
+        outgoing: dict[str, tuple[Tracked, Mark, int]] = {}
+        for index, (tracked, delay) in enumerate(plan.redrive):
+            outgoing[str(index)] = (tracked, tracked.mark.after_redrive(now), delay)
+        self.state.save_records(
+            [
+                MessageRecord(mark, REDRIVEN, self.settings.source_queue_url)
+                for _, mark, _ in outgoing.values()
+            ]
+        )
+        result = self.source.send(
+            [
+                Outgoing(
+                    entry_id=key,
+                    body=tracked.message.body,
+                    attributes=_with_mark(tracked, mark.to_json()),
+                    delay_seconds=delay,
+                    trace_header=tracked.message.system_attributes.get("AWSTraceHeader"),
+                )
+                for key, (tracked, mark, delay) in outgoing.items()
+            ]
+        )
+        sent = []
+        for key in result.succeeded:
+            tracked, mark, delay = outgoing[key]
+            handles[tracked.message.message_id] = tracked.message.receipt_handle
+            sent.append(tracked)
+            report.redriven += 1
+            self._log_decision("re-driven", tracked, redrive_count=mark.count, delay_seconds=delay)
+        for key, failure in result.failed.items():
+            tracked, _, _ = outgoing[key]
+            if failure.sender_fault:
+                # SQS will never accept this message as it is: park it rather than retry forever.
+                reason = self._park_reason(tracked, f"source queue rejected it: {failure.code}")
+                plan.park.append((tracked, reason))
+            else:
+                report.errors += 1
+                self._log_decision("re-drive send failed; it stays in the DLQ", tracked, code=failure.code)
+        return sent
+
+    def _send_parked(
+        self, parked: list[tuple[Tracked, dict[str, Any]]], report: RunReport, handles: dict[str, str]
+    ) -> None:
+        if not parked:
+            return
+        self.state.save_records(
+            [
+                MessageRecord(tracked.mark, PARKED, self.settings.source_queue_url, json.dumps(reason))
+                for tracked, reason in parked
+            ]
+        )
+        by_key = {str(index): item for index, item in enumerate(parked)}
+        result = self.parking_lot.send(
+            [
+                Outgoing(
+                    entry_id=key,
+                    body=tracked.message.body,
+                    attributes=_with_mark(tracked, tracked.mark.to_json(parked=reason)),
+                    trace_header=tracked.message.system_attributes.get("AWSTraceHeader"),
+                )
+                for key, (tracked, reason) in by_key.items()
+            ]
+        )
+        for key in result.succeeded:
+            tracked, reason = by_key[key]
+            handles[tracked.message.message_id] = tracked.message.receipt_handle
+            report.parked += 1
+            self._log_decision("parked", tracked, reason=reason["why"])
+        for key, failure in result.failed.items():
+            report.errors += 1
+            self._log_decision("parking failed; it stays in the DLQ", by_key[key][0], code=failure.code)
+
+    def _release(self, released: dict[str, str], report: RunReport) -> None:
+        """Give back messages this run received but did not act on, so the next run sees them."""
+        if not released:
+            return
+        try:
+            self.dlq.release(released)
+        except AwsCallError as exc:
+            # Not a loss: they become visible again when their visibility timeout ends.
+            report.errors += 1
+            self.log.warning("could not release held messages", extra={"error": str(exc)})
+
+    # -- breaker writes ------------------------------------------------------------------------
+
+    def _claim_canary(
+        self, breaker: Breaker, canaries: list[Tracked], report: RunReport
+    ) -> tuple[Breaker, bool]:
+        window = self.source.redrive_window()
+        claimed = circuit.with_canary(
+            breaker, tuple(t.mark.identity for t in canaries), self.now() + window.seconds
+        )
+        if not self._save_breaker(claimed, breaker, report):
+            return breaker, False
+        for tracked in canaries:
+            self._log_decision("canary", tracked, verdict_at=claimed.canary.verdict_at if claimed.canary else 0)
+        return claimed, True
+
+    def _end_redrive_run(self, breaker: Breaker, report: RunReport) -> None:
+        outcome = RunOutcome(received=report.received, returned=report.returned, errors=report.errors)
+        after = circuit.end_redrive_run(breaker, outcome, self.now(), self.settings.breaker)
+        if after is not None:
+            self._transition(breaker, after, report)
+
+    def _transition(self, before: Breaker, after: Breaker, report: RunReport) -> Breaker:
+        """Write ``after`` conditionally; on a lost race keep ``before`` (another run decided)."""
+        try:
+            saved = self._save_breaker(after, before, report)
+        except AwsCallError as exc:
+            report.errors += 1
+            self.log.error("breaker write failed", extra={"error": str(exc)})
+            return before
+        return after if saved else before
+
+    def _save_breaker(self, after: Breaker, before: Breaker, report: RunReport) -> bool:
+        saved = self.state.save_breaker(
+            self.settings.breaker_key, after, expected_version=before.version
+        )
+        if not saved:
+            self.log.warning(
+                "breaker changed by another run; this run's transition is dropped",
+                extra={"expected_version": before.version},
+            )
+            return False
+        if after.state is not before.state:
+            report.breaker_transitions.append(f"{before.state.value}->{after.state.value}")
+            self.log.info(
+                "breaker transition",
+                extra={"from": before.state.value, "to": after.state.value, "version": after.version},
+            )
+        report.breaker_state = after.state
+        return True
+
+    def _log_decision(self, decision: str, tracked: Tracked, **fields: Any) -> None:
+        self.log.info(
+            decision,
+            extra={
+                "identity": tracked.mark.identity,
+                "message_id": tracked.message.message_id,
+                "redrive_count": tracked.mark.count,
+                **fields,
+            },
+        )
+
+
+def _redriven_since(mark: Mark, since: int) -> bool:
+    last = mark.last_redriven_at
+    return last is not None and last >= since
+
+
+def _with_mark(tracked: Tracked, mark_json: str) -> dict[str, Any]:
+    """The message's own attributes, plus the mark when the message has room for it."""
+    attributes: dict[str, Any] = dict(tracked.message.attributes)
+    if tracked.carries_mark:
+        attributes[MARK_ATTRIBUTE] = string_attribute(mark_json)
+    return attributes

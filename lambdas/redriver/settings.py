@@ -1,0 +1,118 @@
+"""The re-driver's configuration, read from environment variables once, at cold start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from redriver.backoff import SQS_MAX_DELAY_SECONDS
+from redriver.breaker import BreakerPolicy
+
+
+class ConfigError(ValueError):
+    """A setting is missing or outside what the re-driver accepts."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    dlq_url: str
+    source_queue_url: str
+    parking_lot_url: str
+    table_name: str
+    max_redrives: int = 5
+    base_delay_seconds: int = 60
+    max_delay_seconds: int = SQS_MAX_DELAY_SECONDS
+    breaker: BreakerPolicy = BreakerPolicy()
+    canary_size: int = 1
+    max_messages_per_run: int = 500
+    receive_wait_seconds: int = 1
+    dlq_visibility_timeout_seconds: int = 960
+    time_margin_seconds: int = 10
+    state_ttl_days: int = 14
+
+    @property
+    def breaker_key(self) -> str:
+        return f"BREAKER#{self.source_queue_url}"
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigError(f"{name} is required and must not be empty")
+    return value
+
+
+def _queue_url(env: Mapping[str, str], name: str) -> str:
+    value = _required(env, name)
+    if not value.startswith(("https://", "http://")):
+        raise ConfigError(f"{name} must be an SQS queue URL (https://...), got {value!r}")
+    if value.endswith(".fifo"):
+        raise ConfigError(
+            f"{name} is a FIFO queue ({value!r}); this version re-drives standard queues only"
+        )
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer from {low} to {high}, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value}")
+    return value
+
+
+def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number in (0, 1], got {raw!r}") from None
+    if not 0 < value <= 1:
+        raise ConfigError(f"{name} must be a number in (0, 1], got {value}")
+    return value
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Parse and validate the settings; raise ConfigError naming the bad variable."""
+    env = os.environ if env is None else env
+    base_delay = _int(env, "BASE_DELAY_SECONDS", 60, 0, SQS_MAX_DELAY_SECONDS)
+    max_delay = _int(env, "MAX_DELAY_SECONDS", SQS_MAX_DELAY_SECONDS, 0, SQS_MAX_DELAY_SECONDS)
+    if max_delay < base_delay:
+        raise ConfigError(
+            f"MAX_DELAY_SECONDS ({max_delay}) must be >= BASE_DELAY_SECONDS ({base_delay})"
+        )
+    urls = {
+        name: _queue_url(env, name) for name in ("DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL")
+    }
+    if len(set(urls.values())) != len(urls):
+        raise ConfigError("DLQ_URL, SOURCE_QUEUE_URL and PARKING_LOT_URL must be three different queues")
+    return Settings(
+        dlq_url=urls["DLQ_URL"],
+        source_queue_url=urls["SOURCE_QUEUE_URL"],
+        parking_lot_url=urls["PARKING_LOT_URL"],
+        table_name=_required(env, "DYNAMODB_TABLE_NAME"),
+        # The history in a message's mark grows by one entry per re-drive; 50 keeps it in budget.
+        max_redrives=_int(env, "MAX_REDRIVES", 5, 1, 50),
+        base_delay_seconds=base_delay,
+        max_delay_seconds=max_delay,
+        breaker=BreakerPolicy(
+            failure_threshold=_int(env, "BREAKER_FAILURE_THRESHOLD", 3, 1, 100),
+            cooldown_seconds=_int(env, "BREAKER_COOLDOWN_SECONDS", 60, 0, 86_400),
+            success_threshold=_int(env, "BREAKER_SUCCESS_THRESHOLD", 2, 1, 100),
+            failure_ratio=_ratio(env, "BREAKER_FAILURE_RATIO", 0.5),
+        ),
+        canary_size=_int(env, "CANARY_SIZE", 1, 1, 10),
+        max_messages_per_run=_int(env, "MAX_MESSAGES_PER_RUN", 500, 1, 100_000),
+        receive_wait_seconds=_int(env, "RECEIVE_WAIT_SECONDS", 1, 0, 20),
+        dlq_visibility_timeout_seconds=_int(env, "DLQ_VISIBILITY_TIMEOUT_SECONDS", 960, 1, 43_200),
+        time_margin_seconds=_int(env, "TIME_MARGIN_SECONDS", 10, 1, 600),
+        state_ttl_days=_int(env, "STATE_TTL_DAYS", 14, 1, 365),
+    )

@@ -1,0 +1,132 @@
+"""Builders shared by the tests: a fake Lambda context, a controllable clock, SQS helpers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "redriver"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:redriver"
+    aws_request_id: str = "req-1"
+    remaining_ms: int = 60_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+@dataclass
+class FakeClock:
+    now: float = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def order_body(order_id: str, *, quantity: int = 1) -> str:
+    return json.dumps(
+        {
+            "order_id": order_id,
+            "customer_id": "c-1",
+            "currency": "EUR",
+            "items": [{"sku": "sku-1", "quantity": quantity, "unit_price": "9.90"}],
+        }
+    )
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The SQS event Lambda's event source mapping would build from received messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {
+                        "dataType": value["DataType"],
+                        **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
+                        **({"binaryValue": value["BinaryValue"]} if "BinaryValue" in value else {}),
+                    }
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+    }
+
+
+def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Receive (and delete) every visible message of a queue."""
+    found: list[dict[str, Any]] = []
+    while True:
+        response = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return found
+        found.extend(messages)
+        sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+        )
+
+
+def depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(
+        attributes["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+def consume(sqs: Any, queue_url: str, fails: Any) -> tuple[list[str], int]:
+    """Play a consumer until the queue has nothing visible: delete what succeeds, fail the rest.
+
+    A failed message is made visible again at once (as if its visibility timeout ran out), so with
+    the source's RedrivePolicy it reaches the DLQ after maxReceiveCount failed receives.
+    Returns the bodies processed and the number of failed receives.
+    """
+    processed: list[str] = []
+    failures = 0
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", [])
+        if not messages:
+            return processed, failures
+        for message in messages:
+            if fails(message):
+                failures += 1
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                processed.append(message["Body"])
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def always(_: Any) -> bool:
+    return True
+
+
+def never(_: Any) -> bool:
+    return False

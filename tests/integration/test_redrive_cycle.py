@@ -1,0 +1,291 @@
+"""The re-driver against moto: messages travel DLQ -> source -> consumer -> DLQ -> ... -> parking lot."""
+
+from __future__ import annotations
+
+import json
+
+from redriver.breaker import BreakerPolicy, Mode, State
+from redriver.envelope import MARK_ATTRIBUTE, Mark
+from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
+from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
+
+REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
+
+
+def send_to_dlq(aws: Aws, body: str, attributes: dict | None = None) -> str:
+    kwargs = {"QueueUrl": aws.dlq_url, "MessageBody": body}
+    if attributes:
+        kwargs["MessageAttributes"] = attributes
+    return aws.sqs.send_message(**kwargs)["MessageId"]
+
+
+def fail_into_dlq(aws: Aws, *bodies: str) -> None:
+    """Send orders to the source queue and let a broken consumer fail them into the DLQ."""
+    for body in bodies:
+        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=body)
+    consume(aws.sqs, aws.source_url, always)
+
+
+def mark_of(message: dict) -> Mark:
+    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+
+
+def stored_breaker(aws: Aws) -> dict | None:
+    item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"pk": {"S": f"BREAKER#{aws.source_url}"}})
+    return item.get("Item")
+
+
+def test_empty_dlq_is_a_noop(aws: Aws, clock: FakeClock) -> None:
+    report = make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    assert (report.received, report.redriven, report.parked) == (0, 0, 0)
+    assert report.stopped_because == "DLQ empty"
+    assert stored_breaker(aws) is None
+
+
+def test_redrive_returns_body_and_attributes_unchanged_plus_the_mark(aws: Aws, clock: FakeClock) -> None:
+    attributes = {
+        "tenant": {"DataType": "String", "StringValue": "acme ✓ 東京"},
+        "amount": {"DataType": "Number", "StringValue": "12.50"},
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01\xff"},
+    }
+    original_id = send_to_dlq(aws, order_body("o-1"), attributes)
+
+    report = make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    assert report.redriven == 1
+    [message] = drain(aws.sqs, aws.source_url)
+    assert message["Body"] == order_body("o-1")
+    assert {k: v for k, v in message["MessageAttributes"].items() if k != MARK_ATTRIBUTE} == attributes
+    mark = mark_of(message)
+    assert (mark.identity, mark.count) == (original_id, 1)
+    assert depth(aws.sqs, aws.dlq_url) == 0
+
+
+def test_redrive_count_survives_round_trips_until_the_message_is_parked(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN a consumer that always fails one order, and a breaker that will not get in the way
+    settings = make_settings(aws, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100))
+    redriver = make_redriver(aws, settings, clock)
+    fail_into_dlq(aws, order_body("poison"))
+    identities = set()
+
+    # WHEN the re-driver and the consumer take turns
+    for expected_count in (1, 2, 3):
+        assert redriver.run(REMAINING).redriven == 1
+        [message] = aws.sqs.receive_message(
+            QueueUrl=aws.source_url, MessageAttributeNames=["All"], VisibilityTimeout=0
+        )["Messages"]
+        assert mark_of(message).count == expected_count
+        identities.add(mark_of(message).identity)
+        consume(aws.sqs, aws.source_url, always)
+        clock.advance(60)
+    report = redriver.run(REMAINING)
+
+    # THEN the identity never changed, and after 3 re-drives it is parked with its reason
+    assert len(identities) == 1
+    assert (report.redriven, report.parked) == (0, 1)
+    [parked] = drain(aws.sqs, aws.parking_lot_url)
+    assert parked["Body"] == order_body("poison")
+    details = json.loads(parked["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    assert details["n"] == 3 and len(details["at"]) == 3
+    assert details["parked"]["redrive_count"] == 3
+    assert details["parked"]["source_queue"] == aws.source_url
+    assert details["parked"]["first_failed_at"] <= details["parked"]["last_failed_at"]
+    assert "failed after 3 re-drives" in details["parked"]["why"]
+    assert depth(aws.sqs, aws.dlq_url) == 0 and depth(aws.sqs, aws.source_url) == 0
+
+
+def test_state_table_records_count_and_history(aws: Aws, clock: FakeClock) -> None:
+    original_id = send_to_dlq(aws, order_body("o-1"))
+
+    make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"pk": {"S": f"MSG#{original_id}"}})["Item"]
+    assert item["redrive_count"] == {"N": "1"}
+    assert item["status"] == {"S": "REDRIVEN"}
+    assert item["redriven_at"] == {"L": [{"N": str(int(clock.now))}]}
+    assert int(item["expires_at"]["N"]) > int(clock.now)
+
+
+def test_a_message_that_succeeds_after_a_redrive_is_consumed_once(aws: Aws, clock: FakeClock) -> None:
+    fail_into_dlq(aws, order_body("o-1"))
+
+    make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+    processed, _ = consume(aws.sqs, aws.source_url, never)
+
+    assert processed == [order_body("o-1")]
+    assert depth(aws.sqs, aws.dlq_url) == 0 and depth(aws.sqs, aws.parking_lot_url) == 0
+
+
+def test_redrive_delay_grows_exponentially_with_the_count(aws: Aws, clock: FakeClock) -> None:
+    settings = make_settings(aws, base_delay_seconds=60, max_delay_seconds=900)
+    delays: list[int] = []
+    aws.sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch",
+        lambda params, **_: delays.extend(e["DelaySeconds"] for e in params["Entries"]),
+    )
+    for count in (0, 1, 4):
+        attributes = {}
+        if count:
+            mark = Mark(f"id-{count}", count, 1, tuple(range(count)))
+            attributes = {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
+        send_to_dlq(aws, f"body-{count}", attributes)
+
+    make_redriver(aws, settings, clock).run(REMAINING)
+
+    # re-drives 1, 2 and 5: steps of 60, 120 and 960 capped at 900; equal jitter keeps >= half
+    assert len(delays) == 3
+    by_step = sorted(delays)
+    assert 30 <= by_step[0] <= 60 and 60 <= by_step[1] <= 120 and 450 <= by_step[2] <= 900
+    assert aws.sqs.receive_message(QueueUrl=aws.source_url).get("Messages") is None
+
+
+def test_breaker_opens_when_redriven_messages_keep_coming_back(aws: Aws, clock: FakeClock) -> None:
+    redriver = make_redriver(aws, make_settings(aws), clock)
+    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(5)))
+
+    reports = []
+    for _ in range(4):
+        reports.append(redriver.run(REMAINING))
+        consume(aws.sqs, aws.source_url, always)  # the consumer is still broken
+        clock.advance(10)
+
+    assert [r.returned for r in reports] == [0, 5, 5, 5]
+    assert reports[-1].breaker_transitions == ["CLOSED->OPEN"]
+    assert stored_breaker(aws)["state"] == {"S": "OPEN"}
+
+
+def test_open_breaker_blocks_redrive(aws: Aws, clock: FakeClock) -> None:
+    redriver = make_redriver(aws, make_settings(aws), clock)
+    fail_into_dlq(aws, order_body("o-1"))
+    for _ in range(4):
+        redriver.run(REMAINING)
+        consume(aws.sqs, aws.source_url, always)
+
+    report = redriver.run(REMAINING)
+
+    assert report.mode is Mode.SKIP and report.received == 0
+    assert depth(aws.sqs, aws.dlq_url) == 1 and depth(aws.sqs, aws.source_url) == 0
+
+
+def open_the_breaker(aws: Aws, clock: FakeClock, redriver) -> None:
+    for _ in range(4):
+        redriver.run(REMAINING)
+        consume(aws.sqs, aws.source_url, always)
+    assert stored_breaker(aws)["state"] == {"S": "OPEN"}
+
+
+def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN an open breaker over 4 failed orders, and a consumer that has recovered
+    settings = make_settings(aws, max_redrives=10)
+    redriver = make_redriver(aws, settings, clock)
+    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
+    open_the_breaker(aws, clock, redriver)
+
+    # WHEN the cooldown ends: one canary goes out, and is consumed
+    clock.advance(61)
+    first = redriver.run(REMAINING)
+    assert (first.mode, first.canaries, first.redriven) == (Mode.PROBE, 1, 1)
+    assert consume(aws.sqs, aws.source_url, never)[0]
+
+    # a run inside the verdict window only watches
+    clock.advance(CANARY_WINDOW - 1)
+    assert redriver.run(REMAINING).mode is Mode.WATCH
+
+    # THEN each canary that stays away counts as a success; the second closes the breaker
+    clock.advance(2)
+    second = redriver.run(REMAINING)
+    assert (second.mode, second.canaries) == (Mode.PROBE, 1)
+    consume(aws.sqs, aws.source_url, never)
+    clock.advance(CANARY_WINDOW + 1)
+    closing = redriver.run(REMAINING)
+    assert closing.breaker_transitions == ["HALF_OPEN->CLOSED"]
+    assert closing.redriven == 2
+    consume(aws.sqs, aws.source_url, never)
+    assert depth(aws.sqs, aws.dlq_url) == 0
+
+
+def test_a_canary_that_comes_back_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
+    redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
+    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(3)))
+    open_the_breaker(aws, clock, redriver)
+    clock.advance(61)
+    assert redriver.run(REMAINING).canaries == 1
+
+    consume(aws.sqs, aws.source_url, always)  # still broken: the canary returns to the DLQ
+    clock.advance(5)
+    report = redriver.run(REMAINING)
+
+    assert report.mode is Mode.WATCH
+    assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
+    assert report.redriven == 0
+    assert depth(aws.sqs, aws.dlq_url) == 3
+
+
+def test_an_empty_dlq_does_not_close_a_half_open_breaker(aws: Aws, clock: FakeClock) -> None:
+    redriver = make_redriver(aws, make_settings(aws), clock)
+    fail_into_dlq(aws, order_body("o-1"))
+    open_the_breaker(aws, clock, redriver)
+    drain(aws.sqs, aws.dlq_url)
+
+    for _ in range(5):
+        clock.advance(120)
+        report = redriver.run(REMAINING)
+
+    assert report.breaker_state is State.HALF_OPEN
+    assert stored_breaker(aws)["state"] == {"S": "HALF_OPEN"}
+
+
+def test_message_with_ten_attributes_is_counted_in_the_table_and_parked_intact(
+    aws: Aws, clock: FakeClock
+) -> None:
+    attributes = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
+    settings = make_settings(aws, max_redrives=2, breaker=BreakerPolicy(failure_threshold=100))
+    redriver = make_redriver(aws, settings, clock)
+    aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody="ten", MessageAttributes=attributes)
+    consume(aws.sqs, aws.source_url, always)
+
+    for _ in range(2):
+        assert redriver.run(REMAINING).redriven == 1
+        consume(aws.sqs, aws.source_url, always)
+    report = redriver.run(REMAINING)
+
+    assert report.parked == 1
+    [parked] = drain(aws.sqs, aws.parking_lot_url)
+    assert parked["MessageAttributes"] == attributes
+    records = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    [record] = [r for r in records if r["pk"]["S"].startswith("MSG#sha256:")]
+    assert record["redrive_count"] == {"N": "2"} and record["status"] == {"S": "PARKED"}
+    assert "failed after 2 re-drives" in json.loads(record["reason"]["S"])["why"]
+
+
+def test_body_too_large_for_the_mark_uses_a_content_identity(aws: Aws, clock: FakeClock) -> None:
+    body = "é" * ((1_048_576 - 2_000) // 2)  # fits SQS, but not with the mark's budget added
+    send_to_dlq(aws, body)
+
+    report = make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    assert report.redriven == 1
+    [message] = drain(aws.sqs, aws.source_url)
+    assert message["Body"] == body and MARK_ATTRIBUTE not in message.get("MessageAttributes", {})
+    [record] = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    assert record["pk"]["S"].startswith("MSG#sha256:") and record["redrive_count"] == {"N": "1"}
+
+
+def test_run_stops_at_the_per_run_limit(aws: Aws, clock: FakeClock) -> None:
+    for i in range(25):
+        send_to_dlq(aws, f"m-{i}")
+
+    report = make_redriver(aws, make_settings(aws, max_messages_per_run=12), clock).run(REMAINING)
+
+    assert (report.received, report.redriven, report.stopped_because) == (12, 12, "per-run limit")
+    assert depth(aws.sqs, aws.dlq_url) == 13
+
+
+def test_run_takes_no_batch_when_time_is_short(aws: Aws, clock: FakeClock) -> None:
+    send_to_dlq(aws, "m")
+
+    report = make_redriver(aws, make_settings(aws, time_margin_seconds=10), clock).run(lambda: 9_999)
+
+    assert (report.received, report.stopped_because) == (0, "time budget")
+    assert depth(aws.sqs, aws.dlq_url) == 1
