@@ -1,0 +1,1 @@
+"""CDK constructs and stacks of the smart DLQ re-driver."""

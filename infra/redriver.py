@@ -1,0 +1,200 @@
+"""SqsRedriver: the L3 construct that attaches the smart re-driver to a source queue and its DLQ."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.functions import POWERTOOLS_LAYER_VERSION, acknowledge, powertools_layer, python_function
+from infra.settings import RedriverSettings, SettingsError
+
+PARKING_LOT_RETENTION = Duration.days(14)
+SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600
+TTL_ATTRIBUTE = "expires_at"
+PARTITION_KEY = "pk"
+
+
+def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
+    """A queue with the project's defaults: SQS-managed encryption and TLS-only access."""
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        **props,  # type: ignore[arg-type]
+    )
+
+
+class SqsRedriver(Construct):
+    """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
+
+    Attributes: ``parking_lot``, ``state_table``, ``function``, ``schedule_rule``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        source_queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
+        settings: RedriverSettings | None = None,
+        powertools_layer_version: int = POWERTOOLS_LAYER_VERSION,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.settings = settings = settings or RedriverSettings()
+        _validate_queues(source_queue, dead_letter_queue)
+
+        self.parking_lot = secure_queue(
+            self,
+            "ParkingLot",
+            retention_period=PARKING_LOT_RETENTION,
+            removal_policy=removal_policy,
+        )
+        for rule_id in ("AwsSolutions::AwsSolutions-SQS3", "Serverless::Serverless-SQSRedrivePolicy"):
+            acknowledge(
+                self.parking_lot,
+                rule_id,
+                "The parking lot is the terminal queue for poison messages; nothing consumes it "
+                "automatically, so a DLQ behind it would never receive anything. Messages are "
+                "kept 14 days for inspection.",
+            )
+        self.state_table = dynamodb.Table(
+            self,
+            "StateTable",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=removal_policy,
+        )
+        self.function = python_function(
+            self,
+            "RedriveFunction",
+            handler="redriver.handler.lambda_handler",
+            environment={
+                "DLQ_URL": dead_letter_queue.queue_url,
+                "SOURCE_QUEUE_URL": source_queue.queue_url,
+                "PARKING_LOT_URL": self.parking_lot.queue_url,
+                "DYNAMODB_TABLE_NAME": self.state_table.table_name,
+                "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
+                "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
+                **settings.lambda_environment(),
+            },
+            timeout=Duration.seconds(settings.redriver_timeout_seconds),
+            memory_size=settings.redriver_memory_mb,
+            layer=powertools_layer(self, powertools_layer_version),
+            # One run at a time: the breaker and the per-message counts assume a single writer,
+            # and a duplicate EventBridge delivery then waits instead of overlapping.
+            reserved_concurrency=1,
+        )
+        # A failed run is retried by the next scheduled run, not immediately: an instant retry
+        # would hit the same broken dependency and bypass the schedule's spacing.
+        self.function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(10))
+        for rule_id in (
+            "Serverless::Serverless-LambdaDLQ",
+            "Serverless::Serverless-LambdaAsyncFailureDestination",
+        ):
+            acknowledge(
+                self.function,
+                rule_id,
+                "The only event is the schedule's tick, which carries no data: a failed or dropped "
+                "run loses nothing, and the next scheduled run is its retry.",
+            )
+        self._grant(source_queue, dead_letter_queue)
+        self.schedule_rule = events.Rule(
+            self,
+            "Schedule",
+            description="Runs the smart DLQ re-driver",
+            schedule=events.Schedule.expression(settings.schedule),
+            targets=[
+                targets.LambdaFunction(self.function, retry_attempts=2, max_event_age=Duration.minutes(10))
+            ],
+        )
+        acknowledge(
+            self.schedule_rule,
+            "Serverless::Serverless-EventBusDLQ",
+            "A scheduled tick that cannot be delivered carries no data; the next tick replaces it.",
+        )
+
+    @classmethod
+    def from_queue_arns(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        source_queue_arn: str,
+        dead_letter_queue_arn: str,
+        **kwargs: object,
+    ) -> SqsRedriver:
+        """Attach the re-driver to queues that already exist, by ARN."""
+        holder = Construct(scope, f"{construct_id}Imports")
+        return cls(
+            scope,
+            construct_id,
+            source_queue=sqs.Queue.from_queue_arn(holder, "Source", source_queue_arn),
+            dead_letter_queue=sqs.Queue.from_queue_arn(holder, "DeadLetter", dead_letter_queue_arn),
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    def _grant(self, source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
+        """Least privilege: consume the DLQ, send to source and parking lot, use the table."""
+        dead_letter_queue.grant_consume_messages(self.function)
+        source_queue.grant_send_messages(self.function)
+        self.parking_lot.grant_send_messages(self.function)
+        # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:BatchWriteItem",
+                ],
+                resources=[self.state_table.table_arn],
+            )
+        )
+
+
+def _validate_queues(source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
+    if source_queue is dead_letter_queue:
+        raise SettingsError("source_queue and dead_letter_queue must be different queues")
+    for name, queue in (("source_queue", source_queue), ("dead_letter_queue", dead_letter_queue)):
+        if queue.fifo:
+            raise SettingsError(f"{name} is a FIFO queue; this version re-drives standard queues only")
+    source_retention = _retention_seconds(source_queue)
+    dlq_retention = _retention_seconds(dead_letter_queue)
+    if source_retention is not None and dlq_retention is not None and dlq_retention <= source_retention:
+        raise SettingsError(
+            f"dead_letter_queue retention ({dlq_retention} s) must be longer than source_queue "
+            f"retention ({source_retention} s): a standard queue's message keeps its original "
+            "enqueue time in the DLQ, so a shorter retention deletes it before it can be re-driven"
+        )
+    if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
+        if source_queue.dead_letter_queue.queue is not dead_letter_queue:
+            raise SettingsError("source_queue's RedrivePolicy points to a different dead_letter_queue")
+
+
+def _retention_seconds(queue: sqs.IQueue) -> int | None:
+    """The retention of a queue defined in this app; None for imported queues or tokens."""
+    if not isinstance(queue, sqs.Queue):
+        return None
+    cfn = queue.node.default_child
+    assert isinstance(cfn, sqs.CfnQueue)
+    retention = cfn.message_retention_period
+    if retention is None:
+        return SQS_DEFAULT_RETENTION_SECONDS
+    if Token.is_unresolved(retention):
+        return None
+    return int(retention)

@@ -1,0 +1,150 @@
+"""redriver.breaker: the circuit breaker's pure state machine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+
+from redriver.breaker import (
+    Breaker,
+    BreakerPolicy,
+    Canary,
+    Mode,
+    RunOutcome,
+    State,
+    begin_run,
+    end_redrive_run,
+    is_failed_run,
+    with_canary,
+)
+
+POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
+T0 = 1_000
+OK = RunOutcome(received=10, returned=0, errors=0)
+BAD = RunOutcome(received=10, returned=10, errors=0)
+
+
+def half_open(successes: int = 0, verdict_at: int | None = None) -> Breaker:
+    canary = None if verdict_at is None else Canary(("id-1",), verdict_at)
+    return Breaker(State.HALF_OPEN, successes=successes, changed_at=T0, version=7, canary=canary)
+
+
+def test_closed_breaker_redrives_unchanged() -> None:
+    breaker = Breaker(version=4)
+    assert begin_run(breaker, T0, POLICY) == (breaker, Mode.REDRIVE)
+
+
+def test_open_breaker_within_cooldown_skips_and_keeps_the_same_record() -> None:
+    breaker = Breaker(State.OPEN, changed_at=T0, version=3)
+    after, mode = begin_run(breaker, T0 + 59, POLICY)
+    assert mode is Mode.SKIP
+    assert after is breaker
+
+
+@pytest.mark.parametrize("elapsed", [60, 3_600])
+def test_open_breaker_after_cooldown_goes_half_open_and_probes(elapsed: int) -> None:
+    breaker = Breaker(State.OPEN, changed_at=T0, version=3)
+    after, mode = begin_run(breaker, T0 + elapsed, POLICY)
+    assert mode is Mode.PROBE
+    assert (after.state, after.version, after.changed_at) == (State.HALF_OPEN, 4, T0 + elapsed)
+
+
+def test_half_open_without_canary_probes() -> None:
+    breaker = half_open()
+    assert begin_run(breaker, T0, POLICY) == (breaker, Mode.PROBE)
+
+
+def test_half_open_with_canary_before_its_verdict_watches() -> None:
+    breaker = half_open(verdict_at=T0 + 100)
+    assert begin_run(breaker, T0 + 99, POLICY) == (breaker, Mode.WATCH)
+
+
+def test_canary_past_its_verdict_counts_a_success_and_probes_again() -> None:
+    breaker = half_open(successes=0, verdict_at=T0 + 100)
+    after, mode = begin_run(breaker, T0 + 100, POLICY)
+    assert mode is Mode.PROBE
+    assert after == replace(breaker, successes=1, canary=None, version=8)
+
+
+def test_canary_success_reaching_the_threshold_closes_the_breaker() -> None:
+    breaker = replace(half_open(successes=1, verdict_at=T0 + 100), failures=2)
+    after, mode = begin_run(breaker, T0 + 200, POLICY)
+    assert mode is Mode.REDRIVE
+    assert after == Breaker(State.CLOSED, failures=0, successes=0, changed_at=T0 + 200, version=8)
+
+
+@pytest.mark.parametrize("state", [State.CLOSED, State.OPEN])
+def test_a_canary_needs_a_half_open_breaker(state: State) -> None:
+    with pytest.raises(ValueError, match=state.value):
+        with_canary(Breaker(state), ("id-1",), T0)
+
+
+def test_with_canary_records_the_canary_and_bumps_the_version() -> None:
+    after = with_canary(half_open(), ("a", "b"), T0 + 90)
+    assert (after.canary, after.version) == (Canary(("a", "b"), T0 + 90), 8)
+
+
+@pytest.mark.parametrize(
+    ("received", "returned", "errors", "failed"),
+    [
+        (10, 0, 1, True),  # any AWS error fails the run
+        (0, 0, 1, True),
+        (10, 5, 0, True),  # exactly the ratio
+        (10, 10, 0, True),
+        (10, 4, 0, False),  # below the ratio
+        (10, 0, 0, False),
+        (0, 0, 0, False),
+    ],
+)
+def test_is_failed_run(received: int, returned: int, errors: int, failed: bool) -> None:
+    assert is_failed_run(RunOutcome(received, returned, errors), POLICY) is failed
+
+
+def test_empty_run_changes_nothing_because_an_empty_dlq_proves_nothing() -> None:
+    assert end_redrive_run(Breaker(failures=2, version=5), RunOutcome(0, 0, 0), T0, POLICY) is None
+
+
+def test_failed_runs_accumulate_then_open_the_breaker_at_the_threshold() -> None:
+    breaker = Breaker(version=0)
+    for expected_failures in (1, 2):
+        breaker = end_redrive_run(breaker, BAD, T0, POLICY)
+        assert (breaker.state, breaker.failures) == (State.CLOSED, expected_failures)
+    opened = end_redrive_run(breaker, BAD, T0 + 5, POLICY)
+    assert opened == Breaker(State.OPEN, failures=0, successes=0, changed_at=T0 + 5, version=3)
+
+
+def test_good_run_resets_failures() -> None:
+    after = end_redrive_run(Breaker(failures=2, version=5), OK, T0, POLICY)
+    assert (after.failures, after.version, after.state) == (0, 6, State.CLOSED)
+
+
+def test_good_run_without_prior_failures_needs_no_write() -> None:
+    assert end_redrive_run(Breaker(version=5), OK, T0, POLICY) is None
+
+
+@pytest.mark.parametrize("breaker", [Breaker(State.OPEN), half_open()])
+def test_end_redrive_run_ignores_a_breaker_that_is_not_closed(breaker: Breaker) -> None:
+    assert end_redrive_run(breaker, BAD, T0, POLICY) is None
+
+
+AT_7 = Breaker(version=7)
+
+
+@pytest.mark.parametrize(
+    "transition",
+    [
+        pytest.param(lambda: AT_7.opened(T0), id="opened"),
+        pytest.param(lambda: AT_7.closed(T0), id="closed"),
+        pytest.param(lambda: end_redrive_run(AT_7, BAD, T0, POLICY), id="failure-counted"),
+        pytest.param(lambda: end_redrive_run(replace(AT_7, failures=2), BAD, T0, POLICY), id="tripped"),
+        pytest.param(lambda: end_redrive_run(replace(AT_7, failures=1), OK, T0, POLICY), id="reset"),
+        pytest.param(lambda: with_canary(half_open(), ("x",), T0), id="canary"),
+        pytest.param(lambda: begin_run(Breaker(State.OPEN, version=7), T0 + 60, POLICY)[0], id="half-open"),
+        pytest.param(lambda: begin_run(half_open(verdict_at=T0), T0, POLICY)[0], id="success-counted"),
+        pytest.param(lambda: begin_run(half_open(successes=1, verdict_at=T0), T0, POLICY)[0], id="recovered"),
+    ],
+)
+def test_every_transition_increments_version_by_exactly_one(transition: Callable[[], Breaker]) -> None:
+    assert transition().version == 8

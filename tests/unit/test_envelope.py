@@ -1,0 +1,160 @@
+"""redriver.envelope: the re-drive mark, DLQ message parsing, sizes and content identity."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from redriver.envelope import (
+    MARK_ATTRIBUTE,
+    MARK_BUDGET_BYTES,
+    MAX_MESSAGE_BYTES,
+    DlqMessage,
+    Mark,
+    attribute_size,
+    from_sqs,
+    message_size,
+    string_attribute,
+)
+from redriver.settings import load_settings
+
+MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))
+
+
+def message(body: str = "{}", attributes: dict[str, Any] | None = None) -> DlqMessage:
+    return DlqMessage("m-1", "rh-1", body, attributes or {})
+
+
+def raw(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {"MessageId": "m-1", "ReceiptHandle": "rh-1", "Body": "hi", "MessageAttributes": attributes}
+
+
+@given(
+    identity=st.text(min_size=1),
+    count=st.integers(min_value=0),
+    first=st.integers(),
+    at=st.lists(st.integers()).map(tuple),
+)
+def test_mark_survives_a_json_round_trip(identity: str, count: int, first: int, at: tuple[int, ...]) -> None:
+    mark = Mark(identity, count, first, at)
+    assert Mark.from_json(mark.to_json()) == mark
+
+
+def test_from_json_ignores_extra_keys_such_as_the_parking_reason() -> None:
+    assert Mark.from_json(MARK.to_json(parked={"why": "too many"})) == MARK
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "garbage",
+        "",
+        "null",
+        "[]",
+        '{"n":0,"first":0,"at":[]}',
+        '{"id":"x","first":0,"at":[]}',
+        '{"id":"x","n":0,"at":[]}',
+        '{"id":"x","n":0,"first":0}',
+        '{"id":"x","n":-1,"first":0,"at":[]}',
+        '{"id":"","n":0,"first":0,"at":[]}',
+        '{"id":"x","n":"two","first":0,"at":[]}',
+    ],
+)
+def test_from_json_rejects_text_that_is_not_a_mark(text: str) -> None:
+    with pytest.raises(ValueError, match="not a re-drive mark"):
+        Mark.from_json(text)
+
+
+def test_after_redrive_counts_and_appends_the_time() -> None:
+    after = MARK.after_redrive(200)
+    assert (after.count, after.redriven_at, after.last_redriven_at) == (3, (110, 130, 200), 200)
+
+
+def test_from_sqs_splits_the_mark_off_the_attributes() -> None:
+    msg = from_sqs(raw({"a": string_attribute("1"), MARK_ATTRIBUTE: string_attribute(MARK.to_json())}))
+    assert (msg.mark, msg.malformed_mark, dict(msg.attributes)) == (MARK, False, {"a": string_attribute("1")})
+
+
+def test_from_sqs_flags_a_malformed_mark() -> None:
+    msg = from_sqs(raw({MARK_ATTRIBUTE: string_attribute("{oops")}))
+    assert (msg.mark, msg.malformed_mark, dict(msg.attributes)) == (None, True, {})
+
+
+@pytest.mark.parametrize(("body", "size"), [("abc", 3), ("é", 2), ("東", 3), ("", 0)])
+def test_message_size_counts_utf8_bytes_of_the_body(body: str, size: int) -> None:
+    assert message_size(body, {}) == size
+
+
+def test_message_size_counts_attribute_name_type_and_value_bytes() -> None:
+    attributes = {"é": string_attribute("東"), "b": {"DataType": "Binary", "BinaryValue": b"\x00\x01\x02"}}
+    assert message_size("x", attributes) == 1 + (2 + 6 + 3) + (1 + 6 + 3)
+
+
+def test_no_room_for_a_mark_with_ten_attributes() -> None:
+    assert not message(attributes={f"a{i}": string_attribute("v") for i in range(10)}).has_room_for_mark
+
+
+def test_no_room_for_a_mark_when_the_budget_would_exceed_the_size_limit() -> None:
+    assert not message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES + 1)).has_room_for_mark
+
+
+def test_room_for_a_mark_in_a_small_message() -> None:
+    assert message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES), {}).has_room_for_mark
+
+
+def test_content_identity_is_a_stable_sha256() -> None:
+    identity = message("body", {"a": string_attribute("1")}).content_identity
+    assert identity.startswith("sha256:")
+    assert identity == message("body", {"a": string_attribute("1")}).content_identity
+
+
+@pytest.mark.parametrize(
+    ("body", "attributes"),
+    [
+        ("other", {"a": string_attribute("1")}),
+        ("body", {"a": string_attribute("2")}),
+        ("body", {"b": string_attribute("1")}),
+        ("body", {"a": {"DataType": "Number", "StringValue": "1"}}),
+        ("body", {"a": {"DataType": "Binary", "BinaryValue": b"1"}}),
+        ("body", {}),
+    ],
+)
+def test_content_identity_differs_when_body_or_an_attribute_differs(body: str, attributes: dict) -> None:
+    reference = message("body", {"a": string_attribute("1")}).content_identity
+    assert message(body, attributes).content_identity != reference
+
+
+@given(st.dictionaries(st.text(min_size=1), st.text(), min_size=2))
+def test_content_identity_ignores_attribute_order(values: dict[str, str]) -> None:
+    forward = {name: string_attribute(value) for name, value in values.items()}
+    backward = dict(reversed(forward.items()))
+    assert message("b", forward).content_identity == message("b", backward).content_identity
+
+
+def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() -> None:
+    # GIVEN the longest history settings allow, with a hash identity and 10-digit timestamps
+    env = {"DLQ_URL": "https://a", "SOURCE_QUEUE_URL": "https://b", "PARKING_LOT_URL": "https://c",
+           "DYNAMODB_TABLE_NAME": "t", "MAX_REDRIVES": "999"}
+    with pytest.raises(ValueError, match="MAX_REDRIVES must be an integer from 1 to 50"):
+        load_settings(env)
+    mark = Mark("sha256:" + "f" * 64, 0, 1_800_000_000)
+    for i in range(50):
+        mark = mark.after_redrive(1_800_000_000 + 900 * i)
+    reason = {
+        "why": "failed after 50 re-drives (limit 50)",
+        "redrive_count": 50,
+        "first_failed_at": 1_800_000_000,
+        "last_failed_at": 1_800_099_999,
+        "source_queue": "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 48,
+        "dlq_message_id": "0f8e7c1a-7d2b-4a38-9c41-5e6f7a8b9c0d",
+    }
+    assert len(reason["source_queue"]) == 100
+    # WHEN it is written as the message attribute
+    size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason)))
+    # THEN it fits
+    assert size <= MARK_BUDGET_BYTES
+    assert json.loads(mark.to_json(parked=reason))["n"] == 50
