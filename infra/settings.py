@@ -45,18 +45,20 @@ class RedriverSettings:
             )
         _check_range("max_redrives", self.max_redrives, 1, 50)
         _check_range("base_delay_seconds", self.base_delay_seconds, 0, SQS_MAX_DELAY_SECONDS)
-        _check_range("max_delay_seconds", self.max_delay_seconds, self.base_delay_seconds, SQS_MAX_DELAY_SECONDS)
+        _check_range(
+            "max_delay_seconds", self.max_delay_seconds, self.base_delay_seconds, SQS_MAX_DELAY_SECONDS
+        )
         _check_range("breaker_failure_threshold", self.breaker_failure_threshold, 1, 100)
         _check_range("breaker_cooldown_seconds", self.breaker_cooldown_seconds, 0, 86_400)
         _check_range("breaker_success_threshold", self.breaker_success_threshold, 1, 100)
         if not 0 < self.breaker_failure_ratio <= 1:
-            raise SettingsError(
-                f"breaker_failure_ratio must be in (0, 1], got {self.breaker_failure_ratio}"
-            )
+            raise SettingsError(f"breaker_failure_ratio must be in (0, 1], got {self.breaker_failure_ratio}")
         _check_range("canary_size", self.canary_size, 1, 10)
         _check_range("max_messages_per_run", self.max_messages_per_run, 1, 100_000)
         _check_range("receive_wait_seconds", self.receive_wait_seconds, 0, 20)
-        _check_range("redriver_timeout_seconds", self.redriver_timeout_seconds, 30, MAX_LAMBDA_TIMEOUT_SECONDS)
+        _check_range(
+            "redriver_timeout_seconds", self.redriver_timeout_seconds, 30, MAX_LAMBDA_TIMEOUT_SECONDS
+        )
         _check_range("redriver_memory_mb", self.redriver_memory_mb, 128, 10_240)
         _check_range("max_receive_count", self.max_receive_count, 1, 1000)
         _check_range("consumer_timeout_seconds", self.consumer_timeout_seconds, 1, MAX_LAMBDA_TIMEOUT_SECONDS)
@@ -68,18 +70,14 @@ class RedriverSettings:
         known = {field.name: field.type for field in fields(cls)}
         unknown = sorted(set(context) - set(known))
         if unknown:
-            raise SettingsError(
-                f"unknown {CONTEXT_KEY} setting(s) {unknown}; allowed: {sorted(known)}"
-            )
+            raise SettingsError(f"unknown {CONTEXT_KEY} setting(s) {unknown}; allowed: {sorted(known)}")
         values: dict[str, Any] = {}
         for name, value in context.items():
             expected = cls.__dataclass_fields__[name].default
             try:
                 values[name] = type(expected)(value)
             except (TypeError, ValueError):
-                raise SettingsError(
-                    f"{name} must be a {type(expected).__name__}, got {value!r}"
-                ) from None
+                raise SettingsError(f"{name} must be a {type(expected).__name__}, got {value!r}") from None
         return cls(**values)
 
     @property

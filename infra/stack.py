@@ -35,7 +35,9 @@ class RedriverStack(Stack):
             self,
             "OrdersQueue",
             retention_period=SOURCE_RETENTION,
-            visibility_timeout=Duration.seconds(settings.consumer_timeout_seconds * VISIBILITY_TO_TIMEOUT_RATIO),
+            visibility_timeout=Duration.seconds(
+                settings.consumer_timeout_seconds * VISIBILITY_TO_TIMEOUT_RATIO
+            ),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=settings.max_receive_count
             ),

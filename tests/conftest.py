@@ -71,9 +71,9 @@ def aws() -> Iterator[Aws]:
                 ),
             },
         )["QueueUrl"]
-        source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
+        source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
         parking_lot_url = sqs.create_queue(QueueName="orders-parking-lot")["QueueUrl"]
         dynamodb.create_table(
             TableName="redriver-state",
@@ -99,7 +99,9 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def make_redriver(aws: Aws, settings: Settings, clock: FakeClock, sqs: Any = None, dynamodb: Any = None) -> Redriver:
+def make_redriver(
+    aws: Aws, settings: Settings, clock: FakeClock, sqs: Any = None, dynamodb: Any = None
+) -> Redriver:
     sqs = sqs or aws.sqs
     return Redriver(
         settings,
@@ -107,7 +109,11 @@ def make_redriver(aws: Aws, settings: Settings, clock: FakeClock, sqs: Any = Non
         source=SqsQueue(settings.source_queue_url, sqs),
         parking_lot=SqsQueue(settings.parking_lot_url, sqs),
         state=StateTable(
-            settings.table_name, dynamodb or aws.dynamodb, ttl_seconds=86_400, clock=clock, pause=lambda _: None
+            settings.table_name,
+            dynamodb or aws.dynamodb,
+            ttl_seconds=86_400,
+            clock=clock,
+            pause=lambda _: None,
         ),
         logger=logging.getLogger("redriver-tests"),
         clock=clock,

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -30,7 +31,9 @@ def load_failure_injection(env: os._Environ[str] | dict[str, str]) -> FailureInj
     try:
         windows = parse_outage_windows(env.get("DOWNSTREAM_OUTAGE_WINDOWS", ""))
     except ValueError as exc:
-        raise ValueError(f"DOWNSTREAM_OUTAGE_WINDOWS must be 'start-end,...' in epoch seconds: {exc}") from None
+        raise ValueError(
+            f"DOWNSTREAM_OUTAGE_WINDOWS must be 'start-end,...' in epoch seconds: {exc}"
+        ) from None
     return FailureInjection(failure_rate=rate, outage_windows=windows)
 
 
@@ -51,7 +54,7 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

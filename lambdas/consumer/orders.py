@@ -55,7 +55,9 @@ def parse_order(body: str) -> Order:
         if quantity <= 0 or price < 0:
             raise InvalidOrder(f"items[{index}] has quantity {quantity} and price {price}")
         lines.append((sku, quantity, price))
-    return Order(str(payload["order_id"]), str(payload["customer_id"]), str(payload["currency"]), tuple(lines))
+    return Order(
+        str(payload["order_id"]), str(payload["customer_id"]), str(payload["currency"]), tuple(lines)
+    )
 
 
 @dataclass(frozen=True)

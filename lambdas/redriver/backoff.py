@@ -27,4 +27,4 @@ def redrive_delay(
     # Bound the exponent before computing it: 2**n overflows nothing in Python, but wastes time.
     step = min(cap, base_seconds * 2 ** min(redrive_number - 1, 32))
     half = step / 2
-    return min(cap, math.ceil(half + rng.uniform(0, half)))
+    return min(cap, int(math.ceil(half + rng.uniform(0, half))))

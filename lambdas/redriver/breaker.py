@@ -8,16 +8,16 @@ The exact rules are in docs/design.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 
-class State(str, Enum):
+class State(StrEnum):
     CLOSED = "CLOSED"
     OPEN = "OPEN"
     HALF_OPEN = "HALF_OPEN"
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """What a run may do, decided by the breaker when the run starts."""
 
     REDRIVE = "REDRIVE"  # CLOSED: re-drive everything due
@@ -102,9 +102,7 @@ def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
     return outcome.returned > 0 and outcome.returned >= policy.failure_ratio * outcome.received
 
 
-def end_redrive_run(
-    breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy
-) -> Breaker | None:
+def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy) -> Breaker | None:
     """The record after a REDRIVE run, or None when nothing needs writing.
 
     An empty DLQ proves nothing: a run that received nothing and hit no error changes nothing.

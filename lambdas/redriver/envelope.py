@@ -148,6 +148,4 @@ def attribute_size(name: str, value: Mapping[str, Any]) -> int:
 
 def message_size(body: str, attributes: MessageAttributes) -> int:
     """Bytes SQS counts against the message size limit: UTF-8 body plus every attribute."""
-    return len(body.encode("utf-8")) + sum(
-        attribute_size(name, value) for name, value in attributes.items()
-    )
+    return len(body.encode("utf-8")) + sum(attribute_size(name, value) for name, value in attributes.items())

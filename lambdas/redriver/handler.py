@@ -59,7 +59,7 @@ def build_runtime(settings: Settings) -> tuple[Redriver, IdempotencyConfig, Any]
         table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
     )
 
-    @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)
+    @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)  # type: ignore[untyped-decorator]
     def run_once(event: dict[str, Any], remaining_ms: Any) -> dict[str, Any]:
         return _publish(redriver.run(remaining_ms))
 

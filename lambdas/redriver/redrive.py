@@ -350,7 +350,9 @@ class Redriver:
         if not self._save_breaker(claimed, breaker, report):
             return breaker, False
         for tracked in canaries:
-            self._log_decision("canary", tracked, verdict_at=claimed.canary.verdict_at if claimed.canary else 0)
+            self._log_decision(
+                "canary", tracked, verdict_at=claimed.canary.verdict_at if claimed.canary else 0
+            )
         return claimed, True
 
     def _end_redrive_run(self, breaker: Breaker, report: RunReport) -> None:
@@ -370,9 +372,7 @@ class Redriver:
         return after if saved else before
 
     def _save_breaker(self, after: Breaker, before: Breaker, report: RunReport) -> bool:
-        saved = self.state.save_breaker(
-            self.settings.breaker_key, after, expected_version=before.version
-        )
+        saved = self.state.save_breaker(self.settings.breaker_key, after, expected_version=before.version)
         if not saved:
             self.log.warning(
                 "breaker changed by another run; this run's transition is dropped",

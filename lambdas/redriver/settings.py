@@ -48,9 +48,7 @@ def _queue_url(env: Mapping[str, str], name: str) -> str:
     if not value.startswith(("https://", "http://")):
         raise ConfigError(f"{name} must be an SQS queue URL (https://...), got {value!r}")
     if value.endswith(".fifo"):
-        raise ConfigError(
-            f"{name} is a FIFO queue ({value!r}); this version re-drives standard queues only"
-        )
+        raise ConfigError(f"{name} is a FIFO queue ({value!r}); this version re-drives standard queues only")
     return value
 
 
@@ -86,12 +84,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     base_delay = _int(env, "BASE_DELAY_SECONDS", 60, 0, SQS_MAX_DELAY_SECONDS)
     max_delay = _int(env, "MAX_DELAY_SECONDS", SQS_MAX_DELAY_SECONDS, 0, SQS_MAX_DELAY_SECONDS)
     if max_delay < base_delay:
-        raise ConfigError(
-            f"MAX_DELAY_SECONDS ({max_delay}) must be >= BASE_DELAY_SECONDS ({base_delay})"
-        )
-    urls = {
-        name: _queue_url(env, name) for name in ("DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL")
-    }
+        raise ConfigError(f"MAX_DELAY_SECONDS ({max_delay}) must be >= BASE_DELAY_SECONDS ({base_delay})")
+    urls = {name: _queue_url(env, name) for name in ("DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL")}
     if len(set(urls.values())) != len(urls):
         raise ConfigError("DLQ_URL, SOURCE_QUEUE_URL and PARKING_LOT_URL must be three different queues")
     return Settings(

@@ -20,8 +20,8 @@ from redriver.envelope import (
     message_size,
     string_attribute,
 )
-from redriver.settings import load_settings
 
+LARGEST_MARKABLE = MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))
 
 
@@ -48,6 +48,9 @@ def test_from_json_ignores_extra_keys_such_as_the_parking_reason() -> None:
     assert Mark.from_json(MARK.to_json(parked={"why": "too many"})) == MARK
 
 
+VALID = {"id": "x", "n": 0, "first": 0, "at": []}
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -55,13 +58,11 @@ def test_from_json_ignores_extra_keys_such_as_the_parking_reason() -> None:
         "",
         "null",
         "[]",
-        '{"n":0,"first":0,"at":[]}',
-        '{"id":"x","first":0,"at":[]}',
-        '{"id":"x","n":0,"at":[]}',
-        '{"id":"x","n":0,"first":0}',
-        '{"id":"x","n":-1,"first":0,"at":[]}',
-        '{"id":"","n":0,"first":0,"at":[]}',
-        '{"id":"x","n":"two","first":0,"at":[]}',
+        *(json.dumps({k: v for k, v in VALID.items() if k != missing}) for missing in VALID),
+        json.dumps({**VALID, "n": -1}),
+        json.dumps({**VALID, "n": "two"}),
+        json.dumps({**VALID, "id": ""}),
+        json.dumps({**VALID, "at": [1, "later"]}),
     ],
 )
 def test_from_json_rejects_text_that_is_not_a_mark(text: str) -> None:
@@ -98,12 +99,17 @@ def test_no_room_for_a_mark_with_ten_attributes() -> None:
     assert not message(attributes={f"a{i}": string_attribute("v") for i in range(10)}).has_room_for_mark
 
 
-def test_no_room_for_a_mark_when_the_budget_would_exceed_the_size_limit() -> None:
-    assert not message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES + 1)).has_room_for_mark
+@pytest.mark.parametrize(
+    ("body_bytes", "room"),
+    [(10, True), (LARGEST_MARKABLE, True), (LARGEST_MARKABLE + 1, False)],
+)
+def test_room_for_a_mark_only_while_body_plus_budget_fits_the_size_limit(body_bytes: int, room: bool) -> None:
+    assert message("x" * body_bytes).has_room_for_mark is room
 
 
-def test_room_for_a_mark_in_a_small_message() -> None:
-    assert message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES), {}).has_room_for_mark
+def test_attributes_count_towards_the_size_limit() -> None:
+    body = "x" * (LARGEST_MARKABLE - 5)  # the attribute adds 8 bytes
+    assert not message(body, {"a": string_attribute("b")}).has_room_for_mark
 
 
 def test_content_identity_is_a_stable_sha256() -> None:
@@ -136,11 +142,7 @@ def test_content_identity_ignores_attribute_order(values: dict[str, str]) -> Non
 
 
 def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() -> None:
-    # GIVEN the longest history settings allow, with a hash identity and 10-digit timestamps
-    env = {"DLQ_URL": "https://a", "SOURCE_QUEUE_URL": "https://b", "PARKING_LOT_URL": "https://c",
-           "DYNAMODB_TABLE_NAME": "t", "MAX_REDRIVES": "999"}
-    with pytest.raises(ValueError, match="MAX_REDRIVES must be an integer from 1 to 50"):
-        load_settings(env)
+    # GIVEN the longest history settings allow (MAX_REDRIVES <= 50), a hash identity, 10-digit times
     mark = Mark("sha256:" + "f" * 64, 0, 1_800_000_000)
     for i in range(50):
         mark = mark.after_redrive(1_800_000_000 + 900 * i)
@@ -149,12 +151,10 @@ def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() 
         "redrive_count": 50,
         "first_failed_at": 1_800_000_000,
         "last_failed_at": 1_800_099_999,
-        "source_queue": "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 48,
+        "source_queue": "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46,  # 100 chars
         "dlq_message_id": "0f8e7c1a-7d2b-4a38-9c41-5e6f7a8b9c0d",
     }
-    assert len(reason["source_queue"]) == 100
     # WHEN it is written as the message attribute
     size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason)))
-    # THEN it fits
+    # THEN it fits the bytes reserved for it
     assert size <= MARK_BUDGET_BYTES
-    assert json.loads(mark.to_json(parked=reason))["n"] == 50

@@ -65,9 +65,7 @@ class SqsQueue:
         self.url = url
         self._client = client
 
-    def receive(
-        self, max_messages: int, *, wait_seconds: int, visibility_timeout: int
-    ) -> list[DlqMessage]:
+    def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
         """Receive up to 10 messages with all their message and system attributes."""
         response = self._call(
             "ReceiveMessage",

@@ -113,15 +113,11 @@ class StateTable:
     def save_records(self, records: Sequence[MessageRecord]) -> None:
         """Write message records with BatchWriteItem, retrying unprocessed items."""
         now = int(self._clock())
-        items = [
-            {"PutRequest": {"Item": _record_item(record, now, self._ttl_seconds)}} for record in records
-        ]
+        items = [{"PutRequest": {"Item": _record_item(record, now, self._ttl_seconds)}} for record in records]
         for start in range(0, len(items), BATCH_WRITE_LIMIT):
             request: dict[str, Any] = {self.table_name: items[start : start + BATCH_WRITE_LIMIT]}
             for _ in range(MAX_UNPROCESSED_ROUNDS):
-                response = self._call(
-                    "BatchWriteItem", self._client.batch_write_item, RequestItems=request
-                )
+                response = self._call("BatchWriteItem", self._client.batch_write_item, RequestItems=request)
                 request = response.get("UnprocessedItems") or {}
                 if not request:
                     break

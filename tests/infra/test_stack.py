@@ -1,0 +1,345 @@
+"""The synthesized template: every resource, grant and secure default the re-driver promises."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
+
+from app import build_app
+from infra.redriver import SqsRedriver
+from infra.settings import RedriverSettings, SettingsError
+from redriver.settings import load_settings
+
+STACK = "SqsSmartRedriver"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cdk.App]:
+    yield build_app(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+
+
+@pytest.fixture(scope="module")
+def stack(app: cdk.App) -> cdk.Stack:
+    found = app.node.find_child(STACK)
+    assert isinstance(found, cdk.Stack)
+    return found
+
+
+@pytest.fixture(scope="module")
+def template(stack: cdk.Stack) -> Template:
+    return Template.from_stack(stack)
+
+
+def redrive_function(template: Template) -> dict[str, Any]:
+    functions = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "redriver.handler.lambda_handler"}}
+    )
+    [(_, function)] = functions.items()
+    return function["Properties"]
+
+
+def redrive_policy_statements(template: Template) -> list[dict[str, Any]]:
+    role_ref = redrive_function(template)["Role"]["Fn::GetAtt"][0]
+    policies = template.find_resources("AWS::IAM::Policy")
+    return [
+        statement
+        for policy in policies.values()
+        if {"Ref": role_ref} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_parking_lot_is_encrypted_and_keeps_messages_14_days(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "MessageRetentionPeriod": 14 * 86_400,
+            "SqsManagedSseEnabled": True,
+            "RedrivePolicy": Match.absent(),
+        },
+    )
+
+
+def test_every_queue_is_encrypted_and_refuses_plain_http(template: Template) -> None:
+    queues = template.find_resources("AWS::SQS::Queue")
+    assert len(queues) == 3
+    assert all(q["Properties"]["SqsManagedSseEnabled"] for q in queues.values())
+    policies = template.find_resources("AWS::SQS::QueuePolicy")
+    secured = {
+        ref["Ref"]
+        for policy in policies.values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Effect"] == "Deny"
+        and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for ref in policy["Properties"]["Queues"]
+    }
+    assert secured == set(queues)
+
+
+def test_source_queue_has_dlq_and_visibility_six_times_the_consumer_timeout(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "VisibilityTimeout": 180,
+            "MessageRetentionPeriod": 4 * 86_400,
+            "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": 5},
+        },
+    )
+
+
+def test_state_table_has_string_key_ttl_pitr_and_on_demand_billing(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "BillingMode": "PAY_PER_REQUEST",
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "SSESpecification": {"SSEEnabled": True},
+        },
+    )
+
+
+def test_redrive_function_runtime_and_limits(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "redriver.handler.lambda_handler",
+            "Runtime": "python3.14",
+            "Architectures": ["arm64"],
+            "MemorySize": 256,
+            "Timeout": 120,
+            "ReservedConcurrentExecutions": 1,
+            "TracingConfig": {"Mode": "Active"},
+            "LoggingConfig": {"LogFormat": "JSON", "LogGroup": Match.any_value()},
+            "Layers": [
+                {
+                    "Fn::Join": [
+                        "",
+                        Match.array_with(
+                            [Match.string_like_regexp("AWSLambdaPowertoolsPythonV3-python314-arm64:\\d+")]
+                        ),
+                    ]
+                }
+            ],
+        },
+    )
+
+
+def test_functions_have_their_own_log_groups_with_retention(template: Template) -> None:
+    template.resource_count_is("AWS::Logs::LogGroup", 2)
+    template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+
+
+def test_redrive_function_is_not_retried_asynchronously(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 600, "Qualifier": "$LATEST"},
+    )
+
+
+def test_schedule_runs_the_redriver_every_five_minutes(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(5 minutes)",
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": Match.any_value(), "RetryPolicy": Match.any_value()})],
+        },
+    )
+
+
+def test_redrive_function_environment_passes_the_lambdas_own_validation(template: Template) -> None:
+    environment = redrive_function(template)["Environment"]["Variables"]
+    resolved = {
+        name: value if isinstance(value, str) else f"https://sqs.example/{name}"
+        for name, value in environment.items()
+    }
+    resolved["DYNAMODB_TABLE_NAME"] = "state"
+
+    settings = load_settings(resolved)
+
+    assert settings.max_redrives == 5 and settings.dlq_visibility_timeout_seconds == 150
+    assert {"DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL", "DYNAMODB_TABLE_NAME"} <= set(environment)
+
+
+def test_redrive_role_has_least_privilege(template: Template) -> None:
+    statements = redrive_policy_statements(template)
+    actions = {action for statement in statements for action in _as_list(statement["Action"])}
+    assert {
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:ChangeMessageVisibility",
+        "sqs:SendMessage",
+    } <= actions
+    assert {
+        "dynamodb:BatchGetItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:PutItem",
+        "dynamodb:GetItem",
+    } <= actions
+    assert not {"dynamodb:Scan", "dynamodb:Query", "sqs:PurgeQueue", "sqs:*", "dynamodb:*"} & actions
+    wildcard = [s for s in statements if s["Resource"] == "*"]
+    assert {a for s in wildcard for a in _as_list(s["Action"])} == {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+
+
+def test_redrive_role_consumes_only_the_dlq_and_sends_only_to_source_and_parking_lot(
+    template: Template,
+) -> None:
+    queues = template.find_resources("AWS::SQS::Queue")
+    source = next(name for name, q in queues.items() if "RedrivePolicy" in q["Properties"])
+    dlq = next(name for name in queues if name.startswith("OrdersDlq"))
+    parking = next(name for name in queues if name.startswith("RedriverParkingLot"))
+    queues_of: dict[str, set[str]] = {}
+    for statement in redrive_policy_statements(template):
+        resources = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        for action in _as_list(statement["Action"]):
+            queues_of.setdefault(action, set()).update(
+                r["Fn::GetAtt"][0] for r in resources if isinstance(r, dict) and r["Fn::GetAtt"][0] in queues
+            )
+
+    assert queues_of["sqs:ReceiveMessage"] == {dlq}
+    assert queues_of["sqs:DeleteMessage"] == {dlq}
+    assert queues_of["sqs:SendMessage"] == {source, parking}
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_consumer_reports_partial_batch_failures(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {"FunctionResponseTypes": ["ReportBatchItemFailures"], "BatchSize": 10},
+    )
+
+
+def test_cdk_nag_packs_find_nothing_unacknowledged_and_every_acknowledgment_has_a_reason(
+    app: cdk.App,
+) -> None:
+    # app.synth() raises ValidationFailed on any unacknowledged finding
+    assembly = app.synth()
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+
+    plugins = {plugin["pluginName"]: plugin for plugin in report["pluginReports"]}
+    assert set(plugins) == {"AwsSolutions", "Serverless"}
+    for plugin in plugins.values():
+        assert plugin["conclusion"] == "success" and plugin["violations"] == []
+        for suppressed in plugin["suppressedViolations"]:
+            assert len(suppressed["reason"]) > 40, suppressed["ruleName"]
+
+
+def test_context_settings_reach_the_template(tmp_path: Any) -> None:
+    app = cdk.App(
+        outdir=str(tmp_path),
+        context={"redriver": {"schedule": "rate(1 minute)", "max_redrives": 7, "max_receive_count": 3}},
+    )
+    from infra.stack import RedriverStack
+
+    stack = RedriverStack(
+        app, "Tuned", settings=RedriverSettings.from_context(app.node.try_get_context("redriver"))
+    )
+    template = Template.from_stack(stack)
+
+    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+    template.has_resource_properties(
+        "AWS::SQS::Queue", {"RedrivePolicy": Match.object_like({"maxReceiveCount": 3})}
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"MAX_REDRIVES": "7"})}},
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "named"),
+    [
+        ({"max_redrives": 0}, "max_redrives"),
+        ({"schedule": "every 5 minutes"}, "schedule"),
+        ({"base_delay_seconds": 120, "max_delay_seconds": 60}, "max_delay_seconds"),
+        ({"breaker_failure_ratio": 1.5}, "breaker_failure_ratio"),
+        ({"max_redrive": 5}, "unknown redriver setting"),
+        ({"canary_size": "many"}, "canary_size"),
+    ],
+)
+def test_bad_settings_fail_at_synth_naming_the_setting(context: dict[str, Any], named: str) -> None:
+    with pytest.raises(SettingsError, match=named):
+        RedriverSettings.from_context(context)
+
+
+def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
+    stack = cdk.Stack(cdk.App(), "Bad")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(4))
+    source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.days(4))
+
+    with pytest.raises(SettingsError, match="dead_letter_queue retention"):
+        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
+def test_fifo_queues_are_refused_at_synth() -> None:
+    stack = cdk.Stack(cdk.App(), "Fifo")
+    dlq = sqs.Queue(stack, "Dlq", fifo=True, retention_period=cdk.Duration.days(14))
+    source = sqs.Queue(stack, "Source", fifo=True)
+
+    with pytest.raises(SettingsError, match="FIFO"):
+        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
+def test_construct_attaches_to_existing_queues_by_arn() -> None:
+    stack = cdk.Stack(cdk.App(), "Existing", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    redriver = SqsRedriver.from_queue_arns(
+        stack,
+        "Redriver",
+        source_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments",
+        dead_letter_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments-dlq",
+    )
+    template = Template.from_stack(stack)
+
+    assert redriver.parking_lot is not None and redriver.state_table is not None
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["sqs:ReceiveMessage"]),
+                                "Resource": "arn:aws:sqs:eu-west-1:123456789012:payments-dlq",
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["sqs:SendMessage"]),
+                                "Resource": "arn:aws:sqs:eu-west-1:123456789012:payments",
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
