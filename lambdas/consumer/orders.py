@@ -48,11 +48,14 @@ def parse_order(body: str) -> Order:
     for index, item in enumerate(items):
         try:
             sku = str(item["sku"])
-            quantity = int(item["quantity"])
+            quantity = item["quantity"]
             price = Decimal(str(item["unit_price"]))
         except (KeyError, TypeError, ValueError, InvalidOperation) as exc:
             raise InvalidOrder(f"items[{index}] is malformed: {exc!r}") from exc
-        if quantity <= 0 or price < 0:
+        # JSON true is an int in Python, and int(2.5) would silently drop half an item.
+        if isinstance(quantity, bool) or not isinstance(quantity, int):
+            raise InvalidOrder(f"items[{index}] quantity must be a whole number, got {quantity!r}")
+        if not price.is_finite() or quantity <= 0 or price < 0:
             raise InvalidOrder(f"items[{index}] has quantity {quantity} and price {price}")
         lines.append((sku, quantity, price))
     return Order(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from fractions import Fraction
 
 
 class State(StrEnum):
@@ -99,7 +100,9 @@ def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
     """A REDRIVE run fails on an AWS error, or when enough of what it received had come back."""
     if outcome.errors:
         return True
-    return outcome.returned > 0 and outcome.returned >= policy.failure_ratio * outcome.received
+    # Compare in whole numbers: 0.07 * 100 is 7.000000000000001 in floating point.
+    threshold = Fraction(str(policy.failure_ratio)) * outcome.received
+    return outcome.returned > 0 and outcome.returned >= threshold
 
 
 def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy) -> Breaker | None:

@@ -65,7 +65,7 @@ class Mark:
             )
         except (TypeError, KeyError, ValueError) as exc:
             raise ValueError(f"not a re-drive mark: {text[:80]!r}") from exc
-        if mark.count < 0 or not mark.identity:
+        if mark.count < 0 or not isinstance(payload["id"], str) or not mark.identity:
             raise ValueError(f"not a re-drive mark: {text[:80]!r}")
         return mark
 

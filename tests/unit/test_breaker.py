@@ -148,3 +148,8 @@ AT_7 = Breaker(version=7)
 )
 def test_every_transition_increments_version_by_exactly_one(transition: Callable[[], Breaker]) -> None:
     assert transition().version == 8
+
+
+def test_failure_ratio_is_compared_exactly_not_in_floating_point() -> None:
+    # 0.07 * 100 is 7.000000000000001 as a float; 7 of 100 must still reach a 7% ratio
+    assert is_failed_run(RunOutcome(received=100, returned=7, errors=0), BreakerPolicy(failure_ratio=0.07))

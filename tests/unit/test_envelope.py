@@ -158,3 +158,8 @@ def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() 
     size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason)))
     # THEN it fits the bytes reserved for it
     assert size <= MARK_BUDGET_BYTES
+
+
+def test_mark_with_a_null_identity_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        Mark.from_json('{"id":null,"n":1,"first":1,"at":[1]}')
