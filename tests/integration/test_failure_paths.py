@@ -1,0 +1,219 @@
+"""Failure paths: a message leaves the DLQ only after it safely arrived somewhere else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from redriver.adapters import AwsCallError
+from redriver.breaker import Breaker, State
+from tests.conftest import Aws, make_redriver, make_settings
+from tests.factories import FakeClock, depth, drain, order_body
+
+REMAINING = lambda: 60_000  # noqa: E731
+
+
+class FaultyClient:
+    """Proxies a boto3 client, letting a test replace chosen operations."""
+
+    def __init__(self, real: Any, **overrides: Any) -> None:
+        self._real = real
+        self._overrides = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides.get(name) or getattr(self._real, name)
+
+
+def client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, operation)
+
+
+def fill_dlq(aws: Aws, count: int) -> None:
+    for i in range(count):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body(f"o-{i}"))
+
+
+def fail_entries(
+    real: Any, failing_bodies: set[str], *, sender_fault: bool, code: str = "InternalError"
+) -> Any:
+    """A send_message_batch that reports the entries with these bodies as failed and sends the rest."""
+
+    def send_message_batch(QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        passing = [e for e in Entries if e["MessageBody"] not in failing_bodies]
+        failed = [
+            {"Id": e["Id"], "SenderFault": sender_fault, "Code": code, "Message": "injected"}
+            for e in Entries
+            if e["MessageBody"] in failing_bodies
+        ]
+        response = real.send_message_batch(QueueUrl=QueueUrl, Entries=passing) if passing else {}
+        return {"Successful": response.get("Successful", []), "Failed": failed}
+
+    return send_message_batch
+
+
+def test_a_message_whose_send_failed_stays_in_the_dlq(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 3)
+    sqs = FaultyClient(
+        aws.sqs, send_message_batch=fail_entries(aws.sqs, {order_body("o-1")}, sender_fault=False)
+    )
+
+    report = make_redriver(aws, make_settings(aws), clock, sqs=sqs).run(REMAINING)
+
+    assert (report.redriven, report.errors) == (2, 1)
+    assert sorted(m["Body"] for m in drain(aws.sqs, aws.source_url)) == [order_body("o-0"), order_body("o-2")]
+    assert depth(aws.sqs, aws.dlq_url) == 1
+
+
+def test_nothing_is_deleted_when_the_whole_send_fails(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 4)
+
+    def throttled(**_: Any) -> Any:
+        raise client_error("ThrottlingException", "SendMessageBatch")
+
+    report = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=throttled)
+    ).run(REMAINING)
+
+    assert (report.redriven, report.errors, report.stopped_because) == (0, 1, "AWS error")
+    assert depth(aws.sqs, aws.dlq_url) == 4 and depth(aws.sqs, aws.source_url) == 0
+
+
+def test_nothing_is_sent_when_the_state_table_write_fails(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 2)
+
+    def unavailable(**_: Any) -> Any:
+        raise client_error("ProvisionedThroughputExceededException", "BatchWriteItem")
+
+    dynamodb = FaultyClient(aws.dynamodb, batch_write_item=unavailable)
+    report = make_redriver(aws, make_settings(aws), clock, dynamodb=dynamodb).run(REMAINING)
+
+    assert (report.redriven, report.errors) == (0, 1)
+    assert depth(aws.sqs, aws.dlq_url) == 2 and depth(aws.sqs, aws.source_url) == 0
+
+
+def test_aws_errors_count_as_failed_runs_for_the_breaker(aws: Aws, clock: FakeClock) -> None:
+    def throttled(**_: Any) -> Any:
+        raise client_error("ThrottlingException", "SendMessageBatch")
+
+    redriver = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=throttled)
+    )
+    reports = []
+    for _ in range(3):
+        fill_dlq(aws, 1)
+        reports.append(redriver.run(REMAINING))
+        clock.advance(300)
+
+    assert reports[-1].breaker_transitions == ["CLOSED->OPEN"]
+
+
+def test_a_failed_delete_is_reported_and_the_message_is_not_lost(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 2)
+
+    def delete_fails(QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "Successful": [],
+            "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError"} for e in Entries],
+        }
+
+    report = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, delete_message_batch=delete_fails)
+    ).run(REMAINING)
+
+    # Sent and still in the DLQ: a duplicate, never a loss; the next run sees them again.
+    assert (report.redriven, report.errors) == (2, 2)
+    assert depth(aws.sqs, aws.source_url) == 2 and depth(aws.sqs, aws.dlq_url) == 2
+
+
+def test_a_message_the_source_queue_rejects_for_good_is_parked_with_the_reason(
+    aws: Aws, clock: FakeClock
+) -> None:
+    fill_dlq(aws, 2)
+    sqs = FaultyClient(
+        aws.sqs,
+        send_message_batch=_only_for(
+            aws.source_url,
+            fail_entries(aws.sqs, {order_body("o-0")}, sender_fault=True, code="InvalidParameterValue"),
+            aws.sqs.send_message_batch,
+        ),
+    )
+
+    report = make_redriver(aws, make_settings(aws), clock, sqs=sqs).run(REMAINING)
+
+    assert (report.redriven, report.parked, report.errors) == (1, 1, 0)
+    [parked] = drain(aws.sqs, aws.parking_lot_url)
+    assert parked["Body"] == order_body("o-0")
+    assert "InvalidParameterValue" in parked["MessageAttributes"]["dlq-redriver"]["StringValue"]
+    assert depth(aws.sqs, aws.dlq_url) == 0
+
+
+def _only_for(queue_url: str, faulty: Any, real: Any) -> Any:
+    def send_message_batch(QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        return (faulty if QueueUrl == queue_url else real)(QueueUrl=QueueUrl, Entries=Entries)
+
+    return send_message_batch
+
+
+def test_a_stale_breaker_write_is_refused(aws: Aws, clock: FakeClock) -> None:
+    state = make_redriver(aws, make_settings(aws), clock).state
+    key = make_settings(aws).breaker_key
+    first = Breaker()
+    assert state.save_breaker(key, first.opened(1), expected_version=0)
+
+    # a second run that also read version 0 loses the race and changes nothing
+    assert not state.save_breaker(key, first._next(failures=1), expected_version=0)
+    assert state.load_breaker(key).state is State.OPEN
+
+
+def test_overlapping_runs_move_the_breaker_once(aws: Aws, clock: FakeClock) -> None:
+    settings = make_settings(aws)
+    state = make_redriver(aws, settings, clock).state
+    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    fill_dlq(aws, 3)
+    clock.advance(61)
+
+    # GIVEN two runs that both read the OPEN record before either wrote
+    stale = state.load_breaker(settings.breaker_key)
+    first = make_redriver(aws, settings, clock)
+    second = make_redriver(aws, settings, clock)
+    second.state.load_breaker = lambda key: stale  # type: ignore[method-assign]
+
+    reports = [first.run(REMAINING), second.run(REMAINING)]
+
+    # THEN only one moved it to HALF_OPEN and sent a canary
+    assert sum(r.canaries for r in reports) == 1
+    assert state.load_breaker(settings.breaker_key).state is State.HALF_OPEN
+    assert depth(aws.sqs, aws.source_url) == 1
+
+
+def test_a_failed_receive_loses_nothing_and_counts_as_an_error(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 2)
+
+    def fails(**_: Any) -> Any:
+        raise client_error("InternalError", "ReceiveMessage")
+
+    report = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, receive_message=fails)
+    ).run(REMAINING)
+
+    assert (report.received, report.errors) == (0, 1)
+    assert depth(aws.sqs, aws.dlq_url) == 2
+
+
+def test_an_unreadable_breaker_fails_the_invocation_before_touching_the_dlq(
+    aws: Aws, clock: FakeClock
+) -> None:
+    fill_dlq(aws, 2)
+
+    def fails(**_: Any) -> Any:
+        raise client_error("InternalError", "GetItem")
+
+    redriver = make_redriver(
+        aws, make_settings(aws), clock, dynamodb=FaultyClient(aws.dynamodb, get_item=fails)
+    )
+
+    with pytest.raises(AwsCallError, match="GetItem"):
+        redriver.run(REMAINING)
+    assert depth(aws.sqs, aws.dlq_url) == 2 and depth(aws.sqs, aws.source_url) == 0

@@ -1,0 +1,97 @@
+"""The Lambda entry points, in-process against moto: cold-start config, idempotency, metrics."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from types import ModuleType
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from redriver.settings import ConfigError
+from tests.conftest import Aws
+from tests.factories import FakeLambdaContext, depth, drain, order_body, sqs_event
+
+
+def import_fresh(name: str) -> ModuleType:
+    sys.modules.pop(name, None)
+    return importlib.import_module(name)
+
+
+@pytest.fixture
+def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    for name, value in {
+        "DLQ_URL": aws.dlq_url,
+        "SOURCE_QUEUE_URL": aws.source_url,
+        "PARKING_LOT_URL": aws.parking_lot_url,
+        "DYNAMODB_TABLE_NAME": aws.table_name,
+        "BASE_DELAY_SECONDS": "0",
+        "MAX_DELAY_SECONDS": "0",
+        "RECEIVE_WAIT_SECONDS": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return import_fresh("redriver.handler")
+
+
+def scheduled_event(event_id: str) -> dict:
+    return {"id": event_id, "source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
+
+def test_scheduled_invocation_redrives_and_emits_metrics(
+    aws: Aws, redriver_handler: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
+
+    result = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
+
+    assert (result["redriven"], result["breaker_state"]) == (1, "CLOSED")
+    assert [m["Body"] for m in drain(aws.sqs, aws.source_url)] == [order_body("o-1")]
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf and emf[-1]["Redriven"] == [1.0] and emf[-1]["BreakerState"] == [0.0]
+
+
+def test_a_duplicate_scheduled_event_does_not_run_twice(aws: Aws, redriver_handler: ModuleType) -> None:
+    first = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("late"))
+
+    again = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
+    next_tick = redriver_handler.lambda_handler(scheduled_event("evt-2"), FakeLambdaContext())
+
+    assert again == first and depth(aws.sqs, aws.dlq_url) == 0
+    assert next_tick["redriven"] == 1
+
+
+def test_bad_configuration_fails_at_cold_start_naming_the_variable(
+    aws: Aws, redriver_handler: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAX_REDRIVES", "0")
+
+    with pytest.raises(ConfigError, match="MAX_REDRIVES must be an integer from 1 to 50"):
+        import_fresh("redriver.handler")
+
+
+def test_consumer_reports_only_the_failed_records(aws: Aws) -> None:
+    consumer = import_fresh("consumer.handler")
+    for body in (order_body("good"), '{"order_id": "broken"}'):
+        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=body)
+    messages = aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10)["Messages"]
+    poison_id = next(m["MessageId"] for m in messages if "broken" in m["Body"])
+
+    response = consumer.lambda_handler(sqs_event(messages, aws.source_arn), FakeLambdaContext())
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": poison_id}]}
+
+
+def test_consumer_fails_the_invocation_when_a_downstream_outage_fails_every_record(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOWNSTREAM_OUTAGE_WINDOWS", "0-99999999999")
+    consumer = import_fresh("consumer.handler")
+    aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=order_body("o-1"))
+    messages = aws.sqs.receive_message(QueueUrl=aws.source_url)["Messages"]
+
+    # Powertools' default: an entirely failed batch fails the invocation, so it shows in Errors.
+    with pytest.raises(BatchProcessingError, match="All records failed"):
+        consumer.lambda_handler(sqs_event(messages, aws.source_arn), FakeLambdaContext())
