@@ -160,11 +160,19 @@ class Redriver:
         plan = Plan(park=[(t, self._park_reason(t)) for t in over_limit])
         stop = ""
 
-        if report.mode is Mode.REDRIVE:
+        if report.mode is Mode.REDRIVE and self._trips_breaker(breaker, report):
+            # This run is already a failed run and it is the one that opens the breaker:
+            # re-driving the rest would send it into the consumer it just judged broken.
+            plan.leave.extend(due)
+            breaker = self._transition(breaker, breaker.opened(self.now()), report)
+            stop = "breaker opened"
+        elif report.mode is Mode.REDRIVE:
             plan.redrive.extend((t, self._delay_for(t)) for t in due)
         elif report.mode is Mode.WATCH:
             assert breaker.canary is not None
-            back = [t for t in due if t.mark.identity in breaker.canary.identities]
+            # Checked over the whole batch: a canary back at its last allowed re-drive is parked,
+            # and its return still reopens the breaker.
+            back = [t for t in tracked if t.mark.identity in breaker.canary.identities]
             plan.leave.extend(due)
             if back:
                 self._log_decision("canary came back: opening the circuit", back[0])
@@ -190,6 +198,11 @@ class Redriver:
         for t in plan.leave:
             released[t.message.message_id] = t.message.receipt_handle
         return breaker, stop
+
+    def _trips_breaker(self, breaker: Breaker, report: RunReport) -> bool:
+        policy = self.settings.breaker
+        so_far = RunOutcome(received=report.received, returned=report.returned, errors=report.errors)
+        return circuit.is_failed_run(so_far, policy) and breaker.failures + 1 >= policy.failure_threshold
 
     # -- identities and decisions --------------------------------------------------------------
 

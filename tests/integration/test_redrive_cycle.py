@@ -153,6 +153,9 @@ def test_breaker_opens_when_redriven_messages_keep_coming_back(aws: Aws, clock: 
     assert [r.returned for r in reports] == [0, 5, 5, 5]
     assert reports[-1].breaker_transitions == ["CLOSED->OPEN"]
     assert stored_breaker(aws)["state"] == {"S": "OPEN"}
+    # the run that opened it re-drove nothing more into the broken consumer
+    assert [r.redriven for r in reports] == [5, 5, 5, 0]
+    assert depth(aws.sqs, aws.dlq_url) == 5
 
 
 def test_open_breaker_blocks_redrive(aws: Aws, clock: FakeClock) -> None:
@@ -220,6 +223,23 @@ def test_a_canary_that_comes_back_reopens_the_breaker(aws: Aws, clock: FakeClock
     assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
     assert report.redriven == 0
     assert depth(aws.sqs, aws.dlq_url) == 3
+
+
+def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
+    aws: Aws, clock: FakeClock
+) -> None:
+    # GIVEN max 4 re-drives: 3 happen while the breaker opens, the 4th is the canary
+    redriver = make_redriver(aws, make_settings(aws, max_redrives=4), clock)
+    fail_into_dlq(aws, order_body("o-1"))
+    open_the_breaker(aws, clock, redriver)
+    clock.advance(61)
+    assert redriver.run(REMAINING).canaries == 1
+
+    consume(aws.sqs, aws.source_url, always)
+    report = redriver.run(REMAINING)
+
+    assert report.parked == 1
+    assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
 
 
 def test_an_empty_dlq_does_not_close_a_half_open_breaker(aws: Aws, clock: FakeClock) -> None:
