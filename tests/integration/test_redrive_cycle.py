@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+
+import pytest
 
 from redriver.breaker import BreakerPolicy, Mode, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
@@ -309,3 +312,19 @@ def test_run_takes_no_batch_when_time_is_short(aws: Aws, clock: FakeClock) -> No
 
     assert (report.received, report.stopped_because) == (0, "time budget")
     assert depth(aws.sqs, aws.dlq_url) == 1
+
+
+def test_every_decision_is_logged_with_the_message_identity(
+    aws: Aws, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    original_id = send_to_dlq(aws, order_body("o-1"))
+    mark = Mark("poison-1", 5, 1, (1, 2, 3, 4, 5))
+    send_to_dlq(aws, "poison", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}})
+
+    with caplog.at_level(logging.INFO, logger="redriver-tests"):
+        make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    decisions = {record.getMessage(): record.__dict__ for record in caplog.records}
+    assert decisions["re-driven"]["identity"] == original_id
+    assert decisions["re-driven"]["redrive_count"] == 1
+    assert decisions["parked"]["identity"] == "poison-1"
