@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Validations
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -79,3 +80,14 @@ def python_function(
         layers=[layer],
         reserved_concurrent_executions=reserved_concurrency,
     )
+
+
+def grant_item_access(function: lambda_.Function, table: dynamodb.ITable, *, batch: bool = False) -> None:
+    """Item reads and writes on one table, nothing more.
+
+    Explicit actions: Table.grant_read_write_data would also allow Scan, Query and stream reads.
+    """
+    actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+    if batch:
+        actions += ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"]
+    function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=[table.table_arn]))

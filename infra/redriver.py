@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Token
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import POWERTOOLS_LAYER_VERSION, acknowledge, powertools_layer, python_function
+from infra.defaults import secure_queue, secure_table
+from infra.functions import (
+    POWERTOOLS_LAYER_VERSION,
+    acknowledge,
+    grant_item_access,
+    powertools_layer,
+    python_function,
+)
 from infra.settings import RedriverSettings, SettingsError
 
 PARKING_LOT_RETENTION = Duration.days(14)
 SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
-
-
-def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
-    """A queue with the project's defaults: SQS-managed encryption and TLS-only access."""
-    return sqs.Queue(
-        scope,
-        construct_id,
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
-        enforce_ssl=True,
-        **props,  # type: ignore[arg-type]
-    )
 
 
 class SqsRedriver(Construct):
@@ -65,16 +59,11 @@ class SqsRedriver(Construct):
                 "automatically, so a DLQ behind it would never receive anything. Messages are "
                 "kept 14 days for inspection.",
             )
-        self.state_table = dynamodb.Table(
+        self.state_table = secure_table(
             self,
             "StateTable",
-            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute=TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            partition_key=PARTITION_KEY,
+            ttl_attribute=TTL_ATTRIBUTE,
             removal_policy=removal_policy,
         )
         self.function = python_function(
@@ -152,19 +141,7 @@ class SqsRedriver(Construct):
         source_queue.grant_send_messages(self.function)
         self.parking_lot.grant_send_messages(self.function)
         # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "dynamodb:GetItem",
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:DeleteItem",
-                    "dynamodb:BatchGetItem",
-                    "dynamodb:BatchWriteItem",
-                ],
-                resources=[self.state_table.table_arn],
-            )
-        )
+        grant_item_access(self.function, self.state_table, batch=True)
 
 
 def _validate_queues(source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:

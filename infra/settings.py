@@ -7,10 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from constructs import Node
+
 SCHEDULE_PATTERN = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(.+\))$")
 CONTEXT_KEY = "redriver"
+PROFILES_CONTEXT_KEY = "redriver-profiles"
+PROFILE_CONTEXT_KEY = "redriver-profile"
 MAX_LAMBDA_TIMEOUT_SECONDS = 900
 SQS_MAX_DELAY_SECONDS = 900
+SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200
+# AWS's guidance for a queue that feeds Lambda: visibility timeout at least 6x the function's.
+VISIBILITY_TO_TIMEOUT_RATIO = 6
 
 
 class SettingsError(ValueError):
@@ -37,6 +44,8 @@ class RedriverSettings:
     # The example stack's queues and consumer (ignored by the construct on existing queues).
     max_receive_count: int = 5
     consumer_timeout_seconds: int = 30
+    # 0 means AWS's guidance for a queue feeding Lambda: six times the consumer's timeout.
+    source_visibility_timeout_seconds: int = 0
 
     def __post_init__(self) -> None:
         if not SCHEDULE_PATTERN.match(self.schedule):
@@ -62,6 +71,31 @@ class RedriverSettings:
         _check_range("redriver_memory_mb", self.redriver_memory_mb, 128, 10_240)
         _check_range("max_receive_count", self.max_receive_count, 1, 1000)
         _check_range("consumer_timeout_seconds", self.consumer_timeout_seconds, 1, MAX_LAMBDA_TIMEOUT_SECONDS)
+        if self.source_visibility_timeout_seconds:
+            _check_range(
+                "source_visibility_timeout_seconds",
+                self.source_visibility_timeout_seconds,
+                self.consumer_timeout_seconds,
+                SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,
+            )
+
+    @classmethod
+    def from_app_context(cls, node: Node) -> RedriverSettings:
+        """Settings from the ``redriver`` context block, overlaid with the selected profile, if any.
+
+        ``-c redriver-profile=demo`` picks ``redriver-profiles.demo`` from cdk.json: the same
+        settings, compressed for a short local run.
+        """
+        settings = dict(node.try_get_context(CONTEXT_KEY) or {})
+        profile = node.try_get_context(PROFILE_CONTEXT_KEY)
+        if profile:
+            profiles = node.try_get_context(PROFILES_CONTEXT_KEY) or {}
+            if profile not in profiles:
+                raise SettingsError(
+                    f"{PROFILE_CONTEXT_KEY} {profile!r} is not defined; defined: {sorted(profiles)}"
+                )
+            settings.update(profiles[profile])
+        return cls.from_context(settings)
 
     @classmethod
     def from_context(cls, context: Mapping[str, Any] | None) -> RedriverSettings:
@@ -79,6 +113,12 @@ class RedriverSettings:
             except (TypeError, ValueError):
                 raise SettingsError(f"{name} must be a {type(expected).__name__}, got {value!r}") from None
         return cls(**values)
+
+    @property
+    def source_visibility_timeout(self) -> int:
+        return self.source_visibility_timeout_seconds or (
+            self.consumer_timeout_seconds * VISIBILITY_TO_TIMEOUT_RATIO
+        )
 
     @property
     def dlq_visibility_timeout_seconds(self) -> int:

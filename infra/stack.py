@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.functions import acknowledge, powertools_layer, python_function
-from infra.redriver import SqsRedriver, secure_queue
+from infra.defaults import secure_queue, secure_table
+from infra.functions import acknowledge, grant_item_access, powertools_layer, python_function
+from infra.redriver import SqsRedriver
 from infra.settings import RedriverSettings
 
-# AWS's guidance for a queue that feeds Lambda: visibility timeout at least 6x the function's.
-VISIBILITY_TO_TIMEOUT_RATIO = 6
 SOURCE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(14)
 
@@ -35,9 +34,7 @@ class RedriverStack(Stack):
             self,
             "OrdersQueue",
             retention_period=SOURCE_RETENTION,
-            visibility_timeout=Duration.seconds(
-                settings.consumer_timeout_seconds * VISIBILITY_TO_TIMEOUT_RATIO
-            ),
+            visibility_timeout=Duration.seconds(settings.source_visibility_timeout),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=settings.max_receive_count
             ),
@@ -49,6 +46,15 @@ class RedriverStack(Stack):
             dead_letter_queue=self.dead_letter_queue,
             settings=settings,
         )
+        # Powertools idempotency records, keyed by order id: re-drives and redeliveries of an order
+        # that was already fulfilled return the first result instead of fulfilling it again.
+        self.idempotency_table = secure_table(
+            self,
+            "OrdersIdempotency",
+            partition_key="id",
+            ttl_attribute="expiration",
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         self.consumer = python_function(
             self,
             "OrdersConsumer",
@@ -56,12 +62,14 @@ class RedriverStack(Stack):
             environment={
                 "POWERTOOLS_SERVICE_NAME": "orders-consumer",
                 "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriverExample",
+                "IDEMPOTENCY_TABLE_NAME": self.idempotency_table.table_name,
                 "DOWNSTREAM_FAILURE_RATE": "0",
             },
             timeout=Duration.seconds(settings.consumer_timeout_seconds),
             memory_size=256,
             layer=powertools_layer(self),
         )
+        grant_item_access(self.consumer, self.idempotency_table)
         self.consumer.add_event_source(
             event_sources.SqsEventSource(self.source_queue, batch_size=10, report_batch_item_failures=True)
         )

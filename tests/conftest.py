@@ -21,6 +21,7 @@ from redriver.settings import Settings
 from tests.factories import FakeClock
 
 REGION = "us-east-1"
+IDEMPOTENCY_TABLE = "orders-idempotency"
 MAX_RECEIVE_COUNT = 2
 SOURCE_VISIBILITY_TIMEOUT = 30
 # How long a failing canary takes to come back, as the re-driver computes it from the queue.
@@ -37,6 +38,7 @@ def fake_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         "POWERTOOLS_SERVICE_NAME": "redriver-tests",
         "POWERTOOLS_METRICS_NAMESPACE": "RedriverTests",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "IDEMPOTENCY_TABLE_NAME": IDEMPOTENCY_TABLE,
     }.items():
         monkeypatch.setenv(name, value)
 
@@ -75,12 +77,13 @@ def aws() -> Iterator[Aws]:
             "QueueArn"
         ]
         parking_lot_url = sqs.create_queue(QueueName="orders-parking-lot")["QueueUrl"]
-        dynamodb.create_table(
-            TableName="redriver-state",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        for table, key in (("redriver-state", "pk"), (IDEMPOTENCY_TABLE, "id")):
+            dynamodb.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
         yield Aws(sqs, dynamodb, source_url, source_arn, dlq_url, parking_lot_url, "redriver-state")
 
 

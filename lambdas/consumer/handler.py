@@ -1,60 +1,85 @@
-"""Example consumer: a Powertools batch processor over the source queue, reporting partial failures."""
+"""Example consumer: a Powertools batch processor over the source queue, reporting partial failures.
+
+Each order is fulfilled at most once: Powertools idempotency keyed on the order id (the business
+key, not the MessageId, which changes on every re-drive) answers a repeated order with the first
+confirmation instead of submitting it downstream again.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from consumer.orders import FailureInjection, SimulatedDownstream, parse_order, parse_outage_windows
+from consumer.orders import Order, SimulatedDownstream, load_failure_injection, parse_order
+
+# Longer than an order can spend in the queues (the DLQ keeps messages 14 days).
+FULFILMENT_MEMORY_SECONDS = 15 * 86_400
 
 logger = Logger()
 metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-def load_failure_injection(env: os._Environ[str] | dict[str, str]) -> FailureInjection:
-    """Read DOWNSTREAM_FAILURE_RATE and DOWNSTREAM_OUTAGE_WINDOWS; raise ValueError naming the bad one."""
-    raw_rate = env.get("DOWNSTREAM_FAILURE_RATE", "0") or "0"
-    try:
-        rate = float(raw_rate)
-    except ValueError:
-        raise ValueError(f"DOWNSTREAM_FAILURE_RATE must be a number in [0, 1], got {raw_rate!r}") from None
-    if not 0 <= rate <= 1:
-        raise ValueError(f"DOWNSTREAM_FAILURE_RATE must be a number in [0, 1], got {rate}")
-    try:
-        windows = parse_outage_windows(env.get("DOWNSTREAM_OUTAGE_WINDOWS", ""))
-    except ValueError as exc:
-        raise ValueError(
-            f"DOWNSTREAM_OUTAGE_WINDOWS must be 'start-end,...' in epoch seconds: {exc}"
-        ) from None
-    return FailureInjection(failure_rate=rate, outage_windows=windows)
+def load_idempotency_table(env: Mapping[str, str]) -> str:
+    name = env.get("IDEMPOTENCY_TABLE_NAME", "").strip()
+    if not name:
+        raise ValueError("IDEMPOTENCY_TABLE_NAME is required and must not be empty")
+    return name
 
 
 downstream = SimulatedDownstream(load_failure_injection(os.environ))
+IDEMPOTENCY_TABLE_NAME = load_idempotency_table(os.environ)
+
+
+@functools.cache
+def _fulfilment() -> tuple[Callable[..., str], IdempotencyConfig]:
+    """The idempotent fulfilment, built on first use (no boto3 client at import)."""
+    config = IdempotencyConfig(event_key_jmespath="order_id", expires_after_seconds=FULFILMENT_MEMORY_SECONDS)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=IDEMPOTENCY_TABLE_NAME, boto3_client=boto3.client("dynamodb")
+    )
+
+    @idempotent_function(data_keyword_argument="order", config=config, persistence_store=persistence)  # type: ignore[untyped-decorator]
+    def fulfil(order: Order) -> str:
+        confirmation = downstream.submit(order)
+        metrics.add_metric(name="OrdersFulfilled", unit=MetricUnit.Count, value=1)
+        return confirmation
+
+    return fulfil, config
 
 
 def record_handler(record: SQSRecord) -> str:
     """Process one order; raising marks just this record as failed."""
     order = parse_order(record.body)
-    confirmation = downstream.submit(order)
+    fulfil, _ = _fulfilment()
+    confirmation: str = fulfil(order=order)
     logger.info(
         "order processed",
         extra={"order_id": order.order_id, "total": str(order.total), "confirmation": confirmation},
     )
-    metrics.add_metric(name="OrdersProcessed", unit=MetricUnit.Count, value=1)
     return confirmation
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    _, config = _fulfilment()
+    config.register_lambda_context(context)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -89,11 +90,14 @@ class SimulatedDownstream:
         self._injection = injection
         self._clock = clock
         self._rng = rng or random.Random()
+        # What the downstream accepted, per order id: the effect that must happen exactly once.
+        self.submitted: Counter[str] = Counter()
 
     def submit(self, order: Order) -> str:
         """Submit the order; return a confirmation id or raise DownstreamUnavailable."""
         if self._injection.downstream_fails(self._clock(), self._rng):
             raise DownstreamUnavailable(f"downstream unavailable for order {order.order_id}")
+        self.submitted[order.order_id] += 1
         return f"conf-{order.order_id}"
 
 
@@ -107,3 +111,21 @@ def parse_outage_windows(text: str) -> tuple[tuple[float, float], ...]:
             raise ValueError(f"outage window {part!r} ends before it starts")
         windows.append((start, end))
     return tuple(windows)
+
+
+def load_failure_injection(env: Mapping[str, str]) -> FailureInjection:
+    """Read DOWNSTREAM_FAILURE_RATE and DOWNSTREAM_OUTAGE_WINDOWS; raise ValueError naming the bad one."""
+    raw_rate = env.get("DOWNSTREAM_FAILURE_RATE", "0") or "0"
+    try:
+        rate = float(raw_rate)
+    except ValueError:
+        raise ValueError(f"DOWNSTREAM_FAILURE_RATE must be a number in [0, 1], got {raw_rate!r}") from None
+    if not 0 <= rate <= 1:
+        raise ValueError(f"DOWNSTREAM_FAILURE_RATE must be a number in [0, 1], got {rate}")
+    try:
+        windows = parse_outage_windows(env.get("DOWNSTREAM_OUTAGE_WINDOWS", ""))
+    except ValueError as exc:
+        raise ValueError(
+            f"DOWNSTREAM_OUTAGE_WINDOWS must be 'start-end,...' in epoch seconds: {exc}"
+        ) from None
+    return FailureInjection(failure_rate=rate, outage_windows=windows)

@@ -94,16 +94,53 @@ def test_source_queue_has_dlq_and_visibility_six_times_the_consumer_timeout(temp
     )
 
 
-def test_state_table_has_string_key_ttl_pitr_and_on_demand_billing(template: Template) -> None:
+@pytest.mark.parametrize(("key", "ttl"), [("pk", "expires_at"), ("id", "expiration")])
+def test_tables_have_string_key_ttl_pitr_and_on_demand_billing(
+    template: Template, key: str, ttl: str
+) -> None:
+    # the re-driver's state table, and the example consumer's idempotency table
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
         {
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
             "BillingMode": "PAY_PER_REQUEST",
-            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "TimeToLiveSpecification": {"AttributeName": ttl, "Enabled": True},
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
             "SSESpecification": {"SSEEnabled": True},
+        },
+    )
+
+
+def test_consumer_has_item_access_to_its_idempotency_table_only(template: Template) -> None:
+    tables = template.find_resources("AWS::DynamoDB::Table")
+    idempotency = next(name for name in tables if name.startswith("OrdersIdempotency"))
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "consumer.handler.lambda_handler",
+            "Environment": {"Variables": Match.object_like({"IDEMPOTENCY_TABLE_NAME": {"Ref": idempotency}})},
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Action": [
+                                "dynamodb:DeleteItem",
+                                "dynamodb:GetItem",
+                                "dynamodb:PutItem",
+                                "dynamodb:UpdateItem",
+                            ],
+                            "Effect": "Allow",
+                            "Resource": {"Fn::GetAtt": [idempotency, "Arn"]},
+                        }
+                    ]
+                )
+            }
         },
     )
 
@@ -264,6 +301,25 @@ def test_context_settings_reach_the_template(tmp_path: Any) -> None:
     )
 
 
+def test_the_demo_profile_compresses_the_same_settings(tmp_path: Any) -> None:
+    app = build_app(outdir=str(tmp_path), context={"redriver-profile": "demo"})
+    template = Template.from_stack(app.node.find_child(STACK))
+
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {"VisibilityTimeout": 2, "RedrivePolicy": Match.object_like({"maxReceiveCount": 1})},
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": Match.object_like({"BASE_DELAY_SECONDS": "1", "MAX_REDRIVES": "3"})}},
+    )
+
+
+def test_an_unknown_profile_fails_at_synth(tmp_path: Any) -> None:
+    with pytest.raises(SettingsError, match="redriver-profile 'fast' is not defined"):
+        build_app(outdir=str(tmp_path), context={"redriver-profile": "fast"})
+
+
 @pytest.mark.parametrize(
     ("context", "named"),
     [
@@ -273,6 +329,10 @@ def test_context_settings_reach_the_template(tmp_path: Any) -> None:
         ({"breaker_failure_ratio": 1.5}, "breaker_failure_ratio"),
         ({"max_redrive": 5}, "unknown redriver setting"),
         ({"canary_size": "many"}, "canary_size"),
+        (
+            {"consumer_timeout_seconds": 30, "source_visibility_timeout_seconds": 10},
+            "source_visibility_timeout",
+        ),
     ],
 )
 def test_bad_settings_fail_at_synth_naming_the_setting(context: dict[str, Any], named: str) -> None:

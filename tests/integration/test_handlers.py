@@ -95,3 +95,20 @@ def test_consumer_fails_the_invocation_when_a_downstream_outage_fails_every_reco
     # Powertools' default: an entirely failed batch fails the invocation, so it shows in Errors.
     with pytest.raises(BatchProcessingError, match="All records failed"):
         consumer.lambda_handler(sqs_event(messages, aws.source_arn), FakeLambdaContext())
+
+
+def test_consumer_fulfils_a_repeated_order_once(aws: Aws) -> None:
+    # GIVEN the same order delivered twice, as after a re-drive or a send-then-delete crash
+    consumer = import_fresh("consumer.handler")
+    for _ in range(2):
+        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=order_body("o-7"))
+    messages = aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10)["Messages"]
+    assert len(messages) == 2
+
+    # WHEN both are processed, in separate invocations
+    for message in messages:
+        response = consumer.lambda_handler(sqs_event([message], aws.source_arn), FakeLambdaContext())
+        assert response == {"batchItemFailures": []}
+
+    # THEN the downstream saw the order once
+    assert consumer.downstream.submitted == {"o-7": 1}

@@ -1,4 +1,4 @@
-"""consumer.orders (parsing, failure injection) and consumer.handler.load_failure_injection."""
+"""consumer.orders: parsing, failure injection and its configuration."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
-from consumer.handler import load_failure_injection
-from consumer.orders import FailureInjection, InvalidOrder, parse_order, parse_outage_windows
+from consumer.orders import (
+    FailureInjection,
+    InvalidOrder,
+    load_failure_injection,
+    parse_order,
+    parse_outage_windows,
+)
 from tests.factories import order_body
 
 
