@@ -40,6 +40,8 @@ class RedriverSettings:
     max_messages_per_run: int = 500
     receive_wait_seconds: int = 1
     redriver_timeout_seconds: int = 120
+    # A run takes no new batch with less time left than this (its worst batch must fit in it).
+    time_margin_seconds: int = 30
     redriver_memory_mb: int = 256
     # The example stack's queues and consumer (ignored by the construct on existing queues).
     max_receive_count: int = 5
@@ -69,6 +71,12 @@ class RedriverSettings:
             "redriver_timeout_seconds", self.redriver_timeout_seconds, 30, MAX_LAMBDA_TIMEOUT_SECONDS
         )
         _check_range("redriver_memory_mb", self.redriver_memory_mb, 128, 10_240)
+        _check_range(
+            "time_margin_seconds",
+            self.time_margin_seconds,
+            self.receive_wait_seconds + 1,
+            self.redriver_timeout_seconds // 2,
+        )
         _check_range("max_receive_count", self.max_receive_count, 1, 1000)
         _check_range("consumer_timeout_seconds", self.consumer_timeout_seconds, 1, MAX_LAMBDA_TIMEOUT_SECONDS)
         if self.source_visibility_timeout_seconds:
@@ -138,6 +146,7 @@ class RedriverSettings:
             "CANARY_SIZE": str(self.canary_size),
             "MAX_MESSAGES_PER_RUN": str(self.max_messages_per_run),
             "RECEIVE_WAIT_SECONDS": str(self.receive_wait_seconds),
+            "TIME_MARGIN_SECONDS": str(self.time_margin_seconds),
             "DLQ_VISIBILITY_TIMEOUT_SECONDS": str(self.dlq_visibility_timeout_seconds),
         }
 

@@ -24,6 +24,7 @@ class Mode(StrEnum):
     REDRIVE = "REDRIVE"  # CLOSED: re-drive everything due
     PROBE = "PROBE"  # HALF_OPEN without a canary in flight: send one canary
     WATCH = "WATCH"  # HALF_OPEN with a canary in flight: look for it in the DLQ
+    VERDICT = "VERDICT"  # HALF_OPEN, the canary's window is over: look once more, then judge it
     SKIP = "SKIP"  # OPEN and cooling down: touch nothing
 
 
@@ -82,11 +83,17 @@ def begin_run(breaker: Breaker, now: int, policy: BreakerPolicy) -> tuple[Breake
         return breaker, Mode.PROBE
     if now < breaker.canary.verdict_at:
         return breaker, Mode.WATCH
-    # The canary's verdict window passed and it was never seen back in the DLQ: it succeeded.
+    return breaker, Mode.VERDICT
+
+
+def canary_passed(breaker: Breaker, now: int, policy: BreakerPolicy) -> Breaker:
+    """The canary's window ended and a scan of the DLQ did not find it: one success."""
+    if breaker.state is not State.HALF_OPEN or breaker.canary is None:
+        raise ValueError("only a HALF_OPEN breaker with a canary in flight can pass one")
     successes = breaker.successes + 1
     if successes >= policy.success_threshold:
-        return breaker.closed(now), Mode.REDRIVE
-    return breaker._next(successes=successes, canary=None), Mode.PROBE
+        return breaker.closed(now)
+    return breaker._next(successes=successes, canary=None)
 
 
 def with_canary(breaker: Breaker, identities: tuple[str, ...], verdict_at: int) -> Breaker:

@@ -30,8 +30,9 @@ from redriver.settings import Settings, load_settings
 
 SETTINGS = load_settings()
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
-# Standard retry mode backs off on throttling; the run's own time budget bounds the total.
-AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=25)
+# Standard retry mode backs off on throttling. Short timeouts keep the worst call (3 attempts of
+# 2 s connect + 5 s read, ~21 s) inside the run's time margin (TIME_MARGIN_SECONDS, default 30).
+AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
 
 
 @functools.cache
@@ -73,6 +74,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         ("FailedRedrives", report.returned),
         ("Canaries", report.canaries),
         ("RunErrors", report.errors),
+        ("Unparkable", report.unparkable),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     metrics.add_metric(
@@ -87,6 +89,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "returned": report.returned,
         "canaries": report.canaries,
         "errors": report.errors,
+        "unparkable": report.unparkable,
         "stopped_because": report.stopped_because,
         "breaker_transitions": report.breaker_transitions,
     }

@@ -15,7 +15,7 @@ from typing import Any
 
 from redriver import breaker as circuit
 from redriver.adapters import AwsCallError
-from redriver.adapters.sqs_queue import Outgoing, SqsQueue
+from redriver.adapters.sqs_queue import CALL_FAILED, BatchResult, Outgoing, SqsQueue
 from redriver.adapters.state_table import MessageRecord, StateTable
 from redriver.backoff import redrive_delay
 from redriver.breaker import Breaker, Mode, RunOutcome, State
@@ -23,8 +23,12 @@ from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, string_attribute
 from redriver.settings import Settings
 
 SQS_RECEIVE_LIMIT = 10
+# A message the parking lot refuses for good is hidden this long between tries. SQS caps a
+# message's total visibility timeout at 12 hours from its receive, so 6 hours is always accepted.
+UNPARKABLE_HIDE_SECONDS = 6 * 3600
 REDRIVEN = "REDRIVEN"
 PARKED = "PARKED"
+LOOKING_FOR_CANARY = (Mode.WATCH, Mode.VERDICT)
 
 
 @dataclass
@@ -39,6 +43,7 @@ class RunReport:
     returned: int = 0
     canaries: int = 0
     errors: int = 0
+    unparkable: int = 0
     stopped_because: str = ""
     breaker_transitions: list[str] = field(default_factory=list)
 
@@ -52,6 +57,7 @@ class Tracked:
 
     @property
     def carries_mark(self) -> bool:
+        """True when the mark travels in the message; False when only the table counts it."""
         return self.message.mark is not None or self.message.has_room_for_mark
 
 
@@ -91,41 +97,40 @@ class Redriver:
 
     def run(self, remaining_ms: Callable[[], int]) -> RunReport:
         """Do one scheduled run; ``remaining_ms`` is the Lambda context's time left."""
-        key = self.settings.breaker_key
-        stored = self.state.load_breaker(key)
+        stored = self.state.load_breaker(self.settings.breaker_key)
         breaker, mode = circuit.begin_run(stored, self.now(), self.settings.breaker)
         report = RunReport(mode=mode, breaker_state=breaker.state)
-        if breaker is not stored:
-            if not self._save_breaker(breaker, stored, report):
-                report.mode = Mode.SKIP
-                return report
+        if breaker is not stored and not self._save_breaker(breaker, stored, report):
+            report.mode = Mode.SKIP
+            return report
         if mode is Mode.SKIP:
             report.stopped_because = "breaker open"
             return report
 
         released: dict[str, str] = {}
-        while True:
-            stop = self._stop_reason(report, remaining_ms)
-            if stop:
-                report.stopped_because = stop
+        while not report.stopped_because:
+            report.stopped_because = self._stop_reason(report, remaining_ms)
+            if report.stopped_because:
                 break
             try:
                 batch = self._receive(report)
                 if not batch:
                     report.stopped_because = "DLQ empty"
                     break
-                breaker, stop = self._handle_batch(batch, breaker, report, released)
+                breaker, report.stopped_because = self._handle_batch(batch, breaker, report, released)
             except AwsCallError as exc:
                 report.errors += 1
                 self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
-                stop = "AWS error"
-            if stop:
-                report.stopped_because = stop
-                break
+                report.stopped_because = "AWS error"
 
         self._release(released, report)
         if report.mode is Mode.REDRIVE:
             self._end_redrive_run(breaker, report)
+        elif report.mode is Mode.VERDICT and breaker.state is State.HALF_OPEN and not report.errors:
+            self.log.info("canary stayed away: one success")
+            self._transition(
+                breaker, circuit.canary_passed(breaker, self.now(), self.settings.breaker), report
+            )
         return report
 
     def _stop_reason(self, report: RunReport, remaining_ms: Callable[[], int]) -> str:
@@ -153,11 +158,11 @@ class Redriver:
         released: dict[str, str],
     ) -> tuple[Breaker, str]:
         """Decide and act on one received batch; return the breaker and a reason to stop, if any."""
-        tracked = self._track(batch)
+        tracked, duplicates = self._track(batch)
         report.returned += sum(1 for t in tracked if _redriven_since(t.mark, breaker.changed_at))
         over_limit = [t for t in tracked if t.mark.count >= self.settings.max_redrives]
         due = [t for t in tracked if t.mark.count < self.settings.max_redrives]
-        plan = Plan(park=[(t, self._park_reason(t)) for t in over_limit])
+        plan = Plan(park=[(t, self._park_reason(t)) for t in over_limit], leave=duplicates)
         stop = ""
 
         if report.mode is Mode.REDRIVE and self._trips_breaker(breaker, report):
@@ -168,7 +173,7 @@ class Redriver:
             stop = "breaker opened"
         elif report.mode is Mode.REDRIVE:
             plan.redrive.extend((t, self._delay_for(t)) for t in due)
-        elif report.mode is Mode.WATCH:
+        elif report.mode in LOOKING_FOR_CANARY:
             assert breaker.canary is not None
             # Checked over the whole batch: a canary back at its last allowed re-drive is parked,
             # and its return still reopens the breaker.
@@ -185,16 +190,22 @@ class Redriver:
                 breaker, claimed = self._claim_canary(breaker, canaries, report)
                 if claimed:
                     plan.redrive.extend((t, 0) for t in canaries)
-                    report.canaries += len(canaries)
                     stop = "canary sent"
                 else:
                     plan.leave.extend(canaries)
                     stop = "another run holds the probe"
 
-        sent_to_source = self._execute(plan, report)
-        if report.mode is Mode.PROBE and plan.redrive and not sent_to_source:
-            self.log.warning("canary could not be sent: opening the circuit")
-            breaker = self._transition(breaker, breaker.opened(self.now()), report)
+        try:
+            sent_to_source = self._execute(plan, report)
+        except AwsCallError:
+            if report.mode is Mode.PROBE and plan.redrive:
+                breaker = self._canary_not_sent(breaker, report)
+            raise
+        if report.mode is Mode.PROBE and plan.redrive:
+            if sent_to_source:
+                report.canaries += len(sent_to_source)
+            else:
+                breaker = self._canary_not_sent(breaker, report)
         for t in plan.leave:
             released[t.message.message_id] = t.message.receipt_handle
         return breaker, stop
@@ -206,12 +217,18 @@ class Redriver:
 
     # -- identities and decisions --------------------------------------------------------------
 
-    def _track(self, batch: list[DlqMessage]) -> list[Tracked]:
-        """Resolve each message's identity and history: its mark, or the table for unmarked ones."""
+    def _track(self, batch: list[DlqMessage]) -> tuple[list[Tracked], list[Tracked]]:
+        """Resolve identity and history: from the mark, or from the table for unmarked messages.
+
+        Returns the messages to act on, and later copies of an identity already in this batch
+        (a redelivered duplicate): those are left for a later run, so one batch never writes the
+        same record twice.
+        """
         now = self.now()
         unmarkable = [m for m in batch if m.mark is None and not m.has_room_for_mark]
         recorded = self.state.load_marks(m.content_identity for m in unmarkable) if unmarkable else {}
-        tracked = []
+        unique: dict[str, Tracked] = {}
+        duplicates: list[Tracked] = []
         for message in batch:
             if message.malformed_mark:
                 self.log.warning(
@@ -224,8 +241,13 @@ class Redriver:
             else:
                 identity = message.content_identity
                 mark = recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
-            tracked.append(Tracked(message, mark))
-        return tracked
+            tracked = Tracked(message, mark)
+            if mark.identity in unique:
+                duplicates.append(tracked)
+                self._log_decision("duplicate in batch: left for a later run", tracked)
+            else:
+                unique[mark.identity] = tracked
+        return list(unique.values()), duplicates
 
     def _delay_for(self, tracked: Tracked) -> int:
         return redrive_delay(
@@ -249,29 +271,37 @@ class Redriver:
     # -- acting --------------------------------------------------------------------------------
 
     def _execute(self, plan: Plan, report: RunReport) -> list[Tracked]:
-        """Send the re-drives, then the parkings, then delete what arrived; return what was re-driven."""
-        handles: dict[str, str] = {}
-        now = self.now()
-        redriven = self._send_redrives(plan, report, handles, now)
-        self._send_parked(plan.park, report, handles)
-        if handles:
-            deleted = self.dlq.delete(handles)
+        """Send the re-drives, then the parkings, then delete what arrived; return what was re-driven.
+
+        Raises AwsCallError after deleting what did arrive when a whole send call failed.
+        """
+        arrived: dict[str, str] = {}
+        redriven, redrive_error = self._send_redrives(plan, report, arrived)
+        park_error = self._send_parked(plan.park, report, arrived)
+        if arrived:
+            deleted = self.dlq.delete(arrived)
             for key, failure in deleted.failed.items():
                 report.errors += 1
                 self.log.error(
                     "delete from the DLQ failed: the message will be seen again (a duplicate)",
                     extra={"message_id": key, "code": failure.code},
                 )
+        if redrive_error or park_error:
+            raise AwsCallError(redrive_error or park_error or "")
         return redriven
 
     def _send_redrives(
-        self, plan: Plan, report: RunReport, handles: dict[str, str], now: int
-    ) -> list[Tracked]:
+        self, plan: Plan, report: RunReport, arrived: dict[str, str]
+    ) -> tuple[list[Tracked], str | None]:
         if not plan.redrive:
-            return []
-        outgoing: dict[str, tuple[Tracked, Mark, int]] = {}
-        for index, (tracked, delay) in enumerate(plan.redrive):
-            outgoing[str(index)] = (tracked, tracked.mark.after_redrive(now), delay)
+            return [], None
+        now = self.now()
+        outgoing = {
+            str(index): (tracked, tracked.mark.after_redrive(now), delay)
+            for index, (tracked, delay) in enumerate(plan.redrive)
+        }
+        # Written before the send: for messages counted only in the table, a count written after
+        # would be lost by a crash in between, and the message could then loop forever.
         self.state.save_records(
             [
                 MessageRecord(mark, REDRIVEN, self.settings.source_queue_url)
@@ -293,10 +323,11 @@ class Redriver:
         sent = []
         for key in result.succeeded:
             tracked, mark, delay = outgoing[key]
-            handles[tracked.message.message_id] = tracked.message.receipt_handle
+            arrived[tracked.message.message_id] = tracked.message.receipt_handle
             sent.append(tracked)
             report.redriven += 1
             self._log_decision("re-driven", tracked, redrive_count=mark.count, delay_seconds=delay)
+        not_sent = []
         for key, failure in result.failed.items():
             tracked, _, _ = outgoing[key]
             if failure.sender_fault:
@@ -304,15 +335,28 @@ class Redriver:
                 reason = self._park_reason(tracked, f"source queue rejected it: {failure.code}")
                 plan.park.append((tracked, reason))
             else:
-                report.errors += 1
+                # A failed call is counted once, by the run that it stops.
+                report.errors += failure.code != CALL_FAILED
+                not_sent.append(tracked)
                 self._log_decision("re-drive send failed; it stays in the DLQ", tracked, code=failure.code)
-        return sent
+        self._undo_table_counts(not_sent)
+        return sent, result.call_error
+
+    def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
+        """Put back the counts of table-counted messages whose re-drive did not happen."""
+        undo = [
+            MessageRecord(t.mark, REDRIVEN, self.settings.source_queue_url)
+            for t in not_sent
+            if not t.carries_mark
+        ]
+        if undo:
+            self.state.save_records(undo)
 
     def _send_parked(
-        self, parked: list[tuple[Tracked, dict[str, Any]]], report: RunReport, handles: dict[str, str]
-    ) -> None:
+        self, parked: list[tuple[Tracked, dict[str, Any]]], report: RunReport, arrived: dict[str, str]
+    ) -> str | None:
         if not parked:
-            return
+            return None
         self.state.save_records(
             [
                 MessageRecord(tracked.mark, PARKED, self.settings.source_queue_url, json.dumps(reason))
@@ -333,19 +377,41 @@ class Redriver:
         )
         for key in result.succeeded:
             tracked, reason = by_key[key]
-            handles[tracked.message.message_id] = tracked.message.receipt_handle
+            arrived[tracked.message.message_id] = tracked.message.receipt_handle
             report.parked += 1
             self._log_decision("parked", tracked, reason=reason["why"])
+        self._handle_unparkable(result, by_key, report)
+        return result.call_error
+
+    def _handle_unparkable(
+        self, result: BatchResult, by_key: dict[str, tuple[Tracked, dict[str, Any]]], report: RunReport
+    ) -> None:
+        """A message the parking lot refuses for good stays in the DLQ, hidden for 6 hours.
+
+        It is not a consumer failure, so it does not count toward the breaker; it is logged as an
+        error and counted (metric ``Unparkable``) every time, so it cannot go unnoticed.
+        """
+        refused: dict[str, str] = {}
         for key, failure in result.failed.items():
-            report.errors += 1
-            self._log_decision("parking failed; it stays in the DLQ", by_key[key][0], code=failure.code)
+            tracked = by_key[key][0]
+            if failure.sender_fault:
+                report.unparkable += 1
+                refused[tracked.message.message_id] = tracked.message.receipt_handle
+                self._log_decision(
+                    "the parking lot refuses this message; it stays in the DLQ", tracked, code=failure.code
+                )
+            else:
+                report.errors += failure.code != CALL_FAILED
+                self._log_decision("parking failed; it stays in the DLQ", tracked, code=failure.code)
+        if refused:
+            self.dlq.change_visibility(refused, UNPARKABLE_HIDE_SECONDS)
 
     def _release(self, released: dict[str, str], report: RunReport) -> None:
         """Give back messages this run received but did not act on, so the next run sees them."""
         if not released:
             return
         try:
-            self.dlq.release(released)
+            self.dlq.change_visibility(released, 0)
         except AwsCallError as exc:
             # Not a loss: they become visible again when their visibility timeout ends.
             report.errors += 1
@@ -357,16 +423,17 @@ class Redriver:
         self, breaker: Breaker, canaries: list[Tracked], report: RunReport
     ) -> tuple[Breaker, bool]:
         window = self.source.redrive_window()
-        claimed = circuit.with_canary(
-            breaker, tuple(t.mark.identity for t in canaries), self.now() + window.seconds
-        )
+        verdict_at = self.now() + window.seconds
+        claimed = circuit.with_canary(breaker, tuple(t.mark.identity for t in canaries), verdict_at)
         if not self._save_breaker(claimed, breaker, report):
             return breaker, False
         for tracked in canaries:
-            self._log_decision(
-                "canary", tracked, verdict_at=claimed.canary.verdict_at if claimed.canary else 0
-            )
+            self._log_decision("canary", tracked, verdict_at=verdict_at)
         return claimed, True
+
+    def _canary_not_sent(self, breaker: Breaker, report: RunReport) -> Breaker:
+        self.log.warning("canary could not be sent: opening the circuit")
+        return self._transition(breaker, breaker.opened(self.now()), report)
 
     def _end_redrive_run(self, breaker: Breaker, report: RunReport) -> None:
         outcome = RunOutcome(received=report.received, returned=report.returned, errors=report.errors)

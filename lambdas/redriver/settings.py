@@ -28,7 +28,7 @@ class Settings:
     max_messages_per_run: int = 500
     receive_wait_seconds: int = 1
     dlq_visibility_timeout_seconds: int = 960
-    time_margin_seconds: int = 10
+    time_margin_seconds: int = 30
     state_ttl_days: int = 14
 
     @property
@@ -85,6 +85,13 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     max_delay = _int(env, "MAX_DELAY_SECONDS", SQS_MAX_DELAY_SECONDS, 0, SQS_MAX_DELAY_SECONDS)
     if max_delay < base_delay:
         raise ConfigError(f"MAX_DELAY_SECONDS ({max_delay}) must be >= BASE_DELAY_SECONDS ({base_delay})")
+    receive_wait = _int(env, "RECEIVE_WAIT_SECONDS", 1, 0, 20)
+    margin = _int(env, "TIME_MARGIN_SECONDS", 30, 1, 600)
+    if margin <= receive_wait:
+        raise ConfigError(
+            f"TIME_MARGIN_SECONDS ({margin}) must be longer than RECEIVE_WAIT_SECONDS ({receive_wait}): "
+            "a run must be able to finish its last batch"
+        )
     urls = {name: _queue_url(env, name) for name in ("DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL")}
     if len(set(urls.values())) != len(urls):
         raise ConfigError("DLQ_URL, SOURCE_QUEUE_URL and PARKING_LOT_URL must be three different queues")
@@ -105,8 +112,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         canary_size=_int(env, "CANARY_SIZE", 1, 1, 10),
         max_messages_per_run=_int(env, "MAX_MESSAGES_PER_RUN", 500, 1, 100_000),
-        receive_wait_seconds=_int(env, "RECEIVE_WAIT_SECONDS", 1, 0, 20),
+        receive_wait_seconds=receive_wait,
         dlq_visibility_timeout_seconds=_int(env, "DLQ_VISIBILITY_TIMEOUT_SECONDS", 960, 1, 43_200),
-        time_margin_seconds=_int(env, "TIME_MARGIN_SECONDS", 10, 1, 600),
+        time_margin_seconds=margin,
         state_ttl_days=_int(env, "STATE_TTL_DAYS", 14, 1, 365),
     )

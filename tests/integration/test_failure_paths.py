@@ -9,6 +9,7 @@ from botocore.exceptions import ClientError
 
 from redriver.adapters import AwsCallError
 from redriver.breaker import Breaker, State
+from redriver.envelope import Mark
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, depth, drain, order_body
 
@@ -217,3 +218,103 @@ def test_an_unreadable_breaker_fails_the_invocation_before_touching_the_dlq(
     with pytest.raises(AwsCallError, match="GetItem"):
         redriver.run(REMAINING)
     assert depth(aws.sqs, aws.dlq_url) == 2 and depth(aws.sqs, aws.source_url) == 0
+
+
+TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
+
+
+def test_copies_of_one_identity_in_a_batch_are_handled_one_per_run(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN two byte-identical messages without room for a mark: one content identity, one record
+    for _ in range(2):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="same", MessageAttributes=TEN_ATTRIBUTES)
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("innocent"))
+    redriver = make_redriver(aws, make_settings(aws), clock)
+
+    first = redriver.run(REMAINING)
+    second = redriver.run(REMAINING)
+
+    # THEN no batch writes the same record twice (DynamoDB would refuse the whole batch)
+    assert (first.redriven, first.errors, second.redriven, second.errors) == (2, 0, 1, 0)
+    assert depth(aws.sqs, aws.dlq_url) == 0 and depth(aws.sqs, aws.source_url) == 3
+
+
+def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
+    settings = make_settings(aws, max_redrives=20)
+    state = make_redriver(aws, settings, clock).state
+    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    fill_dlq(aws, 2)
+    clock.advance(61)
+
+    def unavailable(**_: Any) -> Any:
+        raise client_error("ServiceUnavailable", "SendMessageBatch")
+
+    report = make_redriver(
+        aws, settings, clock, sqs=FaultyClient(aws.sqs, send_message_batch=unavailable)
+    ).run(REMAINING)
+
+    assert report.breaker_transitions == ["OPEN->HALF_OPEN", "HALF_OPEN->OPEN"]
+    assert state.load_breaker(settings.breaker_key).state is State.OPEN
+    assert depth(aws.sqs, aws.dlq_url) == 2
+
+
+def test_a_failed_send_does_not_advance_a_count_kept_in_the_table(aws: Aws, clock: FakeClock) -> None:
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="ten", MessageAttributes=TEN_ATTRIBUTES)
+    settings = make_settings(aws, dlq_visibility_timeout_seconds=1)
+    sqs = FaultyClient(aws.sqs, send_message_batch=fail_entries(aws.sqs, {"ten"}, sender_fault=False))
+    make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
+
+    [record] = [
+        i for i in aws.dynamodb.scan(TableName=aws.table_name)["Items"] if i["pk"]["S"].startswith("MSG#")
+    ]
+
+    assert record["redrive_count"] == {"N": "0"} and record["redriven_at"] == {"L": []}
+
+
+def test_a_message_the_parking_lot_refuses_is_hidden_and_is_not_a_run_error(
+    aws: Aws, clock: FakeClock
+) -> None:
+    mark = Mark("poison-1", 5, 1, (1, 2, 3, 4, 5))
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody="poison",
+        MessageAttributes={"dlq-redriver": {"DataType": "String", "StringValue": mark.to_json()}},
+    )
+    refuse = _only_for(
+        aws.parking_lot_url,
+        fail_entries(aws.sqs, {"poison"}, sender_fault=True, code="KMS.AccessDeniedException"),
+        aws.sqs.send_message_batch,
+    )
+
+    report = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=refuse)
+    ).run(REMAINING)
+
+    assert (report.parked, report.unparkable, report.errors) == (0, 1, 0)
+    attributes = aws.sqs.get_queue_attributes(
+        QueueUrl=aws.dlq_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+def test_a_failed_send_call_does_not_keep_other_calls_entries_from_being_deleted(
+    aws: Aws, clock: FakeClock
+) -> None:
+    # GIVEN two messages too big to share one SendMessageBatch (1 MiB per call)
+    bodies = [c * 600_000 for c in "ab"]
+    for body in bodies:
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
+    calls = []
+
+    def second_call_fails(QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        calls.append(len(Entries))
+        if len(calls) == 2:
+            raise client_error("InternalError", "SendMessageBatch")
+        return aws.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=Entries)
+
+    report = make_redriver(
+        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=second_call_fails)
+    ).run(REMAINING)
+
+    assert calls == [1, 1]
+    assert (report.redriven, report.errors, report.stopped_because) == (1, 1, "AWS error")
+    assert depth(aws.sqs, aws.source_url) == 1 and depth(aws.sqs, aws.dlq_url) == 1

@@ -198,17 +198,36 @@ def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: 
     clock.advance(CANARY_WINDOW - 1)
     assert redriver.run(REMAINING).mode is Mode.WATCH
 
-    # THEN each canary that stays away counts as a success; the second closes the breaker
+    # THEN a canary that stays away past its window, and is not found in the DLQ, is a success
     clock.advance(2)
+    verdict = redriver.run(REMAINING)
+    assert (verdict.mode, verdict.received, verdict.breaker_state) == (Mode.VERDICT, 3, State.HALF_OPEN)
     second = redriver.run(REMAINING)
     assert (second.mode, second.canaries) == (Mode.PROBE, 1)
     consume(aws.sqs, aws.source_url, never)
     clock.advance(CANARY_WINDOW + 1)
-    closing = redriver.run(REMAINING)
-    assert closing.breaker_transitions == ["HALF_OPEN->CLOSED"]
-    assert closing.redriven == 2
+    # the second success closes it, and the next run drains the DLQ
+    assert redriver.run(REMAINING).breaker_transitions == ["HALF_OPEN->CLOSED"]
+    assert redriver.run(REMAINING).redriven == 2
     consume(aws.sqs, aws.source_url, never)
     assert depth(aws.sqs, aws.dlq_url) == 0
+
+
+def test_a_canary_found_back_when_its_window_ends_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN a canary that failed, but no run looked at the DLQ before its window ended
+    redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
+    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(3)))
+    open_the_breaker(aws, clock, redriver)
+    clock.advance(61)
+    assert redriver.run(REMAINING).canaries == 1
+    consume(aws.sqs, aws.source_url, always)
+
+    clock.advance(CANARY_WINDOW + 1)
+    report = redriver.run(REMAINING)
+
+    # THEN the verdict run finds it: no success is counted
+    assert report.mode is Mode.VERDICT
+    assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
 
 
 def test_a_canary_that_comes_back_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:

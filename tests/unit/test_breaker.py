@@ -15,6 +15,7 @@ from redriver.breaker import (
     RunOutcome,
     State,
     begin_run,
+    canary_passed,
     end_redrive_run,
     is_failed_run,
     with_canary,
@@ -61,18 +62,26 @@ def test_half_open_with_canary_before_its_verdict_watches() -> None:
     assert begin_run(breaker, T0 + 99, POLICY) == (breaker, Mode.WATCH)
 
 
-def test_canary_past_its_verdict_counts_a_success_and_probes_again() -> None:
+def test_canary_past_its_verdict_window_asks_for_a_verdict_without_changing_the_record() -> None:
     breaker = half_open(successes=0, verdict_at=T0 + 100)
-    after, mode = begin_run(breaker, T0 + 100, POLICY)
-    assert mode is Mode.PROBE
+    assert begin_run(breaker, T0 + 100, POLICY) == (breaker, Mode.VERDICT)
+
+
+def test_a_passed_canary_counts_a_success_and_frees_the_probe() -> None:
+    breaker = half_open(successes=0, verdict_at=T0 + 100)
+    after = canary_passed(breaker, T0 + 100, POLICY)
     assert after == replace(breaker, successes=1, canary=None, version=8)
 
 
-def test_canary_success_reaching_the_threshold_closes_the_breaker() -> None:
+def test_a_passed_canary_reaching_the_threshold_closes_the_breaker() -> None:
     breaker = replace(half_open(successes=1, verdict_at=T0 + 100), failures=2)
-    after, mode = begin_run(breaker, T0 + 200, POLICY)
-    assert mode is Mode.REDRIVE
+    after = canary_passed(breaker, T0 + 200, POLICY)
     assert after == Breaker(State.CLOSED, failures=0, successes=0, changed_at=T0 + 200, version=8)
+
+
+def test_only_a_canary_in_flight_can_pass() -> None:
+    with pytest.raises(ValueError, match="canary in flight"):
+        canary_passed(half_open(), T0, POLICY)
 
 
 @pytest.mark.parametrize("state", [State.CLOSED, State.OPEN])
@@ -142,8 +151,10 @@ AT_7 = Breaker(version=7)
         pytest.param(lambda: end_redrive_run(replace(AT_7, failures=1), OK, T0, POLICY), id="reset"),
         pytest.param(lambda: with_canary(half_open(), ("x",), T0), id="canary"),
         pytest.param(lambda: begin_run(Breaker(State.OPEN, version=7), T0 + 60, POLICY)[0], id="half-open"),
-        pytest.param(lambda: begin_run(half_open(verdict_at=T0), T0, POLICY)[0], id="success-counted"),
-        pytest.param(lambda: begin_run(half_open(successes=1, verdict_at=T0), T0, POLICY)[0], id="recovered"),
+        pytest.param(lambda: canary_passed(half_open(verdict_at=T0), T0, POLICY), id="success-counted"),
+        pytest.param(
+            lambda: canary_passed(half_open(successes=1, verdict_at=T0), T0, POLICY), id="recovered"
+        ),
     ],
 )
 def test_every_transition_increments_version_by_exactly_one(transition: Callable[[], Breaker]) -> None:

@@ -34,7 +34,7 @@ def test_defaults_with_only_the_required_variables() -> None:
         max_messages_per_run=500,
         receive_wait_seconds=1,
         dlq_visibility_timeout_seconds=960,
-        time_margin_seconds=10,
+        time_margin_seconds=30,
         state_ttl_days=14,
     )
 

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 SQS_BATCH_LIMIT = 10
+# The code of entries that failed because their whole SendMessageBatch call failed.
+CALL_FAILED = "CallFailed"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class EntryFailure:
 class BatchResult:
     succeeded: list[str] = field(default_factory=list)
     failed: dict[str, EntryFailure] = field(default_factory=dict)
+    # Set when a whole call failed; its entries are in ``failed``, other calls' results stand.
+    call_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,13 +84,23 @@ class SqsQueue:
         return [from_sqs(raw) for raw in response.get("Messages", [])]
 
     def send(self, messages: Sequence[Outgoing]) -> BatchResult:
-        """SendMessageBatch, split so each call holds at most 10 entries and 1 MiB in all."""
+        """SendMessageBatch, split so each call holds at most 10 entries and 1 MiB in all.
+
+        A call that fails as a whole marks only its own entries failed (``call_error`` says why),
+        so entries that other calls did send can still be deleted from the DLQ.
+        """
         result = BatchResult()
         for chunk in _chunks_by_size(messages):
             entries = [_send_entry(message) for message in chunk]
-            response = self._call(
-                "SendMessageBatch", self._client.send_message_batch, QueueUrl=self.url, Entries=entries
-            )
+            try:
+                response = self._call(
+                    "SendMessageBatch", self._client.send_message_batch, QueueUrl=self.url, Entries=entries
+                )
+            except AwsCallError as exc:
+                result.call_error = str(exc)
+                for message in chunk:
+                    result.failed[message.entry_id] = EntryFailure(CALL_FAILED, str(exc), sender_fault=False)
+                continue
             _collect(response, result)
         return result
 
@@ -98,13 +112,13 @@ class SqsQueue:
             [{"Id": key, "ReceiptHandle": handle} for key, handle in receipt_handles.items()],
         )
 
-    def release(self, receipt_handles: Mapping[str, str]) -> BatchResult:
-        """Make received messages visible again now (visibility timeout 0)."""
+    def change_visibility(self, receipt_handles: Mapping[str, str], seconds: int) -> BatchResult:
+        """ChangeMessageVisibilityBatch: 0 gives messages back now, more hides them longer."""
         return self._per_ten(
             "ChangeMessageVisibilityBatch",
             self._client.change_message_visibility_batch,
             [
-                {"Id": key, "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                {"Id": key, "ReceiptHandle": handle, "VisibilityTimeout": seconds}
                 for key, handle in receipt_handles.items()
             ],
         )
