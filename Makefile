@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test lint typecheck synth deploy destroy demo bench clean
+.PHONY: install test lint synth deploy destroy demo clean
 
 install: $(STAMP)
 
@@ -40,6 +40,11 @@ deploy: $(STAMP) $(CDK)
 
 destroy: $(STAMP) $(CDK)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(CDK) destroy --no-notices
+
+# The whole loop locally: synthesize with the demo profile, deploy into an embedded moto server,
+# run the real handlers. Options: make demo ARGS="--orders 80 --outage-seconds 30 --json"
+demo: $(STAMP)
+	$(BIN)/python -m demo $(ARGS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

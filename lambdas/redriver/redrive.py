@@ -184,8 +184,11 @@ class Redriver:
                 breaker = self._transition(breaker, breaker.opened(self.now()), report)
                 stop = "canary failed"
         else:  # PROBE
-            canaries = due[: self.settings.canary_size]
-            plan.leave.extend(due[len(canaries) :])
+            # The canary tests the consumer, not the message: take the ones that failed least
+            # often, the least likely to be poison.
+            by_failures = sorted(due, key=lambda t: t.mark.count)
+            canaries = by_failures[: self.settings.canary_size]
+            plan.leave.extend(by_failures[len(canaries) :])
             if canaries:
                 breaker, claimed = self._claim_canary(breaker, canaries, report)
                 if claimed:

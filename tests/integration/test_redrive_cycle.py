@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from redriver.breaker import BreakerPolicy, Mode, State
+from redriver.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
@@ -347,3 +347,20 @@ def test_every_decision_is_logged_with_the_message_identity(
     assert decisions["re-driven"]["identity"] == original_id
     assert decisions["re-driven"]["redrive_count"] == 1
     assert decisions["parked"]["identity"] == "poison-1"
+
+
+def test_the_canary_is_the_message_that_failed_least_often(aws: Aws, clock: FakeClock) -> None:
+    settings = make_settings(aws)
+    state = make_redriver(aws, settings, clock).state
+    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    for count in (4, 3, 0, 2):
+        mark = Mark(f"id-{count}", count, 1, tuple(range(count)))
+        send_to_dlq(
+            aws, f"body-{count}", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
+        )
+    clock.advance(61)
+
+    assert make_redriver(aws, settings, clock).run(REMAINING).canaries == 1
+
+    [canary] = drain(aws.sqs, aws.source_url)
+    assert canary["Body"] == "body-0"

@@ -1,0 +1,83 @@
+"""Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--json]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from typing import IO
+
+from demo.local_aws import deploy, moto_server
+from demo.scenario import Report, Scenario, ScenarioOptions
+
+DEMO_PROFILE = {"redriver-profile": "demo"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    defaults = ScenarioOptions()
+    parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__)
+    parser.add_argument("--orders", type=int, default=defaults.orders, help="orders the producer sends")
+    parser.add_argument("--poison", type=int, default=defaults.poison, help="orders that can never succeed")
+    parser.add_argument(
+        "--outage-seconds", type=float, default=defaults.outage_seconds, help="downstream outage length"
+    )
+    parser.add_argument(
+        "--outage-start", type=float, default=defaults.outage_start_seconds, help="outage start (s)"
+    )
+    parser.add_argument(
+        "--produce-seconds", type=float, default=defaults.produce_seconds, help="sending spread (s)"
+    )
+    parser.add_argument(
+        "--tick-seconds", type=float, default=defaults.tick_seconds, help="one re-driver run per tick"
+    )
+    parser.add_argument(
+        "--time-limit", type=float, default=defaults.time_limit_seconds, help="give up after (s)"
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="random seed of the orders")
+    parser.add_argument("--json", action="store_true", help="print only the final report, as JSON")
+    args = parser.parse_args(argv)
+    if not 0 <= args.poison <= args.orders:
+        parser.error("--poison must be between 0 and --orders")
+    return args
+
+
+def run(args: argparse.Namespace, log: IO[str]) -> Report:
+    options = ScenarioOptions(
+        orders=args.orders,
+        poison=args.poison,
+        produce_seconds=args.produce_seconds,
+        outage_start_seconds=args.outage_start,
+        outage_seconds=args.outage_seconds,
+        tick_seconds=args.tick_seconds,
+        time_limit_seconds=args.time_limit,
+        seed=args.seed,
+    )
+    with moto_server():
+        deployment = deploy(DEMO_PROFILE, log)
+        scenario = Scenario(deployment, options, log)
+        if args.json:
+            report = scenario.run()
+        else:
+            from demo.view import LiveView  # rich only for the live view
+
+            with LiveView(deployment, options) as view:
+                report = scenario.run(view.update)
+    report.log_file = log.name
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.NamedTemporaryFile("w", prefix="redriver-demo-", suffix=".log", delete=False) as log:
+        report = run(args, log)
+    if args.json:
+        print(report.to_json())
+    else:
+        from demo.view import print_report
+
+        print_report(report)
+    return 0 if report.balanced else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Stand-ins for the Lambda service: run deployed handlers in-process, fed like AWS feeds them.
+
+moto cannot invoke Lambda functions without Docker, so the real handler modules are imported with
+the environment the deployed function has, and invoked here: by an SQS event-source emulator
+(ReceiveMessage -> SQS event -> handler -> delete the successes) and by a schedule emulator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from demo.local_aws import ACCOUNT, REGION, FunctionConfig
+
+
+@dataclass
+class LambdaContext:
+    """The parts of the Lambda context object the handlers use."""
+
+    function_name: str
+    timeout_seconds: int
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    memory_limit_in_mb: int = 256
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.started + self.timeout_seconds - time.monotonic()) * 1000))
+
+
+@contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+class InProcessFunction:
+    """A deployed function's handler, imported under its configured environment."""
+
+    def __init__(self, config: FunctionConfig, log: TextIO) -> None:
+        self.config = config
+        self.log = log
+        module_name, _, attribute = config.handler.rpartition(".")
+        # Logger handlers bind to stdout at import: import with stdout sent to the log.
+        with _environment(config.environment), redirect_stdout(log):
+            sys.modules.pop(module_name, None)
+            module = importlib.import_module(module_name)
+        self.module = module
+        self._handler: Callable[[dict[str, Any], LambdaContext], Any] = getattr(module, attribute)
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        context = LambdaContext(self.config.name, self.config.timeout_seconds)
+        with _environment(self.config.environment), redirect_stdout(self.log):
+            return self._handler(event, context)
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The event Lambda's SQS event source mapping builds from received messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {
+                        "dataType": value["DataType"],
+                        **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
+                        **({"binaryValue": value["BinaryValue"]} if "BinaryValue" in value else {}),
+                    }
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+class SqsEventSource:
+    """One poll of an SQS event source mapping with ReportBatchItemFailures."""
+
+    def __init__(
+        self, sqs: Any, queue_url: str, queue_arn: str, function: InProcessFunction, batch_size: int
+    ):
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._queue_arn = queue_arn
+        self._function = function
+        self._batch_size = batch_size
+        self.invocation_errors = 0
+
+    def poll(self) -> int:
+        """Receive one batch and hand it to the function; return how many messages it received."""
+        messages = self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=min(self._batch_size, 10),
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        try:
+            response = self._function.invoke(sqs_event(messages, self._queue_arn))
+        except Exception as error:  # noqa: BLE001 - to Lambda, any error fails the whole invocation
+            # The batch stays; each message becomes visible again after its visibility timeout.
+            self.invocation_errors += 1
+            causes = [repr(cause[1]) for cause in getattr(error, "child_exceptions", [])] or [repr(error)]
+            print(
+                f"invocation of {self._function.config.name} failed: {'; '.join(causes)}",
+                file=self._function.log,
+            )
+            return len(messages)
+        failed = {failure["itemIdentifier"] for failure in response.get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self._queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
+        return len(messages)
+
+
+class Schedule:
+    """EventBridge's schedule rule: a Scheduled Event to the function every ``every_seconds``."""
+
+    def __init__(self, function: InProcessFunction, every_seconds: float, rule_name: str = "demo-schedule"):
+        self._function = function
+        self._every = every_seconds
+        self._rule_arn = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule_name}"
+        self._next = time.monotonic()
+
+    def fire_if_due(self) -> Any | None:
+        """Invoke the function when the next tick is due; return its result, or None."""
+        now = time.monotonic()
+        if now < self._next:
+            return None
+        self._next = now + self._every
+        event = {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": ACCOUNT,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "region": REGION,
+            "resources": [self._rule_arn],
+            "detail": {},
+        }
+        return self._function.invoke(event)

@@ -1,0 +1,86 @@
+"""The live terminal view and the final report, with rich."""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from demo.local_aws import Deployment
+from demo.scenario import Progress, Report, ScenarioOptions
+
+BREAKER_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
+# The handlers' output is redirected to the log file while they run: draw on the real terminal.
+console = Console(file=sys.__stdout__)
+
+
+class LiveView:
+    def __init__(self, deployment: Deployment, options: ScenarioOptions) -> None:
+        self._title = (
+            f"SQS smart re-driver, local demo: {options.orders} orders, {options.poison} poison, "
+            f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
+            f"emulated as one run per {options.tick_seconds:g} s"
+        )
+        self._live = Live(self._render(Progress()), console=console, auto_refresh=False)
+
+    def __enter__(self) -> LiveView:
+        self._live.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._live.__exit__(kind, error, trace)
+
+    def update(self, progress: Progress) -> None:
+        self._live.update(self._render(progress), refresh=True)
+
+    def _render(self, p: Progress) -> Table:
+        table = Table(title=self._title, show_header=False, min_width=60)
+        table.add_row(
+            "elapsed", f"{p.elapsed:5.1f} s" + ("   [bold red]downstream OUTAGE[/]" if p.outage else "")
+        )
+        table.add_row("orders sent", str(p.sent))
+        table.add_row(
+            "source: visible / in flight / delayed", f"{p.source_visible} / {p.in_flight} / {p.delayed}"
+        )
+        table.add_row("DLQ", str(p.dlq))
+        table.add_row("parking lot", str(p.parking_lot))
+        style = BREAKER_STYLE.get(p.breaker_state, "white")
+        table.add_row("breaker", f"[{style}]{p.breaker_state}[/]")
+        table.add_row(
+            "re-driver runs / re-driven / canaries / parked",
+            f"{p.runs} / {p.redriven} / {p.canaries} / {p.parked}",
+        )
+        return table
+
+
+def print_report(report: Report) -> None:
+    table = Table(title="Final report: where every order ended up", show_header=False)
+    table.add_row("orders", f"{report.orders} ({report.good_orders} good, {report.poison_orders} poison)")
+    table.add_row("fulfilled exactly once", str(report.fulfilled_once))
+    table.add_row("fulfilled more than once", str(len(report.fulfilled_more_than_once)))
+    table.add_row("parked (with reason)", str(len(report.parked)))
+    table.add_row("lost", str(len(report.lost)))
+    table.add_row("breaker transitions", " -> ".join(_states(report.breaker_transitions)) or "none")
+    table.add_row("re-drives / re-driver runs", f"{report.redriven} / {report.runs}")
+    table.add_row("elapsed", f"{report.elapsed_seconds} s")
+    table.add_row("handler logs", report.log_file)
+    console.print(table)
+    for order_id, why in sorted(report.parked.items()):
+        console.print(f"  parked {order_id}: {why}")
+    if report.balanced:
+        console.print(
+            "[bold green]The books balance: every order fulfilled exactly once or parked with its reason.[/]"
+        )
+    else:
+        for problem in report.problems:
+            console.print(f"[bold red]PROBLEM[/] {problem}")
+
+
+def _states(transitions: list[str]) -> list[str]:
+    states = [transitions[0].split("->")[0]] if transitions else []
+    return states + [t.split("->")[1] for t in transitions]
