@@ -307,11 +307,15 @@ def test_the_demo_profile_compresses_the_same_settings(tmp_path: Any) -> None:
 
     template.has_resource_properties(
         "AWS::SQS::Queue",
-        {"VisibilityTimeout": 2, "RedrivePolicy": Match.object_like({"maxReceiveCount": 1})},
+        {"VisibilityTimeout": 1, "RedrivePolicy": Match.object_like({"maxReceiveCount": 1})},
     )
     template.has_resource_properties(
         "AWS::Lambda::Function",
-        {"Environment": {"Variables": Match.object_like({"BASE_DELAY_SECONDS": "1", "MAX_REDRIVES": "3"})}},
+        {
+            "Environment": {
+                "Variables": Match.object_like({"BASE_DELAY_SECONDS": "1", "BREAKER_COOLDOWN_SECONDS": "2"})
+            }
+        },
     )
 
 
