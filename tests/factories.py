@@ -6,6 +6,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from demo.emulators import sqs_event
+
+__all__ = ["sqs_event"]  # the demo's event-source emulator builds the events the tests use too
+
 
 @dataclass
 class FakeLambdaContext:
@@ -39,33 +43,6 @@ def order_body(order_id: str, *, quantity: int = 1) -> str:
             "items": [{"sku": "sku-1", "quantity": quantity, "unit_price": "9.90"}],
         }
     )
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The SQS event Lambda's event source mapping would build from received messages."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {
-                    name: {
-                        "dataType": value["DataType"],
-                        **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
-                        **({"binaryValue": value["BinaryValue"]} if "BinaryValue" in value else {}),
-                    }
-                    for name, value in (m.get("MessageAttributes") or {}).items()
-                },
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": "us-east-1",
-            }
-            for m in messages
-        ]
-    }
 
 
 def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:

@@ -31,6 +31,15 @@ def client_error(code: str, operation: str) -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": code}}, operation)
 
 
+def raising(code: str, operation: str) -> Any:
+    """A client method that always fails with this error code."""
+
+    def call(**_: Any) -> Any:
+        raise client_error(code, operation)
+
+    return call
+
+
 def fill_dlq(aws: Aws, count: int) -> None:
     for i in range(count):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body(f"o-{i}"))
@@ -70,11 +79,11 @@ def test_a_message_whose_send_failed_stays_in_the_dlq(aws: Aws, clock: FakeClock
 def test_nothing_is_deleted_when_the_whole_send_fails(aws: Aws, clock: FakeClock) -> None:
     fill_dlq(aws, 4)
 
-    def throttled(**_: Any) -> Any:
-        raise client_error("ThrottlingException", "SendMessageBatch")
-
     report = make_redriver(
-        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=throttled)
+        aws,
+        make_settings(aws),
+        clock,
+        sqs=FaultyClient(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
     ).run(REMAINING)
 
     assert (report.redriven, report.errors, report.stopped_because) == (0, 1, "AWS error")
@@ -84,10 +93,9 @@ def test_nothing_is_deleted_when_the_whole_send_fails(aws: Aws, clock: FakeClock
 def test_nothing_is_sent_when_the_state_table_write_fails(aws: Aws, clock: FakeClock) -> None:
     fill_dlq(aws, 2)
 
-    def unavailable(**_: Any) -> Any:
-        raise client_error("ProvisionedThroughputExceededException", "BatchWriteItem")
-
-    dynamodb = FaultyClient(aws.dynamodb, batch_write_item=unavailable)
+    dynamodb = FaultyClient(
+        aws.dynamodb, batch_write_item=raising("ProvisionedThroughputExceededException", "BatchWriteItem")
+    )
     report = make_redriver(aws, make_settings(aws), clock, dynamodb=dynamodb).run(REMAINING)
 
     assert (report.redriven, report.errors) == (0, 1)
@@ -95,11 +103,11 @@ def test_nothing_is_sent_when_the_state_table_write_fails(aws: Aws, clock: FakeC
 
 
 def test_aws_errors_count_as_failed_runs_for_the_breaker(aws: Aws, clock: FakeClock) -> None:
-    def throttled(**_: Any) -> Any:
-        raise client_error("ThrottlingException", "SendMessageBatch")
-
     redriver = make_redriver(
-        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, send_message_batch=throttled)
+        aws,
+        make_settings(aws),
+        clock,
+        sqs=FaultyClient(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
     )
     reports = []
     for _ in range(3):
@@ -192,11 +200,11 @@ def test_overlapping_runs_move_the_breaker_once(aws: Aws, clock: FakeClock) -> N
 def test_a_failed_receive_loses_nothing_and_counts_as_an_error(aws: Aws, clock: FakeClock) -> None:
     fill_dlq(aws, 2)
 
-    def fails(**_: Any) -> Any:
-        raise client_error("InternalError", "ReceiveMessage")
-
     report = make_redriver(
-        aws, make_settings(aws), clock, sqs=FaultyClient(aws.sqs, receive_message=fails)
+        aws,
+        make_settings(aws),
+        clock,
+        sqs=FaultyClient(aws.sqs, receive_message=raising("InternalError", "ReceiveMessage")),
     ).run(REMAINING)
 
     assert (report.received, report.errors) == (0, 1)
@@ -208,11 +216,11 @@ def test_an_unreadable_breaker_fails_the_invocation_before_touching_the_dlq(
 ) -> None:
     fill_dlq(aws, 2)
 
-    def fails(**_: Any) -> Any:
-        raise client_error("InternalError", "GetItem")
-
     redriver = make_redriver(
-        aws, make_settings(aws), clock, dynamodb=FaultyClient(aws.dynamodb, get_item=fails)
+        aws,
+        make_settings(aws),
+        clock,
+        dynamodb=FaultyClient(aws.dynamodb, get_item=raising("InternalError", "GetItem")),
     )
 
     with pytest.raises(AwsCallError, match="GetItem"):
@@ -245,11 +253,11 @@ def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: Fak
     fill_dlq(aws, 2)
     clock.advance(61)
 
-    def unavailable(**_: Any) -> Any:
-        raise client_error("ServiceUnavailable", "SendMessageBatch")
-
     report = make_redriver(
-        aws, settings, clock, sqs=FaultyClient(aws.sqs, send_message_batch=unavailable)
+        aws,
+        settings,
+        clock,
+        sqs=FaultyClient(aws.sqs, send_message_batch=raising("ServiceUnavailable", "SendMessageBatch")),
     ).run(REMAINING)
 
     assert report.breaker_transitions == ["OPEN->HALF_OPEN", "HALF_OPEN->OPEN"]
