@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
 from demo.local_aws import deploy, moto_server
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
         seed=args.seed,
     )
     with moto_server():
-        deployment = deploy(DEMO_PROFILE, log)
+        deployment = deploy(DEMO_PROFILE)
         scenario = Scenario(deployment, options, log)
         if args.json:
             report = scenario.run()
@@ -69,7 +70,10 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.NamedTemporaryFile("w", prefix="redriver-demo-", suffix=".log", delete=False) as log:
-        report = run(args, log)
+        # moto's and the handlers' console output (warnings for what moto does not emulate, EMF
+        # metrics, JSON logs) goes to the log; the live view draws on the real terminal.
+        with redirect_stdout(log), redirect_stderr(log):
+            report = run(args, log)
     if args.json:
         print(report.to_json())
     else:
