@@ -24,7 +24,14 @@ class LiveView:
             f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
             f"emulated as one run per {options.tick_seconds:g} s"
         )
-        self._live = Live(self._render(Progress()), console=console, auto_refresh=False)
+        # No redirection: sys.stdout and sys.stderr already go to the log while the demo runs.
+        self._live = Live(
+            self._render(Progress()),
+            console=console,
+            auto_refresh=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
 
     def __enter__(self) -> LiveView:
         self._live.__enter__()
@@ -39,7 +46,7 @@ class LiveView:
         self._live.update(self._render(progress), refresh=True)
 
     def _render(self, p: Progress) -> Table:
-        table = Table(title=self._title, show_header=False, min_width=60)
+        table = Table(title=self._title, show_header=False, min_width=90)
         table.add_row(
             "elapsed", f"{p.elapsed:5.1f} s" + ("   [bold red]downstream OUTAGE[/]" if p.outage else "")
         )
