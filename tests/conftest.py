@@ -54,37 +54,41 @@ class Aws:
     table_name: str
 
 
+def create_aws() -> Aws:
+    """A source queue with its DLQ (maxReceiveCount 2), a parking lot and the tables; inside mock_aws."""
+    sqs = boto3.client("sqs", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dlq_url = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    source_url = sqs.create_queue(
+        QueueName="orders",
+        Attributes={
+            "VisibilityTimeout": str(SOURCE_VISIBILITY_TIMEOUT),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
+            ),
+        },
+    )["QueueUrl"]
+    source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    parking_lot_url = sqs.create_queue(QueueName="orders-parking-lot")["QueueUrl"]
+    for table, key in (("redriver-state", "pk"), (IDEMPOTENCY_TABLE, "id")):
+        dynamodb.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    return Aws(sqs, dynamodb, source_url, source_arn, dlq_url, parking_lot_url, "redriver-state")
+
+
 @pytest.fixture
 def aws() -> Iterator[Aws]:
-    """A source queue with its DLQ (maxReceiveCount 2), a parking lot and a state table."""
     with mock_aws():
-        sqs = boto3.client("sqs", region_name=REGION)
-        dynamodb = boto3.client("dynamodb", region_name=REGION)
-        dlq_url = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
-        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        source_url = sqs.create_queue(
-            QueueName="orders",
-            Attributes={
-                "VisibilityTimeout": str(SOURCE_VISIBILITY_TIMEOUT),
-                "RedrivePolicy": json.dumps(
-                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
-                ),
-            },
-        )["QueueUrl"]
-        source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        parking_lot_url = sqs.create_queue(QueueName="orders-parking-lot")["QueueUrl"]
-        for table, key in (("redriver-state", "pk"), (IDEMPOTENCY_TABLE, "id")):
-            dynamodb.create_table(
-                TableName=table,
-                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-        yield Aws(sqs, dynamodb, source_url, source_arn, dlq_url, parking_lot_url, "redriver-state")
+        yield create_aws()
 
 
 def make_settings(aws: Aws, **overrides: Any) -> Settings:
@@ -127,3 +131,11 @@ def make_redriver(
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the fault-injection figures when that suite ran."""
+    from tests.faults import FIGURES, figures_line
+
+    if FIGURES:
+        terminalreporter.write_line(figures_line())

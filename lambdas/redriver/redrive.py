@@ -279,19 +279,26 @@ class Redriver:
         Raises AwsCallError after deleting what did arrive when a whole send call failed.
         """
         arrived: dict[str, str] = {}
-        redriven, redrive_error = self._send_redrives(plan, report, arrived)
-        park_error = self._send_parked(plan.park, report, arrived)
-        if arrived:
-            deleted = self.dlq.delete(arrived)
-            for key, failure in deleted.failed.items():
-                report.errors += 1
-                self.log.error(
-                    "delete from the DLQ failed: the message will be seen again (a duplicate)",
-                    extra={"message_id": key, "code": failure.code},
-                )
+        try:
+            redriven, redrive_error = self._send_redrives(plan, report, arrived)
+            park_error = self._send_parked(plan.park, report, arrived)
+        finally:
+            # Even when parking fails after the re-drives went out: what arrived leaves the DLQ.
+            self._delete_arrived(arrived, report)
         if redrive_error or park_error:
             raise AwsCallError(redrive_error or park_error or "")
         return redriven
+
+    def _delete_arrived(self, arrived: dict[str, str], report: RunReport) -> None:
+        if not arrived:
+            return
+        deleted = self.dlq.delete(arrived)
+        for key, failure in deleted.failed.items():
+            report.errors += 1
+            self.log.error(
+                "delete from the DLQ failed: the message will be seen again (a duplicate)",
+                extra={"message_id": key, "code": failure.code},
+            )
 
     def _send_redrives(
         self, plan: Plan, report: RunReport, arrived: dict[str, str]

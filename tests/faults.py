@@ -1,0 +1,145 @@
+"""Fault injection: wrap the re-driver's boto3 clients and make the k-th AWS call fail, or crash.
+
+One ``Faults`` plan is shared by the wrapped SQS and DynamoDB clients, so "the k-th call" counts
+every AWS call of the run in order. A crash raises ``SimulatedCrash`` (a BaseException, as a killed
+Lambda would not run any except-clause) *before* the k-th call: the run stops between two steps.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+
+class SimulatedCrash(BaseException):
+    """The Lambda environment died: nothing after this point of the run happens."""
+
+
+class Fault(StrEnum):
+    CRASH = "crash before the call"
+    THROTTLE = "throttling"
+    SERVER_ERROR = "5xx"
+    TIMEOUT = "read timeout"
+    PARTIAL = "partial batch failure"
+    CONDITIONAL = "ConditionalCheckFailed"
+    THROUGHPUT = "ProvisionedThroughputExceeded"
+    TRANSACTION = "TransactionCanceled"
+
+
+ERROR_CODES = {
+    Fault.THROTTLE: ("ThrottlingException", 400),
+    Fault.SERVER_ERROR: ("InternalError", 500),
+    Fault.CONDITIONAL: ("ConditionalCheckFailedException", 400),
+    Fault.THROUGHPUT: ("ProvisionedThroughputExceededException", 400),
+    Fault.TRANSACTION: ("TransactionCanceledException", 400),
+}
+BATCH_ENTRY_OPERATIONS = {"send_message_batch", "delete_message_batch", "change_message_visibility_batch"}
+BATCH_ITEM_OPERATIONS = {"batch_write_item": "UnprocessedItems", "batch_get_item": "UnprocessedKeys"}
+
+
+@dataclass
+class Outcome:
+    """The books after one faulted run and the healthy runs that followed it."""
+
+    fault: str
+    call: int
+    operation: str
+    messages: int = 0
+    lost: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+# Every outcome of the session, for the figures printed at its end (conftest).
+FIGURES: list[Outcome] = []
+
+
+def figures_line() -> str:
+    single = Counter(o.fault for o in FIGURES if " + " not in o.fault and o.fault != "none")
+    return (
+        f"fault injection: {len(FIGURES)} faulted runs ({sum(single.values())} with one fault, the rest "
+        f"with schedules of 2-3 or none), {sum(o.messages for o in FIGURES)} messages, "
+        f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
+        f"(each after a send whose delete did not happen); one-fault runs by kind: "
+        f"{dict(sorted(single.items()))}"
+    )
+
+
+@dataclass
+class Faults:
+    """Which call (1-based, across all wrapped clients) fails, and how; and the calls made."""
+
+    plan: dict[int, Fault] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    def wrap(self, client: Any) -> FaultyClient:
+        return FaultyClient(client, self)
+
+
+class FaultyClient:
+    def __init__(self, real: Any, faults: Faults) -> None:
+        self._real = real
+        self._faults = faults
+        self.meta = real.meta
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._real, name)
+        if not callable(method):
+            return method
+
+        def call(**kwargs: Any) -> Any:
+            self._faults.calls.append(name)
+            fault = self._faults.plan.get(len(self._faults.calls))
+            if fault is None:
+                return method(**kwargs)
+            return _inject(fault, name, method, kwargs, self._faults)
+
+        return call
+
+
+def _inject(
+    fault: Fault, name: str, method: Callable[..., Any], kwargs: dict[str, Any], faults: Faults
+) -> Any:
+    if fault is Fault.CRASH:
+        raise SimulatedCrash(f"crash before call {len(faults.calls)} ({name})")
+    if fault is Fault.TIMEOUT:
+        raise ReadTimeoutError(endpoint_url="https://aws.example")
+    if fault is Fault.PARTIAL and name in BATCH_ENTRY_OPERATIONS:
+        return _fail_every_other_entry(method, kwargs)
+    if fault is Fault.PARTIAL and name in BATCH_ITEM_OPERATIONS:
+        return _all_unprocessed(kwargs, BATCH_ITEM_OPERATIONS[name])
+    if fault is Fault.PARTIAL:  # not a batch call: fail it whole
+        fault = Fault.SERVER_ERROR
+    code, status = ERROR_CODES[fault]
+    raise ClientError(
+        {
+            "Error": {"Code": code, "Message": f"injected {fault.value}"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        name,
+    )
+
+
+def _fail_every_other_entry(method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    entries = kwargs["Entries"]
+    passing, failing = entries[::2], entries[1::2]
+    response = method(**{**kwargs, "Entries": passing}) if passing else {}
+    return {
+        "Successful": response.get("Successful", []),
+        "Failed": list(response.get("Failed", []))
+        + [
+            {"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"}
+            for e in failing
+        ],
+    }
+
+
+def _all_unprocessed(kwargs: dict[str, Any], key: str) -> Any:
+    """DynamoDB processed nothing this time (throttled items come back as unprocessed)."""
+    request = kwargs["RequestItems"]
+    return {"Responses": {}, key: request} if key == "UnprocessedKeys" else {key: request}

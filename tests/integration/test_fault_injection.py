@@ -1,0 +1,233 @@
+"""Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each.
+
+Each case: seed the DLQ, run the re-driver with one fault planned, let time pass, then run healthy
+re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
+parking lot; nothing consumes here), duplicates only where a crash or a failed delete fell between a
+send and its delete (and then with one identity), counts never lower than before, and the breaker
+record valid. The figures are printed at the end of the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+from moto.sqs.models import sqs_backends
+
+from redriver.adapters import AwsCallError
+from redriver.breaker import BreakerPolicy, State
+from redriver.envelope import MARK_ATTRIBUTE, Mark
+from tests.conftest import REGION, Aws, create_aws, make_redriver, make_settings
+from tests.factories import FakeClock, drain
+from tests.faults import (
+    BATCH_ENTRY_OPERATIONS,
+    BATCH_ITEM_OPERATIONS,
+    FIGURES,
+    Fault,
+    Faults,
+    Outcome,
+    SimulatedCrash,
+)
+
+REMAINING = lambda: 60_000  # noqa: E731
+MAX_REDRIVES = 3
+HEALTHY_RUNS = 8
+TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
+DYNAMODB_OPERATIONS = {"get_item", "put_item", "batch_get_item", "batch_write_item"}
+
+
+@dataclass
+class Seeded:
+    body: str
+    count: int  # re-drives before the faulted run
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def seed_messages() -> list[Seeded]:
+    """Fresh, already re-driven, at-the-limit (poison) and mark-less messages: two receive batches."""
+    seeded = [Seeded(f"fresh-{i}", 0) for i in range(7)]
+    seeded += [Seeded(f"again-{i}", 2) for i in range(2)]
+    seeded.append(Seeded("poison", MAX_REDRIVES))
+    seeded.append(Seeded("ten-attributes", 0, dict(TEN_ATTRIBUTES)))
+    seeded.append(Seeded("unicode-✓-東京-🙂", 1))
+    return seeded
+
+
+def fill(aws: Aws, seeded: list[Seeded]) -> None:
+    for item in seeded:
+        attributes = dict(item.attributes)
+        if item.count and not attributes:
+            mark = Mark(f"id-{item.body}", item.count, 1, tuple(range(1, item.count + 1)))
+            attributes[MARK_ATTRIBUTE] = {"DataType": "String", "StringValue": mark.to_json()}
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=item.body, MessageAttributes=attributes)
+
+
+def let_visibility_timeouts_pass(queue_name: str) -> None:
+    """What waiting out the DLQ visibility timeout would do, without the wait."""
+    queue = sqs_backends["123456789012"][REGION].queues[queue_name]
+    for message in queue._messages:
+        message.change_visibility(0)
+
+
+def fault_settings(aws: Aws) -> Any:
+    # The breaker must not stop the healthy runs from draining (threshold 100), but it must write:
+    # with a low ratio the seeded returns make the faulted run a failed one, so PutItem is a step.
+    return make_settings(
+        aws, max_redrives=MAX_REDRIVES, breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2)
+    )
+
+
+def run_with_faults(plan: dict[int, Fault]) -> tuple[Outcome, list[str]]:
+    """One case, in a fresh mock: the faulted run, healthy runs, then the books."""
+    with mock_aws():
+        aws = create_aws()
+        seeded = seed_messages()
+        fill(aws, seeded)
+        clock = FakeClock()
+        faults = Faults(plan=dict(plan))
+        faulty = make_redriver(
+            aws, fault_settings(aws), clock, sqs=faults.wrap(aws.sqs), dynamodb=faults.wrap(aws.dynamodb)
+        )
+        try:
+            faulty.run(REMAINING)
+        except (SimulatedCrash, AwsCallError):
+            pass  # the invocation died or failed; what matters is what it left behind
+        first = min(plan) if plan else 0
+        outcome = Outcome(
+            fault=" + ".join(f.value for f in plan.values()) or "none",
+            call=first,
+            operation=faults.calls[first - 1] if 0 < first <= len(faults.calls) else "-",
+        )
+        healthy = make_redriver(aws, fault_settings(aws), clock)
+        for _ in range(HEALTHY_RUNS):
+            let_visibility_timeouts_pass("orders-dlq")
+            clock.advance(60)
+            healthy.run(REMAINING)
+        check_books(aws, seeded, plan, faults.calls, outcome)
+        return outcome, faults.calls
+
+
+def duplicates_allowed(plan: dict[int, Fault], calls: list[str]) -> bool:
+    """Duplicates may only come from a send whose delete did not happen."""
+    for index, fault in plan.items():
+        operation = calls[index - 1] if index <= len(calls) else ""
+        if operation == "delete_message_batch":
+            return True
+        before = calls[: index - 1]
+        if fault is Fault.CRASH and "send_message_batch" in before:
+            last_send = len(before) - 1 - before[::-1].index("send_message_batch")
+            if "delete_message_batch" not in before[last_send:]:
+                return True
+    return False
+
+
+def check_books(
+    aws: Aws, seeded: list[Seeded], plan: dict[int, Fault], calls: list[str], outcome: Outcome
+) -> None:
+    outcome.messages = len(seeded)
+    left_in_dlq = drain(aws.sqs, aws.dlq_url)
+    in_source = drain(aws.sqs, aws.source_url)
+    parked = drain(aws.sqs, aws.parking_lot_url)
+    where = Counter(m["Body"] for m in in_source + parked)
+    by_body = {item.body: item for item in seeded}
+
+    outcome.lost = sorted(body for body in by_body if where[body] == 0)
+    outcome.duplicates = sorted(body for body, n in where.items() if n > 1)
+    if left_in_dlq:
+        outcome.problems.append(f"{len(left_in_dlq)} left in the DLQ after {HEALTHY_RUNS} healthy runs")
+    if unknown := set(where) - set(by_body):
+        outcome.problems.append(f"unknown messages appeared: {sorted(unknown)}")
+    if outcome.duplicates and not duplicates_allowed(plan, calls):
+        outcome.problems.append(f"duplicates without a send/delete gap: {outcome.duplicates}")
+    if "poison" not in {m["Body"] for m in parked}:
+        outcome.problems.append("the poison message was not parked")
+
+    for message in in_source + parked:
+        item = by_body.get(message["Body"])
+        mark_value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE)
+        if item is None or item.attributes:
+            continue
+        if mark_value is None:
+            outcome.problems.append(f"{item.body} lost its mark")
+            continue
+        mark = Mark.from_json(mark_value["StringValue"])
+        if mark.count < item.count:
+            outcome.problems.append(f"{item.body}: count went back from {item.count} to {mark.count}")
+        if mark.count > MAX_REDRIVES:
+            outcome.problems.append(f"{item.body}: re-driven {mark.count} times, past the limit")
+    copies = {}
+    for message in in_source + parked:
+        mark_value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE)
+        if mark_value:
+            copies.setdefault(message["Body"], set()).add(json.loads(mark_value["StringValue"])["id"])
+    for body in outcome.duplicates:
+        if len(copies.get(body, set())) > 1:
+            outcome.problems.append(f"the copies of {body} carry different identities")
+    ten = [m for m in in_source + parked if m["Body"] == "ten-attributes"]
+    if any(m.get("MessageAttributes") != TEN_ATTRIBUTES for m in ten):
+        outcome.problems.append("the 10-attribute message lost or gained attributes")
+
+    state = make_redriver(aws, fault_settings(aws), FakeClock()).state
+    breaker = state.load_breaker(fault_settings(aws).breaker_key)
+    if breaker.state not in State or breaker.version < 0 or breaker.failures < 0:
+        outcome.problems.append(f"invalid breaker record: {breaker}")
+
+
+def applicable(operation: str) -> list[Fault]:
+    kinds = [Fault.CRASH, Fault.THROTTLE, Fault.SERVER_ERROR, Fault.TIMEOUT]
+    if operation in BATCH_ENTRY_OPERATIONS or operation in BATCH_ITEM_OPERATIONS:
+        kinds.append(Fault.PARTIAL)
+    if operation in DYNAMODB_OPERATIONS:
+        kinds += [Fault.THROUGHPUT, Fault.TRANSACTION]
+    if operation == "put_item":
+        kinds.append(Fault.CONDITIONAL)
+    return kinds
+
+
+def every_fault_point() -> list[tuple[int, str, Fault]]:
+    _, calls = run_with_faults({})
+    points = [
+        (index, operation, fault)
+        for index, operation in enumerate(calls, 1)
+        for fault in applicable(operation)
+    ]
+    return points + [(len(calls) + 1, "-", Fault.CRASH)]  # after the last call
+
+
+def test_a_healthy_run_loses_nothing() -> None:
+    outcome, calls = run_with_faults({})
+    FIGURES.append(outcome)
+    assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
+    assert "send_message_batch" in calls and "delete_message_batch" in calls
+
+
+def test_every_enumerated_fault_point_loses_nothing() -> None:
+    failures = []
+    for index, _, fault in every_fault_point():
+        outcome, _ = run_with_faults({index: fault})
+        FIGURES.append(outcome)
+        if outcome.lost or outcome.problems:
+            failures.append(outcome)
+    assert not failures, "\n".join(
+        f"{o.fault} at call {o.call} ({o.operation}): lost {o.lost}, {o.problems}" for o in failures
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(
+        keys=st.integers(min_value=1, max_value=24),
+        values=st.sampled_from([f for f in Fault if f is not Fault.CONDITIONAL]),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_random_fault_schedules_lose_nothing(plan: dict[int, Fault]) -> None:
+    outcome, _ = run_with_faults(plan)
+    FIGURES.append(outcome)
+    assert not outcome.lost and not outcome.problems, outcome
