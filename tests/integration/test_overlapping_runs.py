@@ -1,0 +1,103 @@
+"""Overlapping runs (EventBridge delivers at least once; retries overlap): 2 to 4 runs at once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from redriver.breaker import Breaker, BreakerPolicy, State
+from redriver.envelope import MARK_ATTRIBUTE, Mark
+from redriver.redrive import RunReport
+from tests.conftest import Aws, make_redriver, make_settings
+from tests.factories import FakeClock, drain
+
+REMAINING = lambda: 60_000  # noqa: E731
+MAX_REDRIVES = 3
+
+
+def seed(aws: Aws) -> dict[str, int]:
+    """40 messages: fresh ones, ones at their last allowed re-drive, and poison at the limit."""
+    counts = {f"fresh-{i}": 0 for i in range(30)} | {f"last-{i}": 2 for i in range(6)}
+    counts |= {f"poison-{i}": MAX_REDRIVES for i in range(4)}
+    for body, count in counts.items():
+        attributes = {}
+        if count:
+            mark = Mark(f"id-{body}", count, 1, tuple(range(1, count + 1)))
+            attributes = {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes=attributes)
+    return counts
+
+
+class AtomicReceive:
+    """SQS hides a message in the same step that returns it; moto's in-process receive does not
+    (two threads can both take a message before either marks it). Serialize receives as SQS does."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.receive_message(**kwargs)
+
+
+def run_together(aws: Aws, clock: FakeClock, runs: int, **overrides: object) -> list[RunReport]:
+    settings = make_settings(aws, max_redrives=MAX_REDRIVES, **overrides)
+    sqs = AtomicReceive(aws.sqs)
+    redrivers = [make_redriver(aws, settings, clock, sqs=sqs) for _ in range(runs)]
+    start = threading.Barrier(runs)
+
+    def run(redriver: object) -> RunReport:
+        start.wait()
+        return redriver.run(REMAINING)  # type: ignore[attr-defined]
+
+    with ThreadPoolExecutor(max_workers=runs) as pool:
+        return list(pool.map(run, redrivers))
+
+
+@pytest.mark.parametrize("runs", [2, 3, 4])
+def test_overlapping_runs_share_the_dlq_without_double_handling(
+    aws: Aws, clock: FakeClock, runs: int
+) -> None:
+    counts = seed(aws)
+
+    reports = run_together(aws, clock, runs, breaker=BreakerPolicy(failure_threshold=100))
+
+    in_source = drain(aws.sqs, aws.source_url)
+    parked = drain(aws.sqs, aws.parking_lot_url)
+    # every message handled by exactly one run: the DLQ visibility timeout hides it from the others
+    assert sum(r.received for r in reports) == len(counts)
+    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
+    assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
+    for message in in_source:
+        mark = Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+        assert mark.count == counts[message["Body"]] + 1 <= MAX_REDRIVES
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+@pytest.mark.parametrize("runs", [2, 4])
+def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
+    aws: Aws, clock: FakeClock, runs: int
+) -> None:
+    # GIVEN an OPEN breaker whose cooldown is over, and a DLQ to probe
+    settings = make_settings(aws)
+    state = make_redriver(aws, settings, clock).state
+    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    seed(aws)
+    clock.advance(61)
+
+    reports = run_together(aws, clock, runs)
+
+    transitions = Counter(t for r in reports for t in r.breaker_transitions)
+    assert transitions["OPEN->HALF_OPEN"] == 1
+    assert sum(r.canaries for r in reports) <= 1
+    stored = state.load_breaker(settings.breaker_key)
+    assert stored.state is State.HALF_OPEN and stored.version in (2, 3)
+    assert len(drain(aws.sqs, aws.source_url)) == sum(r.canaries for r in reports)
