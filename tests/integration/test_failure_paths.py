@@ -326,3 +326,21 @@ def test_a_failed_send_call_does_not_keep_other_calls_entries_from_being_deleted
     assert calls == [1, 1]
     assert (report.redriven, report.errors, report.stopped_because) == (1, 1, "AWS error")
     assert depth(aws.sqs, aws.source_url) == 1 and depth(aws.sqs, aws.dlq_url) == 1
+
+
+def test_a_message_whose_source_queue_no_longer_exists_is_parked_with_the_reason(
+    aws: Aws, clock: FakeClock
+) -> None:
+    fill_dlq(aws, 2)
+    aws.sqs.delete_queue(QueueUrl=aws.source_url)
+
+    report = make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+
+    assert (report.redriven, report.parked, report.errors) == (0, 2, 0)
+    parked = drain(aws.sqs, aws.parking_lot_url)
+    assert all(
+        "source queue rejected it: AWS.SimpleQueueService.NonExistentQueue"
+        in m["MessageAttributes"]["dlq-redriver"]["StringValue"]
+        for m in parked
+    )
+    assert depth(aws.sqs, aws.dlq_url) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 SQS_BATCH_LIMIT = 10
 # The code of entries that failed because their whole SendMessageBatch call failed.
 CALL_FAILED = "CallFailed"
+# SQS's error codes for a queue that does not exist (JSON and query protocols).
+QUEUE_MISSING_CODES = {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
 
 
 @dataclass(frozen=True)
@@ -93,16 +95,25 @@ class SqsQueue:
         for chunk in _chunks_by_size(messages):
             entries = [_send_entry(message) for message in chunk]
             try:
-                response = self._call(
-                    "SendMessageBatch", self._client.send_message_batch, QueueUrl=self.url, Entries=entries
-                )
-            except AwsCallError as exc:
-                result.call_error = str(exc)
-                for message in chunk:
-                    result.failed[message.entry_id] = EntryFailure(CALL_FAILED, str(exc), sender_fault=False)
-                continue
-            _collect(response, result)
+                response = self._client.send_message_batch(QueueUrl=self.url, Entries=cast(Any, entries))
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "")
+                if code in QUEUE_MISSING_CODES:
+                    # Not a failed call: no message can ever go there. Each entry fails for good.
+                    for message in chunk:
+                        result.failed[message.entry_id] = EntryFailure(code, str(exc), sender_fault=True)
+                    continue
+                self._fail_call(chunk, exc, result)
+            except BotoCoreError as exc:
+                self._fail_call(chunk, exc, result)
+            else:
+                _collect(response, result)
         return result
+
+    def _fail_call(self, chunk: list[Outgoing], exc: Exception, result: BatchResult) -> None:
+        result.call_error = f"SQS SendMessageBatch on {self.url} failed: {exc}"
+        for message in chunk:
+            result.failed[message.entry_id] = EntryFailure(CALL_FAILED, str(exc), sender_fault=False)
 
     def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult:
         """DeleteMessageBatch; keys of ``receipt_handles`` name the entries in the result."""
