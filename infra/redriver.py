@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from collections.abc import Sequence
+
+from aws_cdk import Duration, Fn, RemovalPolicy, Token
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_sqs as sqs
@@ -37,19 +39,26 @@ class SqsRedriver(Construct):
         *,
         source_queue: sqs.IQueue,
         dead_letter_queue: sqs.IQueue,
+        other_source_queues: Sequence[sqs.IQueue] = (),
         settings: RedriverSettings | None = None,
         powertools_layer_version: int = POWERTOOLS_LAYER_VERSION,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
+        """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
+        each message goes back to the queue SQS names as its source."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
-        _validate_queues(source_queue, dead_letter_queue)
+        sources = [source_queue, *other_source_queues]
+        for queue in sources:
+            _validate_queues(queue, dead_letter_queue)
 
         self.parking_lot = secure_queue(
             self,
             "ParkingLot",
             retention_period=PARKING_LOT_RETENTION,
             removal_policy=removal_policy,
+            # FIFO poison keeps its group: a FIFO DLQ parks into a FIFO parking lot.
+            fifo=dead_letter_queue.fifo or None,
         )
         for rule_id in ("AwsSolutions::AwsSolutions-SQS3", "Serverless::Serverless-SQSRedrivePolicy"):
             acknowledge(
@@ -72,7 +81,9 @@ class SqsRedriver(Construct):
             handler="redriver.handler.lambda_handler",
             environment={
                 "DLQ_URL": dead_letter_queue.queue_url,
-                "SOURCE_QUEUE_URL": source_queue.queue_url,
+                "SOURCE_QUEUE_URL": Fn.join(",", [queue.queue_url for queue in sources])
+                if other_source_queues
+                else source_queue.queue_url,
                 "PARKING_LOT_URL": self.parking_lot.queue_url,
                 "DYNAMODB_TABLE_NAME": self.state_table.table_name,
                 "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
@@ -99,7 +110,7 @@ class SqsRedriver(Construct):
                 "The only event is the schedule's tick, which carries no data: a failed or dropped "
                 "run loses nothing, and the next scheduled run is its retry.",
             )
-        self._grant(source_queue, dead_letter_queue)
+        self._grant(sources, dead_letter_queue)
         self.schedule_rule = events.Rule(
             self,
             "Schedule",
@@ -123,6 +134,7 @@ class SqsRedriver(Construct):
         *,
         source_queue_arn: str,
         dead_letter_queue_arn: str,
+        other_source_queue_arns: Sequence[str] = (),
         **kwargs: object,
     ) -> SqsRedriver:
         """Attach the re-driver to queues that already exist, by ARN."""
@@ -132,13 +144,18 @@ class SqsRedriver(Construct):
             construct_id,
             source_queue=sqs.Queue.from_queue_arn(holder, "Source", source_queue_arn),
             dead_letter_queue=sqs.Queue.from_queue_arn(holder, "DeadLetter", dead_letter_queue_arn),
+            other_source_queues=[
+                sqs.Queue.from_queue_arn(holder, f"Source{index}", arn)
+                for index, arn in enumerate(other_source_queue_arns, 2)
+            ],
             **kwargs,  # type: ignore[arg-type]
         )
 
-    def _grant(self, source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
-        """Least privilege: consume the DLQ, send to source and parking lot, use the table."""
+    def _grant(self, sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
+        """Least privilege: consume the DLQ, send to the sources and parking lot, use the table."""
         dead_letter_queue.grant_consume_messages(self.function)
-        source_queue.grant_send_messages(self.function)
+        for queue in sources:
+            queue.grant_send_messages(self.function)
         self.parking_lot.grant_send_messages(self.function)
         # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
         grant_item_access(self.function, self.state_table, batch=True)
@@ -147,12 +164,21 @@ class SqsRedriver(Construct):
 def _validate_queues(source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
     if source_queue is dead_letter_queue:
         raise SettingsError("source_queue and dead_letter_queue must be different queues")
-    for name, queue in (("source_queue", source_queue), ("dead_letter_queue", dead_letter_queue)):
-        if queue.fifo:
-            raise SettingsError(f"{name} is a FIFO queue; this version re-drives standard queues only")
+    if source_queue.fifo != dead_letter_queue.fifo:
+        raise SettingsError(
+            "a FIFO queue needs a FIFO dead_letter_queue, and a standard one a standard DLQ "
+            f"(source {'FIFO' if source_queue.fifo else 'standard'}, DLQ "
+            f"{'FIFO' if dead_letter_queue.fifo else 'standard'})"
+        )
     source_retention = _retention_seconds(source_queue)
     dlq_retention = _retention_seconds(dead_letter_queue)
-    if source_retention is not None and dlq_retention is not None and dlq_retention <= source_retention:
+    standard = not dead_letter_queue.fifo  # a FIFO DLQ restarts the retention clock on arrival
+    if (
+        standard
+        and source_retention is not None
+        and dlq_retention is not None
+        and dlq_retention <= source_retention
+    ):
         raise SettingsError(
             f"dead_letter_queue retention ({dlq_retention} s) must be longer than source_queue "
             f"retention ({source_retention} s): a standard queue's message keeps its original "

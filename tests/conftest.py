@@ -54,17 +54,19 @@ class Aws:
     table_name: str
 
 
-def create_aws() -> Aws:
+def create_aws(*, fifo: bool = False) -> Aws:
     """A source queue with its DLQ (maxReceiveCount 2), a parking lot and the tables; inside mock_aws."""
     sqs = boto3.client("sqs", region_name=REGION)
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    dlq_url = sqs.create_queue(QueueName="orders-dlq")["QueueUrl"]
+    suffix, kind = (".fifo", {"FifoQueue": "true"}) if fifo else ("", {})
+    dlq_url = sqs.create_queue(QueueName=f"orders-dlq{suffix}", Attributes=kind)["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
     source_url = sqs.create_queue(
-        QueueName="orders",
+        QueueName=f"orders{suffix}",
         Attributes={
+            **kind,
             "VisibilityTimeout": str(SOURCE_VISIBILITY_TIMEOUT),
             "RedrivePolicy": json.dumps(
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
@@ -74,7 +76,7 @@ def create_aws() -> Aws:
     source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-    parking_lot_url = sqs.create_queue(QueueName="orders-parking-lot")["QueueUrl"]
+    parking_lot_url = sqs.create_queue(QueueName=f"orders-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
     for table, key in (("redriver-state", "pk"), (IDEMPOTENCY_TABLE, "id")):
         dynamodb.create_table(
             TableName=table,
@@ -113,7 +115,7 @@ def make_redriver(
     return Redriver(
         settings,
         dlq=SqsQueue(settings.dlq_url, sqs),
-        source=SqsQueue(settings.source_queue_url, sqs),
+        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
         parking_lot=SqsQueue(settings.parking_lot_url, sqs),
         state=StateTable(
             settings.table_name,

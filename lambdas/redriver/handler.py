@@ -47,7 +47,7 @@ def build_runtime(settings: Settings) -> tuple[Redriver, IdempotencyConfig, Any]
     redriver = Redriver(
         settings,
         dlq=SqsQueue(settings.dlq_url, sqs),
-        source=SqsQueue(settings.source_queue_url, sqs),
+        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
         parking_lot=SqsQueue(settings.parking_lot_url, sqs),
         state=StateTable(settings.table_name, dynamodb, ttl_seconds=settings.state_ttl_days * 86_400),
         logger=logger,

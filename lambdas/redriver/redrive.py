@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from redriver import breaker as circuit
 from redriver.adapters import AwsCallError
-from redriver.adapters.sqs_queue import CALL_FAILED, BatchResult, Outgoing, SqsQueue
+from redriver.adapters.sqs_queue import CALL_FAILED, BatchResult, Outgoing, SqsQueue, queue_key_from_arn
 from redriver.adapters.state_table import MessageRecord, StateTable
 from redriver.backoff import redrive_delay
 from redriver.breaker import Breaker, Mode, RunOutcome, State
@@ -66,6 +66,7 @@ class Plan:
     redrive: list[tuple[Tracked, int]] = field(default_factory=list)  # (message, delay seconds)
     park: list[tuple[Tracked, dict[str, Any]]] = field(default_factory=list)  # (message, reason)
     leave: list[Tracked] = field(default_factory=list)
+    hold: list[tuple[Tracked, int]] = field(default_factory=list)  # FIFO backoff: (message, seconds)
 
 
 class Redriver:
@@ -74,7 +75,7 @@ class Redriver:
         settings: Settings,
         *,
         dlq: SqsQueue,
-        source: SqsQueue,
+        sources: Sequence[SqsQueue],
         parking_lot: SqsQueue,
         state: StateTable,
         logger: logging.Logger | Any,
@@ -83,7 +84,9 @@ class Redriver:
     ) -> None:
         self.settings = settings
         self.dlq = dlq
-        self.source = source
+        # A message goes back to the queue SQS names as its source; without a name, to the first.
+        self.default_source = sources[0]
+        self.sources = {queue.key: queue for queue in sources}
         self.parking_lot = parking_lot
         self.state = state
         self.log = logger
@@ -160,9 +163,17 @@ class Redriver:
         """Decide and act on one received batch; return the breaker and a reason to stop, if any."""
         tracked, duplicates = self._track(batch)
         report.returned += sum(1 for t in tracked if _redriven_since(t.mark, breaker.changed_at))
-        over_limit = [t for t in tracked if t.mark.count >= self.settings.max_redrives]
-        due = [t for t in tracked if t.mark.count < self.settings.max_redrives]
-        plan = Plan(park=[(t, self._park_reason(t)) for t in over_limit], leave=duplicates)
+        plan = Plan(leave=duplicates)
+        due = []
+        for t in tracked:
+            if t.mark.count >= self.settings.max_redrives:
+                plan.park.append((t, self._park_reason(t)))
+            elif self._source_of(t) is None:
+                plan.park.append(
+                    (t, self._park_reason(t, f"no configured source queue is {t.message.source_arn}"))
+                )
+            else:
+                due.append(t)
         stop = ""
 
         if report.mode is Mode.REDRIVE and self._trips_breaker(breaker, report):
@@ -171,6 +182,8 @@ class Redriver:
             plan.leave.extend(due)
             breaker = self._transition(breaker, breaker.opened(self.now()), report)
             stop = "breaker opened"
+        elif report.mode is Mode.REDRIVE and self.settings.fifo:
+            self._plan_fifo_backoff(due, plan)
         elif report.mode is Mode.REDRIVE:
             plan.redrive.extend((t, self._delay_for(t)) for t in due)
         elif report.mode in LOOKING_FOR_CANARY:
@@ -211,6 +224,10 @@ class Redriver:
                 breaker = self._canary_not_sent(breaker, report)
         for t in plan.leave:
             released[t.message.message_id] = t.message.receipt_handle
+        if plan.hold:
+            self.dlq.change_visibility(
+                {t.message.message_id: (t.message.receipt_handle, s) for t, s in plan.hold}
+            )
         return breaker, stop
 
     def _trips_breaker(self, breaker: Breaker, report: RunReport) -> bool:
@@ -252,6 +269,45 @@ class Redriver:
                 unique[mark.identity] = tracked
         return list(unique.values()), duplicates
 
+    def _source_of(self, tracked: Tracked) -> SqsQueue | None:
+        """The queue the message came from: the one SQS names (shared DLQ), else the default."""
+        arn = tracked.message.source_arn
+        return self.default_source if arn is None else self.sources.get(queue_key_from_arn(arn))
+
+    def _plan_fifo_backoff(self, due: list[Tracked], plan: Plan) -> None:
+        """FIFO queues refuse DelaySeconds: a message waits out its backoff hidden in the DLQ.
+
+        Within a message group, once one message waits, the ones after it wait at least as long,
+        so a group's messages go back in the order they failed.
+        """
+        now = self.now()
+        group_wait: dict[str, int] = {}
+        for tracked in due:
+            group = tracked.message.system_attributes.get("MessageGroupId", "")
+            wait = max(self._fifo_due_at(tracked) - now, group_wait.get(group, 0))
+            if wait > 0:
+                group_wait[group] = wait
+                plan.hold.append((tracked, wait))
+                self._log_decision("backing off in the DLQ (FIFO)", tracked, wait_seconds=wait)
+            else:
+                plan.redrive.append((tracked, 0))
+
+    def _fifo_due_at(self, tracked: Tracked) -> int:
+        """When the next re-drive is due: the backoff counted from the last re-drive, or the send.
+
+        The jitter is drawn from the identity and count, so every run computes the same time.
+        """
+        mark = tracked.mark
+        sent_ms = tracked.message.system_attributes.get("SentTimestamp")
+        start = mark.last_redriven_at or (int(sent_ms) // 1000 if sent_ms else self.now())
+        delay = redrive_delay(
+            mark.count + 1,
+            base_seconds=self.settings.base_delay_seconds,
+            max_seconds=self.settings.max_delay_seconds,
+            rng=random.Random(f"{mark.identity}:{mark.count}"),
+        )
+        return start + delay
+
     def _delay_for(self, tracked: Tracked) -> int:
         return redrive_delay(
             tracked.mark.count + 1,
@@ -267,7 +323,7 @@ class Redriver:
             "redrive_count": mark.count,
             "first_failed_at": mark.first_failed_at,
             "last_failed_at": self.now(),
-            "source_queue": self.settings.source_queue_url,
+            "source_queue": tracked.message.source_arn or self.default_source.url,
             "dlq_message_id": tracked.message.message_id,
         }
 
@@ -318,18 +374,15 @@ class Redriver:
                 for _, mark, _ in outgoing.values()
             ]
         )
-        result = self.source.send(
-            [
-                Outgoing(
-                    entry_id=key,
-                    body=tracked.message.body,
-                    attributes=_with_mark(tracked, mark.to_json()),
-                    delay_seconds=delay,
-                    trace_header=tracked.message.system_attributes.get("AWSTraceHeader"),
-                )
-                for key, (tracked, mark, delay) in outgoing.items()
-            ]
-        )
+        by_source: dict[str, list[Outgoing]] = {}
+        for key, (tracked, mark, delay) in outgoing.items():
+            source = self._source_of(tracked) or self.default_source
+            by_source.setdefault(source.key, []).append(
+                self._outgoing(key, tracked, mark.to_json(), delay, f"{mark.identity}:{mark.count}")
+            )
+        result = BatchResult()
+        for source_key, messages in by_source.items():
+            result.merge(self.sources[source_key].send(messages))
         sent = []
         for key in result.succeeded:
             tracked, mark, delay = outgoing[key]
@@ -351,6 +404,26 @@ class Redriver:
                 self._log_decision("re-drive send failed; it stays in the DLQ", tracked, code=failure.code)
         self._undo_table_counts(not_sent)
         return sent, result.call_error
+
+    def _outgoing(
+        self, key: str, tracked: Tracked, mark_json: str, delay: int, deduplication_id: str
+    ) -> Outgoing:
+        """The message as it goes out: body and attributes unchanged, the mark, the trace header.
+
+        On FIFO queues it keeps its group, and gets a deduplication id that is new for each
+        re-drive (a reused one is dropped for 5 minutes) yet the same if this very re-drive is sent
+        again after a crash, so SQS drops that duplicate.
+        """
+        system = tracked.message.system_attributes
+        return Outgoing(
+            entry_id=key,
+            body=tracked.message.body,
+            attributes=_with_mark(tracked, mark_json),
+            delay_seconds=delay,
+            trace_header=system.get("AWSTraceHeader"),
+            group_id=(system.get("MessageGroupId") or tracked.mark.identity) if self.settings.fifo else None,
+            deduplication_id=deduplication_id if self.settings.fifo else None,
+        )
 
     def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
         """Put back the counts of table-counted messages whose re-drive did not happen."""
@@ -376,11 +449,8 @@ class Redriver:
         by_key = {str(index): item for index, item in enumerate(parked)}
         result = self.parking_lot.send(
             [
-                Outgoing(
-                    entry_id=key,
-                    body=tracked.message.body,
-                    attributes=_with_mark(tracked, tracked.mark.to_json(parked=reason)),
-                    trace_header=tracked.message.system_attributes.get("AWSTraceHeader"),
+                self._outgoing(
+                    key, tracked, tracked.mark.to_json(parked=reason), 0, f"parked:{tracked.mark.identity}"
                 )
                 for key, (tracked, reason) in by_key.items()
             ]
@@ -414,14 +484,16 @@ class Redriver:
                 report.errors += failure.code != CALL_FAILED
                 self._log_decision("parking failed; it stays in the DLQ", tracked, code=failure.code)
         if refused:
-            self.dlq.change_visibility(refused, UNPARKABLE_HIDE_SECONDS)
+            self.dlq.change_visibility(
+                {key: (handle, UNPARKABLE_HIDE_SECONDS) for key, handle in refused.items()}
+            )
 
     def _release(self, released: dict[str, str], report: RunReport) -> None:
         """Give back messages this run received but did not act on, so the next run sees them."""
         if not released:
             return
         try:
-            self.dlq.change_visibility(released, 0)
+            self.dlq.change_visibility({key: (handle, 0) for key, handle in released.items()})
         except AwsCallError as exc:
             # Not a loss: they become visible again when their visibility timeout ends.
             report.errors += 1
@@ -432,7 +504,7 @@ class Redriver:
     def _claim_canary(
         self, breaker: Breaker, canaries: list[Tracked], report: RunReport
     ) -> tuple[Breaker, bool]:
-        window = self.source.redrive_window()
+        window = (self._source_of(canaries[0]) or self.default_source).redrive_window()
         verdict_at = self.now() + window.seconds
         claimed = circuit.with_canary(breaker, tuple(t.mark.identity for t in canaries), verdict_at)
         if not self._save_breaker(claimed, breaker, report):

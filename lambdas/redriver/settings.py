@@ -20,6 +20,8 @@ class Settings:
     source_queue_url: str
     parking_lot_url: str
     table_name: str
+    # Further source queues of a shared DLQ; messages go back to the one SQS names as their source.
+    other_source_queue_urls: tuple[str, ...] = ()
     max_redrives: int = 5
     base_delay_seconds: int = 60
     max_delay_seconds: int = SQS_MAX_DELAY_SECONDS
@@ -35,6 +37,14 @@ class Settings:
     def breaker_key(self) -> str:
         return f"BREAKER#{self.source_queue_url}"
 
+    @property
+    def source_queue_urls(self) -> tuple[str, ...]:
+        return (self.source_queue_url, *self.other_source_queue_urls)
+
+    @property
+    def fifo(self) -> bool:
+        return self.dlq_url.endswith(".fifo")
+
 
 def _required(env: Mapping[str, str], name: str) -> str:
     value = env.get(name, "").strip()
@@ -43,13 +53,29 @@ def _required(env: Mapping[str, str], name: str) -> str:
     return value
 
 
+def _queue_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """One queue URL, or several separated by commas."""
+    urls = tuple(url.strip() for url in _required(env, name).split(",") if url.strip())
+    for url in urls:
+        if not url.startswith(("https://", "http://")):
+            raise ConfigError(f"{name} must hold SQS queue URLs (https://...), got {url!r}")
+    return urls
+
+
 def _queue_url(env: Mapping[str, str], name: str) -> str:
-    value = _required(env, name)
-    if not value.startswith(("https://", "http://")):
-        raise ConfigError(f"{name} must be an SQS queue URL (https://...), got {value!r}")
-    if value.endswith(".fifo"):
-        raise ConfigError(f"{name} is a FIFO queue ({value!r}); this version re-drives standard queues only")
-    return value
+    urls = _queue_urls(env, name)
+    if len(urls) != 1:
+        raise ConfigError(f"{name} must be one SQS queue URL, got {len(urls)}")
+    return urls[0]
+
+
+def _check_queue_kinds(dlq_url: str, parking_lot_url: str, source_urls: tuple[str, ...]) -> None:
+    """A FIFO DLQ serves FIFO sources only, and its poison needs a FIFO parking lot; and vice versa."""
+    fifo = dlq_url.endswith(".fifo")
+    kind = "FIFO" if fifo else "standard"
+    for name, url in [("PARKING_LOT_URL", parking_lot_url)] + [("SOURCE_QUEUE_URL", u) for u in source_urls]:
+        if url.endswith(".fifo") != fifo:
+            raise ConfigError(f"{name} {url!r} must be a {kind} queue, like DLQ_URL {dlq_url!r}")
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -92,12 +118,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             f"TIME_MARGIN_SECONDS ({margin}) must be longer than RECEIVE_WAIT_SECONDS ({receive_wait}): "
             "a run must be able to finish its last batch"
         )
-    urls = {name: _queue_url(env, name) for name in ("DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL")}
-    if len(set(urls.values())) != len(urls):
-        raise ConfigError("DLQ_URL, SOURCE_QUEUE_URL and PARKING_LOT_URL must be three different queues")
+    urls = {name: _queue_url(env, name) for name in ("DLQ_URL", "PARKING_LOT_URL")}
+    source_urls = _queue_urls(env, "SOURCE_QUEUE_URL")
+    urls["SOURCE_QUEUE_URL"] = source_urls[0]
+    _check_queue_kinds(urls["DLQ_URL"], urls["PARKING_LOT_URL"], source_urls)
+    if len({*urls.values(), *source_urls}) != len(urls) + len(source_urls) - 1:
+        raise ConfigError("DLQ_URL, every SOURCE_QUEUE_URL and PARKING_LOT_URL must be different queues")
     return Settings(
         dlq_url=urls["DLQ_URL"],
         source_queue_url=urls["SOURCE_QUEUE_URL"],
+        other_source_queue_urls=source_urls[1:],
         parking_lot_url=urls["PARKING_LOT_URL"],
         table_name=_required(env, "DYNAMODB_TABLE_NAME"),
         # The history in a message's mark grows by one entry per re-drive; 50 keeps it in budget.

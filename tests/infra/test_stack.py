@@ -353,13 +353,61 @@ def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
         SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
 
 
-def test_fifo_queues_are_refused_at_synth() -> None:
+def test_fifo_queues_get_a_fifo_parking_lot() -> None:
     stack = cdk.Stack(cdk.App(), "Fifo")
     dlq = sqs.Queue(stack, "Dlq", fifo=True, retention_period=cdk.Duration.days(14))
+    source = sqs.Queue(
+        stack, "Source", fifo=True, dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3)
+    )
+
+    redriver = SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+    assert redriver.parking_lot.fifo
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SQS::Queue",
+        {"FifoQueue": True, "MessageRetentionPeriod": 14 * 86_400, "RedrivePolicy": Match.absent()},
+    )
+
+
+def test_a_fifo_source_with_a_standard_dlq_fails_at_synth() -> None:
+    stack = cdk.Stack(cdk.App(), "Mixed")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
     source = sqs.Queue(stack, "Source", fifo=True)
 
-    with pytest.raises(SettingsError, match="FIFO"):
+    with pytest.raises(SettingsError, match="FIFO queue needs a FIFO dead_letter_queue"):
         SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
+def test_a_shared_dlq_knows_every_source_and_may_send_to_each() -> None:
+    stack = cdk.Stack(cdk.App(), "Shared")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
+    orders, payments = (sqs.Queue(stack, name) for name in ("Orders", "Payments"))
+
+    SqsRedriver(stack, "Redriver", source_queue=orders, other_source_queues=[payments], dead_letter_queue=dlq)
+    template = Template.from_stack(stack)
+
+    queue_ids = set(template.find_resources("AWS::SQS::Queue"))
+    orders_id, payments_id = (next(q for q in queue_ids if q.startswith(n)) for n in ("Orders", "Payments"))
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": Match.object_like(
+                    {"SOURCE_QUEUE_URL": {"Fn::Join": [",", [{"Ref": orders_id}, {"Ref": payments_id}]]}}
+                )
+            }
+        },
+    )
+    sent_to = {
+        r["Fn::GetAtt"][0]
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "sqs:SendMessage" in _as_list(statement["Action"])
+        for r in (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+    }
+    assert {orders_id, payments_id} <= sent_to
 
 
 def test_construct_attaches_to_existing_queues_by_arn() -> None:

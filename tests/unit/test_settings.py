@@ -100,5 +100,23 @@ def test_invalid_value_is_rejected_naming_the_variable(name: str, value: str) ->
     ],
 )
 def test_the_same_queue_cannot_serve_two_roles(first: str, second: str) -> None:
-    with pytest.raises(ConfigError, match=f"{first}.*three different queues"):
+    with pytest.raises(ConfigError, match=f"{first}.*different queues"):
         load_settings({**REQUIRED, second: REQUIRED[first]})
+
+
+def test_a_shared_dlq_lists_its_source_queues_separated_by_commas() -> None:
+    other = SOURCE + "-eu"
+    settings = load_settings({**REQUIRED, "SOURCE_QUEUE_URL": f"{SOURCE}, {other}"})
+    assert settings.source_queue_urls == (SOURCE, other)
+
+
+def test_fifo_queues_are_accepted_when_all_of_them_are_fifo() -> None:
+    fifo = {name: url + ".fifo" for name, url in REQUIRED.items() if name.endswith("_URL")}
+    assert load_settings({**REQUIRED, **fifo}).fifo
+
+
+@pytest.mark.parametrize("name", ["SOURCE_QUEUE_URL", "PARKING_LOT_URL"])
+def test_a_fifo_dlq_needs_fifo_sources_and_parking_lot(name: str) -> None:
+    fifo = {n: url + ".fifo" for n, url in REQUIRED.items() if n.endswith("_URL") and n != name}
+    with pytest.raises(ConfigError, match=f"{name} .* must be a FIFO queue"):
+        load_settings({**REQUIRED, **fifo})

@@ -31,6 +31,9 @@ class Outgoing:
     attributes: Mapping[str, Mapping[str, Any]]
     delay_seconds: int = 0
     trace_header: str | None = None
+    # FIFO queues: the message's group, and a deduplication id (SQS drops a repeat for 5 minutes).
+    group_id: str | None = None
+    deduplication_id: str | None = None
 
     @property
     def size(self) -> int:
@@ -51,6 +54,11 @@ class BatchResult:
     # Set when a whole call failed; its entries are in ``failed``, other calls' results stand.
     call_error: str | None = None
 
+    def merge(self, other: BatchResult) -> None:
+        self.succeeded.extend(other.succeeded)
+        self.failed.update(other.failed)
+        self.call_error = self.call_error or other.call_error
+
 
 @dataclass(frozen=True)
 class RedriveWindow:
@@ -66,9 +74,22 @@ class RedriveWindow:
         return self.visibility_timeout_seconds * (self.max_receive_count + 1)
 
 
+def queue_key_from_url(url: str) -> str:
+    """``account/name`` of a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)."""
+    account, name = url.rstrip("/").split("/")[-2:]
+    return f"{account}/{name}"
+
+
+def queue_key_from_arn(arn: str) -> str:
+    """``account/name`` of a queue ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME)."""
+    account, name = arn.split(":")[-2:]
+    return f"{account}/{name}"
+
+
 class SqsQueue:
     def __init__(self, url: str, client: SQSClient) -> None:
         self.url = url
+        self.key = queue_key_from_url(url)
         self._client = client
 
     def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
@@ -123,14 +144,17 @@ class SqsQueue:
             [{"Id": key, "ReceiptHandle": handle} for key, handle in receipt_handles.items()],
         )
 
-    def change_visibility(self, receipt_handles: Mapping[str, str], seconds: int) -> BatchResult:
-        """ChangeMessageVisibilityBatch: 0 gives messages back now, more hides them longer."""
+    def change_visibility(self, hidden_for: Mapping[str, tuple[str, int]]) -> BatchResult:
+        """ChangeMessageVisibilityBatch; ``hidden_for`` maps keys to (receipt handle, seconds).
+
+        0 seconds gives a message back now; more hides it that long.
+        """
         return self._per_ten(
             "ChangeMessageVisibilityBatch",
             self._client.change_message_visibility_batch,
             [
                 {"Id": key, "ReceiptHandle": handle, "VisibilityTimeout": seconds}
-                for key, handle in receipt_handles.items()
+                for key, (handle, seconds) in hidden_for.items()
             ],
         )
 
@@ -166,11 +190,12 @@ class SqsQueue:
 
 
 def _send_entry(message: Outgoing) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "Id": message.entry_id,
-        "MessageBody": message.body,
-        "DelaySeconds": message.delay_seconds,
-    }
+    entry: dict[str, Any] = {"Id": message.entry_id, "MessageBody": message.body}
+    if message.group_id is None:
+        entry["DelaySeconds"] = message.delay_seconds  # FIFO queues refuse per-message delays
+    else:
+        entry["MessageGroupId"] = message.group_id
+        entry["MessageDeduplicationId"] = message.deduplication_id
     if message.attributes:
         entry["MessageAttributes"] = {name: dict(value) for name, value in message.attributes.items()}
     if message.trace_header:

@@ -1,0 +1,171 @@
+"""Edge input with a defined outcome: FIFO queues, a DLQ shared by several sources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+from moto.sqs.models import sqs_backends
+
+from redriver.breaker import BreakerPolicy
+from redriver.envelope import MARK_ATTRIBUTE, Mark
+from tests.conftest import REGION, Aws, create_aws, make_redriver, make_settings
+from tests.factories import FakeClock, always, consume, drain
+
+REMAINING = lambda: 60_000  # noqa: E731
+ACCOUNT = "123456789012"
+
+
+@pytest.fixture
+def fifo() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws(fifo=True)
+
+
+def marked(mark: Mark) -> dict[str, Any]:
+    return {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
+
+
+def send_fifo(aws: Aws, body: str, group: str, attributes: dict[str, Any] | None = None) -> None:
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody=body,
+        MessageGroupId=group,
+        MessageDeduplicationId=f"dedup-{body}",
+        MessageAttributes=attributes or {},
+    )
+
+
+def receive_all(aws: Aws, queue_url: str) -> list[dict[str, Any]]:
+    return drain(aws.sqs, queue_url)
+
+
+def show_hidden_messages(queue_name: str) -> None:
+    """Let the backoff's visibility timeout pass, without the wait."""
+    for message in sqs_backends[ACCOUNT][REGION].queues[queue_name]._messages:
+        message.change_visibility(0)
+
+
+def test_fifo_redrive_keeps_the_group_and_sends_no_per_message_delay(fifo: Aws, clock: FakeClock) -> None:
+    sent: list[dict[str, Any]] = []
+    fifo.sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch", lambda params, **_: sent.extend(params["Entries"])
+    )
+    send_fifo(fifo, "order-1", group="customer-7")
+
+    report = make_redriver(fifo, make_settings(fifo), clock).run(REMAINING)
+
+    assert report.redriven == 1
+    assert "DelaySeconds" not in sent[0] and sent[0]["MessageGroupId"] == "customer-7"
+    [message] = receive_all(fifo, fifo.source_url)
+    assert message["Body"] == "order-1" and message["Attributes"]["MessageGroupId"] == "customer-7"
+
+
+def test_fifo_gets_a_fresh_deduplication_id_on_every_redrive(fifo: Aws, clock: FakeClock) -> None:
+    # GIVEN a FIFO consumer that keeps failing: a reused deduplication id would be dropped silently
+    settings = make_settings(fifo, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100))
+    redriver = make_redriver(fifo, settings, clock)
+    send_fifo(fifo, "order-1", group="g")
+    counts = []
+
+    for _ in range(3):
+        assert redriver.run(REMAINING).redriven == 1
+        [message] = fifo.sqs.receive_message(
+            QueueUrl=fifo.source_url, MessageAttributeNames=["All"], VisibilityTimeout=0
+        )["Messages"]
+        counts.append(Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"]).count)
+        consume(fifo.sqs, fifo.source_url, always)
+        clock.advance(60)
+
+    assert counts == [1, 2, 3]
+
+
+def test_fifo_backoff_waits_hidden_in_the_dlq_instead_of_using_delay_seconds(
+    fifo: Aws, clock: FakeClock
+) -> None:
+    # GIVEN a message re-driven just now: its second re-drive is due 60-120 s later
+    settings = make_settings(fifo, base_delay_seconds=60, max_delay_seconds=900)
+    send_fifo(fifo, "order-1", "g", marked(Mark("id-1", 1, int(clock.now), (int(clock.now),))))
+    hidden: list[int] = []
+    fifo.sqs.meta.events.register(
+        "provide-client-params.sqs.ChangeMessageVisibilityBatch",
+        lambda params, **_: hidden.extend(e["VisibilityTimeout"] for e in params["Entries"]),
+    )
+
+    first = make_redriver(fifo, settings, clock).run(REMAINING)
+
+    assert first.redriven == 0 and len(hidden) == 1 and 60 <= hidden[0] <= 120
+    # WHEN the wait is over, the same message goes back
+    clock.advance(hidden[0])
+    show_hidden_messages("orders-dlq.fifo")
+    assert make_redriver(fifo, settings, clock).run(REMAINING).redriven == 1
+
+
+def test_fifo_messages_after_a_waiting_one_in_its_group_wait_too(fifo: Aws, clock: FakeClock) -> None:
+    settings = make_settings(fifo, base_delay_seconds=60, max_delay_seconds=900)
+    now = int(clock.now)
+    send_fifo(fifo, "g-first", "g", marked(Mark("id-first", 1, now, (now,))))  # waits
+    send_fifo(fifo, "g-second", "g")  # due, but behind g-first in its group
+    send_fifo(fifo, "h-only", "h")  # due, another group
+
+    report = make_redriver(fifo, settings, clock).run(REMAINING)
+
+    assert report.redriven == 1
+    assert [m["Body"] for m in receive_all(fifo, fifo.source_url)] == ["h-only"]
+
+
+def test_fifo_poison_is_parked_in_a_fifo_parking_lot(fifo: Aws, clock: FakeClock) -> None:
+    send_fifo(fifo, "poison", "g", marked(Mark("id-p", 5, 1, (1, 2, 3, 4, 5))))
+
+    assert make_redriver(fifo, make_settings(fifo), clock).run(REMAINING).parked == 1
+
+    [parked] = receive_all(fifo, fifo.parking_lot_url)
+    assert parked["Body"] == "poison" and parked["Attributes"]["MessageGroupId"] == "g"
+
+
+class NamesTheSource:
+    """Real SQS adds DeadLetterQueueSourceArn to messages it moves to a DLQ; moto does not."""
+
+    def __init__(self, client: Any, source_of: dict[str, str]) -> None:
+        self._client = client
+        self._source_of = source_of
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        response = self._client.receive_message(**kwargs)
+        for message in response.get("Messages", []):
+            queue = self._source_of[message["Body"].split(":")[0]]
+            message.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = (
+                f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue}"
+            )
+        return response
+
+
+def test_a_shared_dlq_sends_each_message_back_to_its_own_source(aws: Aws, clock: FakeClock) -> None:
+    payments_url = aws.sqs.create_queue(QueueName="payments")["QueueUrl"]
+    for body in ("orders:1", "payments:1", "orders:2", "payments:2"):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
+    sqs = NamesTheSource(aws.sqs, {"orders": "orders", "payments": "payments"})
+    settings = make_settings(aws, other_source_queue_urls=(payments_url,))
+
+    report = make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
+
+    assert report.redriven == 4
+    assert sorted(m["Body"] for m in receive_all(aws, aws.source_url)) == ["orders:1", "orders:2"]
+    assert sorted(m["Body"] for m in receive_all(aws, payments_url)) == ["payments:1", "payments:2"]
+
+
+def test_a_message_from_a_source_not_configured_is_parked_with_the_reason(aws: Aws, clock: FakeClock) -> None:
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="legacy:1")
+    sqs = NamesTheSource(aws.sqs, {"legacy": "legacy-orders"})
+
+    report = make_redriver(aws, make_settings(aws), clock, sqs=sqs).run(REMAINING)
+
+    assert (report.redriven, report.parked) == (0, 1)
+    [parked] = receive_all(aws, aws.parking_lot_url)
+    reason = parked["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"]
+    assert "no configured source queue is arn:aws:sqs:us-east-1:123456789012:legacy-orders" in reason
