@@ -12,6 +12,7 @@ from redriver.breaker import Breaker, State
 from redriver.envelope import Mark
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, depth, drain, order_body
+from tests.faults import Faults
 
 REMAINING = lambda: 60_000  # noqa: E731
 
@@ -344,3 +345,22 @@ def test_a_message_whose_source_queue_no_longer_exists_is_parked_with_the_reason
         for m in parked
     )
     assert depth(aws.sqs, aws.dlq_url) == 0
+
+
+def test_the_run_stops_taking_batches_before_its_time_runs_out(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN a run whose every AWS call takes 8 s of a 60 s invocation, with a 30 s margin
+    fill_dlq(aws, 25)
+    faults = Faults()
+    redriver = make_redriver(aws, make_settings(aws, time_margin_seconds=30), clock, sqs=faults.wrap(aws.sqs))
+    remaining_at_receive: list[int] = []
+
+    def remaining_ms() -> int:
+        left = 60_000 - 8_000 * len(faults.calls)
+        remaining_at_receive.append(left)
+        return left
+
+    report = redriver.run(remaining_ms)
+
+    assert report.stopped_because == "time budget" and 0 < report.received < 25
+    assert min(remaining_at_receive[:-1]) >= 30_000  # every batch it took started with the margin left
+    assert depth(aws.sqs, aws.dlq_url) == 25 - report.redriven
