@@ -107,3 +107,14 @@ def always(_: Any) -> bool:
 
 def never(_: Any) -> bool:
     return False
+
+
+class PatchedClient:
+    """Proxies a boto3 client, letting a test replace chosen operations."""
+
+    def __init__(self, real: Any, **overrides: Any) -> None:
+        self._real = real
+        self._overrides = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides.get(name) or getattr(self._real, name)

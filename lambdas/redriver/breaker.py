@@ -40,6 +40,9 @@ class BreakerPolicy:
 class Canary:
     identities: tuple[str, ...]
     verdict_at: int
+    # FIFO: the canaries' message groups, and when they were sent (see redrive.py, VERDICT).
+    groups: tuple[str, ...] = ()
+    sent_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,11 @@ def canary_passed(breaker: Breaker, now: int, policy: BreakerPolicy) -> Breaker:
     return breaker._next(successes=successes, canary=None)
 
 
-def with_canary(breaker: Breaker, identities: tuple[str, ...], verdict_at: int) -> Breaker:
+def with_canary(breaker: Breaker, canary: Canary) -> Breaker:
     """Claim the HALF_OPEN probe for these messages; written before the canary is sent."""
     if breaker.state is not State.HALF_OPEN:
         raise ValueError(f"a canary needs a HALF_OPEN breaker, not {breaker.state.value}")
-    return breaker._next(canary=Canary(identities, verdict_at))
+    return breaker._next(canary=canary)
 
 
 def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:

@@ -9,17 +9,25 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from redriver import breaker as circuit
 from redriver.adapters import AwsCallError
-from redriver.adapters.sqs_queue import CALL_FAILED, BatchResult, Outgoing, SqsQueue, queue_key_from_arn
+from redriver.adapters.sqs_queue import (
+    CALL_FAILED,
+    BatchResult,
+    EntryFailure,
+    Outgoing,
+    SqsQueue,
+    queue_key_from_arn,
+)
 from redriver.adapters.state_table import MessageRecord, StateTable
 from redriver.backoff import redrive_delay
-from redriver.breaker import Breaker, Mode, RunOutcome, State
-from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, string_attribute
+from redriver.breaker import Breaker, Canary, Mode, RunOutcome, State
+from redriver.envelope import HASH_IDENTITY_PREFIX, MARK_ATTRIBUTE, DlqMessage, Mark, string_attribute
 from redriver.settings import Settings
 
 SQS_RECEIVE_LIMIT = 10
@@ -29,6 +37,8 @@ UNPARKABLE_HIDE_SECONDS = 6 * 3600
 REDRIVEN = "REDRIVEN"
 PARKED = "PARKED"
 LOOKING_FOR_CANARY = (Mode.WATCH, Mode.VERDICT)
+# Entries not sent because an earlier message of their FIFO group was not: not an error of theirs.
+BEHIND_UNSENT_GROUPMATE = "BehindUnsentGroupmate"
 
 
 @dataclass
@@ -44,6 +54,7 @@ class RunReport:
     canaries: int = 0
     errors: int = 0
     unparkable: int = 0
+    canary_may_hide: bool = False
     stopped_because: str = ""
     breaker_transitions: list[str] = field(default_factory=list)
 
@@ -130,11 +141,26 @@ class Redriver:
         if report.mode is Mode.REDRIVE:
             self._end_redrive_run(breaker, report)
         elif report.mode is Mode.VERDICT and breaker.state is State.HALF_OPEN and not report.errors:
-            self.log.info("canary stayed away: one success")
-            self._transition(
-                breaker, circuit.canary_passed(breaker, self.now(), self.settings.breaker), report
-            )
+            self._judge_canary(breaker, report)
         return report
+
+    def _judge_canary(self, breaker: Breaker, report: RunReport) -> None:
+        """The scan after the canary's window did not find it: a success, unless it could not see.
+
+        When the canary may be hidden behind its FIFO group, the verdict waits; after a second
+        window without a clear view it counts as a failure: never close on unread evidence.
+        """
+        canary = breaker.canary
+        assert canary is not None
+        now = self.now()
+        if not report.canary_may_hide:
+            self.log.info("canary stayed away: one success")
+            self._transition(breaker, circuit.canary_passed(breaker, now, self.settings.breaker), report)
+        elif now >= canary.verdict_at + (canary.verdict_at - canary.sent_at):
+            self.log.warning("canary hidden behind its FIFO group for two windows: opening the circuit")
+            self._transition(breaker, breaker.opened(now), report)
+        else:
+            self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
 
     def _stop_reason(self, report: RunReport, remaining_ms: Callable[[], int]) -> str:
         if report.received >= self.settings.max_messages_per_run:
@@ -162,7 +188,13 @@ class Redriver:
     ) -> tuple[Breaker, str]:
         """Decide and act on one received batch; return the breaker and a reason to stop, if any."""
         tracked, duplicates = self._track(batch)
-        report.returned += sum(1 for t in tracked if _redriven_since(t.mark, breaker.changed_at))
+        waits = self._fifo_waits(tracked) if self.settings.fifo else {}
+        # A FIFO message still waiting out its backoff is counted when it is acted on, not twice.
+        report.returned += sum(
+            1
+            for t in tracked
+            if _redriven_since(t.mark, breaker.changed_at) and t.message.message_id not in waits
+        )
         plan = Plan(leave=duplicates)
         due = []
         for t in tracked:
@@ -183,7 +215,14 @@ class Redriver:
             breaker = self._transition(breaker, breaker.opened(self.now()), report)
             stop = "breaker opened"
         elif report.mode is Mode.REDRIVE and self.settings.fifo:
-            self._plan_fifo_backoff(due, plan)
+            for t in due:
+                if t.message.message_id in waits:
+                    plan.hold.append((t, waits[t.message.message_id]))
+                    self._log_decision(
+                        "backing off in the DLQ (FIFO)", t, wait_seconds=waits[t.message.message_id]
+                    )
+                else:
+                    plan.redrive.append((t, 0))
         elif report.mode is Mode.REDRIVE:
             plan.redrive.extend((t, self._delay_for(t)) for t in due)
         elif report.mode in LOOKING_FOR_CANARY:
@@ -192,16 +231,20 @@ class Redriver:
             # and its return still reopens the breaker.
             back = [t for t in tracked if t.mark.identity in breaker.canary.identities]
             plan.leave.extend(due)
+            # FIFO: a failed canary returns behind its group's other messages, which a scan that
+            # holds one of them cannot see past.
+            report.canary_may_hide |= any(
+                _group_of(t) in breaker.canary.groups and t.mark.identity not in breaker.canary.identities
+                for t in tracked
+            )
             if back:
                 self._log_decision("canary came back: opening the circuit", back[0])
                 breaker = self._transition(breaker, breaker.opened(self.now()), report)
                 stop = "canary failed"
         else:  # PROBE
-            # The canary tests the consumer, not the message: take the ones that failed least
-            # often, the least likely to be poison.
-            by_failures = sorted(due, key=lambda t: t.mark.count)
-            canaries = by_failures[: self.settings.canary_size]
-            plan.leave.extend(by_failures[len(canaries) :])
+            candidates = self._canary_candidates(due)
+            canaries = candidates[: self.settings.canary_size]
+            plan.leave.extend(t for t in due if t not in canaries)
             if canaries:
                 breaker, claimed = self._claim_canary(breaker, canaries, report)
                 if claimed:
@@ -269,28 +312,45 @@ class Redriver:
                 unique[mark.identity] = tracked
         return list(unique.values()), duplicates
 
+    def _source_url(self, tracked: Tracked) -> str:
+        """Where the message came from, for records and reasons: a queue URL, or the ARN SQS gave."""
+        source = self._source_of(tracked)
+        return source.url if source else str(tracked.message.source_arn)
+
+    def _canary_candidates(self, due: list[Tracked]) -> list[Tracked]:
+        """The canary tests the consumer, not the message: those that failed least often first.
+
+        On FIFO only a group's first message may go (a later one would overtake it), and a group
+        alone in the batch first: a failed canary returns behind its group's other messages in the
+        DLQ, where a scan cannot see it.
+        """
+        if not self.settings.fifo:
+            return sorted(due, key=lambda t: t.mark.count)
+        groups = Counter(_group_of(t) for t in due)
+        heads = {_group_of(t): t for t in reversed(due)}
+        return sorted(heads.values(), key=lambda t: (groups[_group_of(t)], t.mark.count))
+
     def _source_of(self, tracked: Tracked) -> SqsQueue | None:
         """The queue the message came from: the one SQS names (shared DLQ), else the default."""
         arn = tracked.message.source_arn
         return self.default_source if arn is None else self.sources.get(queue_key_from_arn(arn))
 
-    def _plan_fifo_backoff(self, due: list[Tracked], plan: Plan) -> None:
+    def _fifo_waits(self, tracked: list[Tracked]) -> dict[str, int]:
         """FIFO queues refuse DelaySeconds: a message waits out its backoff hidden in the DLQ.
 
-        Within a message group, once one message waits, the ones after it wait at least as long,
-        so a group's messages go back in the order they failed.
+        Returns the seconds each not-yet-due message must still wait, by DLQ MessageId. Within a
+        message group, once one message waits, the ones after it wait at least as long, so a
+        group's messages go back in the order they failed.
         """
         now = self.now()
         group_wait: dict[str, int] = {}
-        for tracked in due:
-            group = tracked.message.system_attributes.get("MessageGroupId", "")
-            wait = max(self._fifo_due_at(tracked) - now, group_wait.get(group, 0))
+        waits = {}
+        for t in tracked:
+            group = _group_of(t)
+            wait = max(self._fifo_due_at(t) - now, group_wait.get(group, 0))
             if wait > 0:
-                group_wait[group] = wait
-                plan.hold.append((tracked, wait))
-                self._log_decision("backing off in the DLQ (FIFO)", tracked, wait_seconds=wait)
-            else:
-                plan.redrive.append((tracked, 0))
+                group_wait[group] = waits[t.message.message_id] = wait
+        return waits
 
     def _fifo_due_at(self, tracked: Tracked) -> int:
         """When the next re-drive is due: the backoff counted from the last re-drive, or the send.
@@ -323,7 +383,7 @@ class Redriver:
             "redrive_count": mark.count,
             "first_failed_at": mark.first_failed_at,
             "last_failed_at": self.now(),
-            "source_queue": tracked.message.source_arn or self.default_source.url,
+            "source_queue": self._source_url(tracked),
             "dlq_message_id": tracked.message.message_id,
         }
 
@@ -370,19 +430,29 @@ class Redriver:
         # would be lost by a crash in between, and the message could then loop forever.
         self.state.save_records(
             [
-                MessageRecord(mark, REDRIVEN, self.settings.source_queue_url)
-                for _, mark, _ in outgoing.values()
+                MessageRecord(mark, REDRIVEN, self._source_url(tracked))
+                for tracked, mark, _ in outgoing.values()
             ]
         )
-        by_source: dict[str, list[Outgoing]] = {}
-        for key, (tracked, mark, delay) in outgoing.items():
-            source = self._source_of(tracked) or self.default_source
-            by_source.setdefault(source.key, []).append(
-                self._outgoing(key, tracked, mark.to_json(), delay, f"{mark.identity}:{mark.count}")
-            )
         result = BatchResult()
-        for source_key, messages in by_source.items():
-            result.merge(self.sources[source_key].send(messages))
+        blocked_groups: set[str] = set()
+        for round_keys in self._send_rounds(outgoing):
+            by_source: dict[str, list[Outgoing]] = {}
+            for key in round_keys:
+                tracked, mark, delay = outgoing[key]
+                if _group_of(tracked) in blocked_groups:
+                    # An earlier message of its group was not sent: sending this one would reorder.
+                    result.failed[key] = EntryFailure(BEHIND_UNSENT_GROUPMATE, "", sender_fault=False)
+                    continue
+                source = self._source_of(tracked) or self.default_source
+                dedup = _deduplication_id(tracked, str(mark.count))
+                by_source.setdefault(source.key, []).append(
+                    self._outgoing(key, tracked, mark.to_json(), delay, dedup)
+                )
+            for source_key, messages in by_source.items():
+                sent_now = self.sources[source_key].send(messages)
+                result.merge(sent_now)
+                blocked_groups.update(_group_of(outgoing[key][0]) for key in sent_now.failed)
         sent = []
         for key in result.succeeded:
             tracked, mark, delay = outgoing[key]
@@ -399,11 +469,26 @@ class Redriver:
                 plan.park.append((tracked, reason))
             else:
                 # A failed call is counted once, by the run that it stops.
-                report.errors += failure.code != CALL_FAILED
+                report.errors += failure.code not in (CALL_FAILED, BEHIND_UNSENT_GROUPMATE)
                 not_sent.append(tracked)
                 self._log_decision("re-drive send failed; it stays in the DLQ", tracked, code=failure.code)
         self._undo_table_counts(not_sent)
         return sent, result.call_error
+
+    def _send_rounds(self, outgoing: dict[str, tuple[Tracked, Mark, int]]) -> list[list[str]]:
+        """The sends of a batch: one round on standard queues; on FIFO, round k holds each group's
+        k-th message, so a group's next message goes only after the one before it was sent."""
+        if not self.settings.fifo:
+            return [list(outgoing)]
+        rounds: list[list[str]] = []
+        position: Counter[str] = Counter()
+        for key, (tracked, _, _) in outgoing.items():
+            group = _group_of(tracked)
+            if position[group] == len(rounds):
+                rounds.append([])
+            rounds[position[group]].append(key)
+            position[group] += 1
+        return rounds
 
     def _outgoing(
         self, key: str, tracked: Tracked, mark_json: str, delay: int, deduplication_id: str
@@ -421,17 +506,13 @@ class Redriver:
             attributes=_with_mark(tracked, mark_json),
             delay_seconds=delay,
             trace_header=system.get("AWSTraceHeader"),
-            group_id=(system.get("MessageGroupId") or tracked.mark.identity) if self.settings.fifo else None,
+            group_id=_group_of(tracked) if self.settings.fifo else None,
             deduplication_id=deduplication_id if self.settings.fifo else None,
         )
 
     def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
         """Put back the counts of table-counted messages whose re-drive did not happen."""
-        undo = [
-            MessageRecord(t.mark, REDRIVEN, self.settings.source_queue_url)
-            for t in not_sent
-            if not t.carries_mark
-        ]
+        undo = [MessageRecord(t.mark, REDRIVEN, self._source_url(t)) for t in not_sent if not t.carries_mark]
         if undo:
             self.state.save_records(undo)
 
@@ -442,7 +523,7 @@ class Redriver:
             return None
         self.state.save_records(
             [
-                MessageRecord(tracked.mark, PARKED, self.settings.source_queue_url, json.dumps(reason))
+                MessageRecord(tracked.mark, PARKED, self._source_url(tracked), json.dumps(reason))
                 for tracked, reason in parked
             ]
         )
@@ -450,7 +531,7 @@ class Redriver:
         result = self.parking_lot.send(
             [
                 self._outgoing(
-                    key, tracked, tracked.mark.to_json(parked=reason), 0, f"parked:{tracked.mark.identity}"
+                    key, tracked, tracked.mark.to_json(parked=reason), 0, _deduplication_id(tracked, "parked")
                 )
                 for key, (tracked, reason) in by_key.items()
             ]
@@ -505,8 +586,15 @@ class Redriver:
         self, breaker: Breaker, canaries: list[Tracked], report: RunReport
     ) -> tuple[Breaker, bool]:
         window = (self._source_of(canaries[0]) or self.default_source).redrive_window()
-        verdict_at = self.now() + window.seconds
-        claimed = circuit.with_canary(breaker, tuple(t.mark.identity for t in canaries), verdict_at)
+        now = self.now()
+        verdict_at = now + window.seconds
+        canary = Canary(
+            identities=tuple(t.mark.identity for t in canaries),
+            verdict_at=verdict_at,
+            groups=tuple(_group_of(t) for t in canaries) if self.settings.fifo else (),
+            sent_at=now,
+        )
+        claimed = circuit.with_canary(breaker, canary)
         if not self._save_breaker(claimed, breaker, report):
             return breaker, False
         for tracked in canaries:
@@ -560,6 +648,20 @@ class Redriver:
                 **fields,
             },
         )
+
+
+def _group_of(tracked: Tracked) -> str:
+    """A FIFO message's group (standard queues have none: each message is its own)."""
+    return tracked.message.system_attributes.get("MessageGroupId") or tracked.mark.identity
+
+
+def _deduplication_id(tracked: Tracked, suffix: str) -> str:
+    """A FIFO deduplication id for this message and step. A content identity (``sha256:``) can be
+    shared by two different messages, so those use the DLQ MessageId instead; SQS drops a repeated
+    id for 5 minutes, which must only ever drop a true duplicate."""
+    identity = tracked.mark.identity
+    base = tracked.message.message_id if identity.startswith(HASH_IDENTITY_PREFIX) else identity
+    return f"{base}:{suffix}"[:128]
 
 
 def _redriven_since(mark: Mark, since: int) -> bool:

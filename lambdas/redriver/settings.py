@@ -43,7 +43,7 @@ class Settings:
 
     @property
     def fifo(self) -> bool:
-        return self.dlq_url.endswith(".fifo")
+        return self.dlq_url.rstrip("/").endswith(".fifo")
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -71,10 +71,10 @@ def _queue_url(env: Mapping[str, str], name: str) -> str:
 
 def _check_queue_kinds(dlq_url: str, parking_lot_url: str, source_urls: tuple[str, ...]) -> None:
     """A FIFO DLQ serves FIFO sources only, and its poison needs a FIFO parking lot; and vice versa."""
-    fifo = dlq_url.endswith(".fifo")
+    fifo = dlq_url.rstrip("/").endswith(".fifo")
     kind = "FIFO" if fifo else "standard"
     for name, url in [("PARKING_LOT_URL", parking_lot_url)] + [("SOURCE_QUEUE_URL", u) for u in source_urls]:
-        if url.endswith(".fifo") != fifo:
+        if url.rstrip("/").endswith(".fifo") != fifo:
             raise ConfigError(f"{name} {url!r} must be a {kind} queue, like DLQ_URL {dlq_url!r}")
 
 

@@ -9,10 +9,11 @@ import pytest
 from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
-from redriver.breaker import BreakerPolicy
-from redriver.envelope import MARK_ATTRIBUTE, Mark
-from tests.conftest import REGION, Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume, drain
+from redriver.adapters.state_table import MessageRecord
+from redriver.breaker import Breaker, BreakerPolicy, Mode, State
+from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from tests.conftest import CANARY_WINDOW, REGION, Aws, create_aws, make_redriver, make_settings
+from tests.factories import FakeClock, PatchedClient, always, consume, drain
 
 REMAINING = lambda: 60_000  # noqa: E731
 ACCOUNT = "123456789012"
@@ -169,3 +170,107 @@ def test_a_message_from_a_source_not_configured_is_parked_with_the_reason(aws: A
     [parked] = receive_all(aws, aws.parking_lot_url)
     reason = parked["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"]
     assert "no configured source queue is arn:aws:sqs:us-east-1:123456789012:legacy-orders" in reason
+
+
+def open_breaker_long_ago(aws: Aws, clock: FakeClock) -> None:
+    settings = make_settings(aws)
+    make_redriver(aws, settings, clock).state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now) - 3600), expected_version=0
+    )
+
+
+def test_two_different_fifo_messages_with_one_content_identity_are_both_parked(
+    fifo: Aws, clock: FakeClock
+) -> None:
+    # GIVEN two orders of different groups, identical in body and 10 attributes: one content identity
+    ten = {f"a{i}": {"DataType": "String", "StringValue": "v"} for i in range(10)}
+    for group in ("tenant-1", "tenant-2"):
+        fifo.sqs.send_message(
+            QueueUrl=fifo.dlq_url,
+            MessageBody="refresh",
+            MessageGroupId=group,
+            MessageDeduplicationId=f"d-{group}",
+            MessageAttributes=ten,
+        )
+    settings = make_settings(fifo, max_redrives=1, breaker=BreakerPolicy(failure_threshold=100))
+    identity = DlqMessage("x", "r", "refresh", ten).content_identity
+    make_redriver(fifo, settings, clock).state.save_records(
+        [MessageRecord(Mark(identity, 1, 1, (1,)), "REDRIVEN", fifo.source_url)]
+    )
+
+    for _ in range(3):
+        clock.advance(60)
+        make_redriver(fifo, settings, clock).run(REMAINING)
+
+    # THEN neither is dropped as a FIFO duplicate: their deduplication ids come from their MessageIds
+    assert len(receive_all(fifo, fifo.parking_lot_url)) == 2
+
+
+def test_a_fifo_canary_is_the_first_message_of_its_group(fifo: Aws, clock: FakeClock) -> None:
+    send_fifo(fifo, "g-first", "g", marked(Mark("id-first", 2, 1, (1, 2))))
+    send_fifo(fifo, "g-second", "g")
+    open_breaker_long_ago(fifo, clock)
+
+    assert make_redriver(fifo, make_settings(fifo), clock).run(REMAINING).canaries == 1
+
+    assert [m["Body"] for m in receive_all(fifo, fifo.source_url)] == ["g-first"]
+
+
+def test_a_fifo_message_is_not_sent_ahead_of_an_unsent_groupmate(fifo: Aws, clock: FakeClock) -> None:
+    send_fifo(fifo, "g-1", "g")
+    send_fifo(fifo, "g-2", "g")
+
+    def fails_g1(QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        passing = [e for e in Entries if e["MessageBody"] != "g-1"]
+        failed = [
+            {"Id": e["Id"], "SenderFault": False, "Code": "InternalError"}
+            for e in Entries
+            if e not in passing
+        ]
+        response = fifo.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=passing) if passing else {}
+        return {"Successful": response.get("Successful", []), "Failed": failed}
+
+    report = make_redriver(
+        fifo, make_settings(fifo), clock, sqs=PatchedClient(fifo.sqs, send_message_batch=fails_g1)
+    ).run(REMAINING)
+
+    assert (report.redriven, report.errors) == (0, 1)
+    assert receive_all(fifo, fifo.source_url) == []
+
+
+def test_a_fifo_canary_that_may_hide_behind_its_group_is_not_counted_a_success(
+    fifo: Aws, clock: FakeClock
+) -> None:
+    # GIVEN a canary from a group of 12: back in the DLQ, it sits behind 11 groupmates
+    for i in range(12):
+        send_fifo(fifo, f"g-{i}", "g")
+    open_breaker_long_ago(fifo, clock)
+    settings = make_settings(fifo)
+    assert make_redriver(fifo, settings, clock).run(REMAINING).canaries == 1
+    [canary] = fifo.sqs.receive_message(QueueUrl=fifo.source_url, MessageAttributeNames=["All"])["Messages"]
+    send_fifo(fifo, canary["Body"], "g", canary["MessageAttributes"])  # failed again: back at the tail
+    fifo.sqs.delete_message(QueueUrl=fifo.source_url, ReceiptHandle=canary["ReceiptHandle"])
+    state = make_redriver(fifo, settings, clock).state
+
+    clock.advance(CANARY_WINDOW + 1)
+    postponed = make_redriver(fifo, settings, clock).run(REMAINING)
+    clock.advance(CANARY_WINDOW + 1)
+    show_hidden_messages("orders-dlq.fifo")
+    judged = make_redriver(fifo, settings, clock).run(REMAINING)
+
+    assert postponed.mode is Mode.VERDICT and postponed.breaker_transitions == []
+    assert state.load_breaker(settings.breaker_key).state is State.OPEN
+    assert judged.breaker_transitions == ["HALF_OPEN->OPEN"]
+
+
+def test_a_fifo_message_waiting_out_its_backoff_counts_as_returned_once(fifo: Aws, clock: FakeClock) -> None:
+    now = int(clock.now)
+    send_fifo(fifo, "o", "g", marked(Mark("id-1", 1, now - 100, (now - 10,))))
+    settings = make_settings(fifo, base_delay_seconds=60, max_delay_seconds=900)
+
+    waiting = make_redriver(fifo, settings, clock).run(REMAINING)
+    show_hidden_messages("orders-dlq.fifo")
+    clock.advance(900)
+    sent = make_redriver(fifo, settings, clock).run(REMAINING)
+
+    assert (waiting.returned, sent.returned, sent.redriven) == (0, 1, 1)

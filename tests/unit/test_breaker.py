@@ -87,11 +87,11 @@ def test_only_a_canary_in_flight_can_pass() -> None:
 @pytest.mark.parametrize("state", [State.CLOSED, State.OPEN])
 def test_a_canary_needs_a_half_open_breaker(state: State) -> None:
     with pytest.raises(ValueError, match=state.value):
-        with_canary(Breaker(state), ("id-1",), T0)
+        with_canary(Breaker(state), Canary(("id-1",), T0))
 
 
 def test_with_canary_records_the_canary_and_bumps_the_version() -> None:
-    after = with_canary(half_open(), ("a", "b"), T0 + 90)
+    after = with_canary(half_open(), Canary(("a", "b"), T0 + 90))
     assert (after.canary, after.version) == (Canary(("a", "b"), T0 + 90), 8)
 
 
@@ -149,7 +149,7 @@ AT_7 = Breaker(version=7)
         pytest.param(lambda: end_redrive_run(AT_7, BAD, T0, POLICY), id="failure-counted"),
         pytest.param(lambda: end_redrive_run(replace(AT_7, failures=2), BAD, T0, POLICY), id="tripped"),
         pytest.param(lambda: end_redrive_run(replace(AT_7, failures=1), OK, T0, POLICY), id="reset"),
-        pytest.param(lambda: with_canary(half_open(), ("x",), T0), id="canary"),
+        pytest.param(lambda: with_canary(half_open(), Canary(("x",), T0)), id="canary"),
         pytest.param(lambda: begin_run(Breaker(State.OPEN, version=7), T0 + 60, POLICY)[0], id="half-open"),
         pytest.param(lambda: canary_passed(half_open(verdict_at=T0), T0, POLICY), id="success-counted"),
         pytest.param(

@@ -152,6 +152,8 @@ def _breaker_item(key: str, breaker: Breaker) -> dict[str, Any]:
     if breaker.canary is not None:
         item["canary_ids"] = {"L": [{"S": identity} for identity in breaker.canary.identities]}
         item["canary_verdict_at"] = {"N": str(breaker.canary.verdict_at)}
+        item["canary_groups"] = {"L": [{"S": group} for group in breaker.canary.groups]}
+        item["canary_sent_at"] = {"N": str(breaker.canary.sent_at)}
     return item
 
 
@@ -161,6 +163,8 @@ def _breaker_from_item(item: Mapping[str, Any]) -> Breaker:
         canary = Canary(
             identities=tuple(value["S"] for value in item["canary_ids"]["L"]),
             verdict_at=int(item["canary_verdict_at"]["N"]),
+            groups=tuple(value["S"] for value in item.get("canary_groups", {"L": []})["L"]),
+            sent_at=int(item.get("canary_sent_at", {"N": "0"})["N"]),
         )
     return Breaker(
         state=State(item["state"]["S"]),
