@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test lint synth deploy destroy demo clean
+.PHONY: install test lint synth deploy destroy demo bench clean
 
 install: $(STAMP)
 
@@ -45,6 +45,10 @@ destroy: $(STAMP) $(CDK)
 # run the real handlers. Options: make demo ARGS="--orders 80 --outage-seconds 30 --json"
 demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
+
+# Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3"
+bench: $(STAMP)
+	$(BIN)/python -m bench $(ARGS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""`make bench`: the re-driver against a faithful port of the published design, on one moto server."""

@@ -1,0 +1,280 @@
+"""`make bench`: drain the same DLQ with the published design and with this re-driver, on one moto
+server, counting every AWS request with botocore event hooks; optionally with a fixed latency added
+to every request (closer to real AWS than moto's local calls).
+
+    python -m bench [--sizes 200 500] [--repeats 3] [--latency-ms 0 20] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import boto3
+
+import demo  # noqa: F401 - puts lambdas/ on sys.path, as Lambda does
+from bench.baseline import PublishedRedriver
+from demo.local_aws import moto_server
+from redriver.adapters.sqs_queue import SqsQueue
+from redriver.adapters.state_table import StateTable
+from redriver.redrive import Redriver
+from redriver.settings import Settings
+
+REGION = "us-east-1"
+SQS_BILLING_CHUNK = 64 * 1024
+# Published on-demand prices, us-east-1 (per million): SQS standard requests, DynamoDB write and
+# read request units.
+PRICE_SQS_REQUEST = 0.40
+PRICE_WRU = 0.625
+PRICE_RRU = 0.125
+
+
+@dataclass
+class Meter:
+    """Counts requests by operation and the units AWS bills for them."""
+
+    latency_seconds: float = 0.0
+    operations: Counter[str] = field(default_factory=Counter)
+    sqs_requests: float = 0
+    write_units: float = 0
+    read_units: float = 0
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("provide-client-params.*.*", self._count)
+        if self.latency_seconds:
+            client.meta.events.register("before-send.*.*", self._wait)
+        return client
+
+    def _wait(self, **_: Any) -> None:
+        time.sleep(self.latency_seconds)
+
+    def _count(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        name = model.name
+        self.operations[name] += 1
+        service = model.metadata["endpointPrefix"] if hasattr(model, "metadata") else ""
+        if name in {"SendMessageBatch", "SendMessage"}:
+            entries = params.get("Entries") or [params]
+            payload = sum(len(e.get("MessageBody", "").encode()) for e in entries)
+            self.sqs_requests += max(1, math.ceil(payload / SQS_BILLING_CHUNK))
+        elif name in {"BatchWriteItem"}:
+            self.write_units += sum(len(items) for items in params["RequestItems"].values())
+        elif name in {"PutItem", "UpdateItem", "DeleteItem"}:
+            self.write_units += 1
+        elif name == "BatchGetItem":
+            for request in params["RequestItems"].values():
+                self.read_units += len(request["Keys"]) * (1 if request.get("ConsistentRead") else 0.5)
+        elif name == "GetItem":
+            self.read_units += 1 if params.get("ConsistentRead") else 0.5
+        elif service != "dynamodb":
+            self.sqs_requests += 1
+
+    @property
+    def billable(self) -> float:
+        return self.sqs_requests + self.write_units + self.read_units
+
+    def cost_per_million(self, messages: int) -> float:
+        dollars = (
+            self.sqs_requests * PRICE_SQS_REQUEST + self.write_units * PRICE_WRU + self.read_units * PRICE_RRU
+        )
+        return dollars / messages  # $ per million requests x (requests / message) x 1e6 / 1e6
+
+
+@dataclass
+class Result:
+    design: str
+    messages: int
+    latency_ms: int
+    seconds: float
+    per_second: float
+    calls_per_message: float
+    billable_per_message: float
+    cost_per_million_usd: float
+    operations: dict[str, int]
+
+
+def reset(endpoint: str) -> None:
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).read()
+
+
+def create_resources(messages: int) -> dict[str, str]:
+    sqs = boto3.client("sqs", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    urls = {
+        name: sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("orders", "orders-dlq", "parking-lot")
+    }
+    for table, key in (("redriver-state", "pk"), ("published-state", "PK")):
+        dynamodb.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    rng = random.Random(7)
+    bodies = [json.dumps({"order_id": f"o-{i:05d}", "amount": rng.randint(1, 500)}) for i in range(messages)]
+    attributes = {"tenant": {"DataType": "String", "StringValue": "acme"}}
+    for start in range(0, messages, 10):
+        sqs.send_message_batch(
+            QueueUrl=urls["orders-dlq"],
+            Entries=[
+                {"Id": str(i), "MessageBody": body, "MessageAttributes": attributes}
+                for i, body in enumerate(bodies[start : start + 10])
+            ],
+        )
+    return urls
+
+
+def visible(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def drain_with_published(urls: dict[str, str], meter: Meter) -> None:
+    plain = boto3.client("sqs", region_name=REGION)
+    redriver = PublishedRedriver(
+        meter.attach(boto3.client("sqs", region_name=REGION)),
+        meter.attach(boto3.client("dynamodb", region_name=REGION)),
+        dlq_url=urls["orders-dlq"],
+        source_url=urls["orders"],
+        parking_lot_url=urls["parking-lot"],
+        table_name="published-state",
+        queue_name="orders",
+        wait_seconds=0,
+    )
+    while visible(plain, urls["orders-dlq"]):
+        redriver.handler()
+
+
+def drain_with_redriver(urls: dict[str, str], meter: Meter, messages: int) -> None:
+    sqs = meter.attach(boto3.client("sqs", region_name=REGION))
+    settings = Settings(
+        dlq_url=urls["orders-dlq"],
+        source_queue_url=urls["orders"],
+        parking_lot_url=urls["parking-lot"],
+        table_name="redriver-state",
+        receive_wait_seconds=0,
+        max_messages_per_run=messages,
+    )
+    redriver = Redriver(
+        settings,
+        dlq=SqsQueue(settings.dlq_url, sqs),
+        sources=[SqsQueue(settings.source_queue_url, sqs)],
+        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
+        state=StateTable(
+            settings.table_name,
+            meter.attach(boto3.client("dynamodb", region_name=REGION)),
+            ttl_seconds=86_400,
+        ),
+        logger=logging.getLogger("bench"),
+        clock=time.time,
+        rng=random.Random(7),
+    )
+    plain = boto3.client("sqs", region_name=REGION)
+    while visible(plain, urls["orders-dlq"]):
+        redriver.run(lambda: 900_000)
+
+
+def measure(endpoint: str, design: str, messages: int, latency_ms: int) -> Result:
+    reset(endpoint)
+    urls = create_resources(messages)
+    meter = Meter(latency_seconds=latency_ms / 1000)
+    started = time.perf_counter()
+    if design == "published":
+        drain_with_published(urls, meter)
+    else:
+        drain_with_redriver(urls, meter, messages)
+    seconds = time.perf_counter() - started
+    calls = sum(meter.operations.values())
+    return Result(
+        design=design,
+        messages=messages,
+        latency_ms=latency_ms,
+        seconds=round(seconds, 2),
+        per_second=round(messages / seconds, 1),
+        calls_per_message=round(calls / messages, 3),
+        billable_per_message=round(meter.billable / messages, 3),
+        cost_per_million_usd=round(meter.cost_per_million(messages), 2),
+        operations=dict(meter.operations),
+    )
+
+
+def cold_import_ms(statement: str, repeats: int) -> float:
+    """Median wall time of a fresh interpreter running ``statement``, minus an empty interpreter."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["lambdas", "."]), POWERTOOLS_TRACE_DISABLED="true")
+    env.update(
+        DLQ_URL="https://sqs.us-east-1.amazonaws.com/1/dlq",
+        SOURCE_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/1/src",
+        PARKING_LOT_URL="https://sqs.us-east-1.amazonaws.com/1/lot",
+        DYNAMODB_TABLE_NAME="t",
+    )
+
+    def timed(code: str) -> float:
+        samples = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            samples.append(time.perf_counter() - started)
+        return statistics.median(samples)
+
+    return round((timed(statement) - timed("pass")) * 1000, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--latency-ms", type=int, nargs="+", default=[0, 20])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    rows: list[dict[str, Any]] = []
+    with moto_server() as endpoint:
+        for latency_ms in args.latency_ms:
+            for messages in args.sizes:
+                for design in ("published", "redriver"):
+                    runs = [measure(endpoint, design, messages, latency_ms) for _ in range(args.repeats)]
+                    median = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
+                    rows.append(asdict(median))
+                    print(_line(median), file=sys.stderr)
+    imports = {
+        "boto3": cold_import_ms("import boto3", args.repeats * 2),
+        "redriver.handler": cold_import_ms("import redriver.handler", args.repeats * 2),
+    }
+    report = {"results": rows, "cold_import_ms": imports}
+    print(json.dumps(report, indent=2) if args.json else _table(rows, imports))
+    return 0
+
+
+def _line(r: Result) -> str:
+    return (
+        f"{r.design:9} n={r.messages:5} latency={r.latency_ms:3} ms: {r.seconds:7.2f} s, "
+        f"{r.per_second:7.1f} msg/s, {r.calls_per_message:.3f} calls/msg, "
+        f"{r.billable_per_message:.3f} billable/msg, ${r.cost_per_million_usd:.2f} per million"
+    )
+
+
+def _table(rows: list[dict[str, Any]], imports: dict[str, float]) -> str:
+    header = "| design | messages | latency/call | wall time | msg/s | API calls/msg | billable units/msg | $/1M msgs |"
+    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['design']} | {r['messages']} | {r['latency_ms']} ms | {r['seconds']} s | {r['per_second']} "
+            f"| {r['calls_per_message']} | {r['billable_per_message']} | {r['cost_per_million_usd']} |"
+        )
+    lines += ["", f"cold import (median, minus an empty interpreter), ms: {imports}"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
