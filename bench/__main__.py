@@ -265,12 +265,22 @@ def _line(r: Result) -> str:
 
 
 def _table(rows: list[dict[str, Any]], imports: dict[str, float]) -> str:
-    header = "| design | messages | latency/call | wall time | msg/s | API calls/msg | billable units/msg | $/1M msgs |"
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    columns = [
+        "design",
+        "messages",
+        "latency/call",
+        "wall time",
+        "msg/s",
+        "API calls/msg",
+        "billable/msg",
+        "$/1M msgs",
+    ]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         lines.append(
-            f"| {r['design']} | {r['messages']} | {r['latency_ms']} ms | {r['seconds']} s | {r['per_second']} "
-            f"| {r['calls_per_message']} | {r['billable_per_message']} | {r['cost_per_million_usd']} |"
+            f"| {r['design']} | {r['messages']} | {r['latency_ms']} ms | {r['seconds']} s "
+            f"| {r['per_second']} | {r['calls_per_message']} | {r['billable_per_message']} "
+            f"| {r['cost_per_million_usd']} |"
         )
     lines += ["", f"cold import (median, minus an empty interpreter), ms: {imports}"]
     return "\n".join(lines)
