@@ -42,6 +42,9 @@ class RedriverSettings:
     redriver_timeout_seconds: int = 120
     # A run takes no new batch with less time left than this (its worst batch must fit in it).
     time_margin_seconds: int = 30
+    # Also write a table record for every re-drive of a marked message (the mark already carries
+    # count and history): an audit trail at one write unit per re-drive.
+    record_every_redrive: bool = False
     redriver_memory_mb: int = 256
     # The example stack's queues and consumer (ignored by the construct on existing queues).
     max_receive_count: int = 5
@@ -116,6 +119,11 @@ class RedriverSettings:
         values: dict[str, Any] = {}
         for name, value in context.items():
             expected = cls.__dataclass_fields__[name].default
+            if isinstance(expected, bool):
+                if str(value).lower() not in ("true", "false"):
+                    raise SettingsError(f"{name} must be true or false, got {value!r}")
+                values[name] = str(value).lower() == "true"
+                continue
             try:
                 values[name] = type(expected)(value)
             except (TypeError, ValueError):
@@ -147,6 +155,7 @@ class RedriverSettings:
             "MAX_MESSAGES_PER_RUN": str(self.max_messages_per_run),
             "RECEIVE_WAIT_SECONDS": str(self.receive_wait_seconds),
             "TIME_MARGIN_SECONDS": str(self.time_margin_seconds),
+            "RECORD_EVERY_REDRIVE": str(self.record_every_redrive).lower(),
             "DLQ_VISIBILITY_TIMEOUT_SECONDS": str(self.dlq_visibility_timeout_seconds),
         }
 

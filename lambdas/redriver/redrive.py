@@ -427,11 +427,14 @@ class Redriver:
             for index, (tracked, delay) in enumerate(plan.redrive)
         }
         # Written before the send: for messages counted only in the table, a count written after
-        # would be lost by a crash in between, and the message could then loop forever.
+        # would be lost by a crash in between, and the message could then loop forever. A marked
+        # message carries its own count and history; recording it too is optional (it costs one
+        # write unit per re-drive, more than the SQS requests of the whole re-drive).
         self.state.save_records(
             [
                 MessageRecord(mark, REDRIVEN, self._source_url(tracked))
                 for tracked, mark, _ in outgoing.values()
+                if self.settings.record_every_redrive or not tracked.carries_mark
             ]
         )
         result = BatchResult()

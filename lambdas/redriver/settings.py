@@ -32,6 +32,7 @@ class Settings:
     dlq_visibility_timeout_seconds: int = 960
     time_margin_seconds: int = 30
     state_ttl_days: int = 14
+    record_every_redrive: bool = False
 
     @property
     def breaker_key(self) -> str:
@@ -91,6 +92,15 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -
     return value
 
 
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{name} must be true or false, got {raw!r}")
+    return raw == "true"
+
+
 def _ratio(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name, "").strip()
     if not raw:
@@ -146,4 +156,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         dlq_visibility_timeout_seconds=_int(env, "DLQ_VISIBILITY_TIMEOUT_SECONDS", 960, 1, 43_200),
         time_margin_seconds=margin,
         state_ttl_days=_int(env, "STATE_TTL_DAYS", 14, 1, 365),
+        record_every_redrive=_bool(env, "RECORD_EVERY_REDRIVE", False),
     )

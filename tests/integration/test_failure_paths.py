@@ -15,6 +15,7 @@ from tests.factories import FakeClock, PatchedClient, depth, drain, order_body
 from tests.faults import Faults
 
 REMAINING = lambda: 60_000  # noqa: E731
+TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 
 
 def client_error(code: str, operation: str) -> ClientError:
@@ -81,7 +82,9 @@ def test_nothing_is_deleted_when_the_whole_send_fails(aws: Aws, clock: FakeClock
 
 
 def test_nothing_is_sent_when_the_state_table_write_fails(aws: Aws, clock: FakeClock) -> None:
-    fill_dlq(aws, 2)
+    # GIVEN messages with no room for a mark: the table holds their count, so it must be written first
+    for body in ("a", "b"):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes=TEN_ATTRIBUTES)
 
     dynamodb = PatchedClient(
         aws.dynamodb, batch_write_item=raising("ProvisionedThroughputExceededException", "BatchWriteItem")
@@ -216,9 +219,6 @@ def test_an_unreadable_breaker_fails_the_invocation_before_touching_the_dlq(
     with pytest.raises(AwsCallError, match="GetItem"):
         redriver.run(REMAINING)
     assert depth(aws.sqs, aws.dlq_url) == 2 and depth(aws.sqs, aws.source_url) == 0
-
-
-TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 
 
 def test_copies_of_one_identity_in_a_batch_are_handled_one_per_run(aws: Aws, clock: FakeClock) -> None:

@@ -98,10 +98,18 @@ def test_redrive_count_survives_round_trips_until_the_message_is_parked(aws: Aws
     assert depth(aws.sqs, aws.dlq_url) == 0 and depth(aws.sqs, aws.source_url) == 0
 
 
-def test_state_table_records_count_and_history(aws: Aws, clock: FakeClock) -> None:
+def test_by_default_a_marked_redrive_writes_nothing_to_the_table(aws: Aws, clock: FakeClock) -> None:
+    send_to_dlq(aws, order_body("o-1"))
+
+    assert make_redriver(aws, make_settings(aws), clock).run(REMAINING).redriven == 1
+
+    assert aws.dynamodb.scan(TableName=aws.table_name)["Items"] == []
+
+
+def test_state_table_records_count_and_history_when_asked_to(aws: Aws, clock: FakeClock) -> None:
     original_id = send_to_dlq(aws, order_body("o-1"))
 
-    make_redriver(aws, make_settings(aws), clock).run(REMAINING)
+    make_redriver(aws, make_settings(aws, record_every_redrive=True), clock).run(REMAINING)
 
     item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"pk": {"S": f"MSG#{original_id}"}})["Item"]
     assert item["redrive_count"] == {"N": "1"}

@@ -111,7 +111,7 @@ class StateTable:
         return found
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:
-        """Write message records with BatchWriteItem, retrying unprocessed items."""
+        """Write message records with BatchWriteItem, retrying unprocessed items (none: no call)."""
         now = int(self._clock())
         items = [{"PutRequest": {"Item": _record_item(record, now, self._ttl_seconds)}} for record in records]
         for start in range(0, len(items), BATCH_WRITE_LIMIT):
