@@ -156,7 +156,7 @@ def drain_with_published(urls: dict[str, str], meter: Meter) -> None:
         redriver.handler()
 
 
-def drain_with_redriver(urls: dict[str, str], meter: Meter, messages: int) -> None:
+def drain_with_redriver(urls: dict[str, str], meter: Meter, messages: int, rate: int = 500) -> None:
     sqs = meter.attach(boto3.client("sqs", region_name=REGION))
     settings = Settings(
         dlq_url=urls["orders-dlq"],
@@ -165,6 +165,7 @@ def drain_with_redriver(urls: dict[str, str], meter: Meter, messages: int) -> No
         table_name="redriver-state",
         receive_wait_seconds=0,
         max_messages_per_run=messages,
+        max_redrives_per_second=rate,
     )
     redriver = Redriver(
         settings,
@@ -209,6 +210,15 @@ def measure(endpoint: str, design: str, messages: int, latency_ms: int) -> Resul
     )
 
 
+def limiter_rate(endpoint: str, rate: int, messages: int) -> float:
+    """Messages per second achieved by one run with the rate limit set to ``rate``."""
+    reset(endpoint)
+    urls = create_resources(messages)
+    started = time.perf_counter()
+    drain_with_redriver(urls, Meter(), messages, rate=rate)
+    return round(messages / (time.perf_counter() - started), 1)
+
+
 def cold_import_ms(statement: str, repeats: int) -> float:
     """Median wall time of a fresh interpreter running ``statement``, minus an empty interpreter."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(["lambdas", "."]), POWERTOOLS_TRACE_DISABLED="true")
@@ -235,11 +245,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency-ms", type=int, nargs="+", default=[0, 20])
+    parser.add_argument("--limiter-rates", type=int, nargs="*", default=[10, 25])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     rows: list[dict[str, Any]] = []
+    limiter: dict[str, float] = {}
     with moto_server() as endpoint:
+        for rate in args.limiter_rates:
+            limiter[f"{rate}/s"] = statistics.median(
+                limiter_rate(endpoint, rate, 200) for _ in range(args.repeats)
+            )
         for latency_ms in args.latency_ms:
             for messages in args.sizes:
                 for design in ("published", "redriver"):
@@ -251,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         "boto3": cold_import_ms("import boto3", args.repeats * 2),
         "redriver.handler": cold_import_ms("import redriver.handler", args.repeats * 2),
     }
-    report = {"results": rows, "cold_import_ms": imports}
-    print(json.dumps(report, indent=2) if args.json else _table(rows, imports))
+    report = {"results": rows, "cold_import_ms": imports, "limiter_achieved_per_second": limiter}
+    print(json.dumps(report, indent=2) if args.json else _table(rows, imports, limiter))
     return 0
 
 
@@ -264,7 +280,7 @@ def _line(r: Result) -> str:
     )
 
 
-def _table(rows: list[dict[str, Any]], imports: dict[str, float]) -> str:
+def _table(rows: list[dict[str, Any]], imports: dict[str, float], limiter: dict[str, float]) -> str:
     columns = [
         "design",
         "messages",
@@ -282,7 +298,11 @@ def _table(rows: list[dict[str, Any]], imports: dict[str, float]) -> str:
             f"| {r['per_second']} | {r['calls_per_message']} | {r['billable_per_message']} "
             f"| {r['cost_per_million_usd']} |"
         )
-    lines += ["", f"cold import (median, minus an empty interpreter), ms: {imports}"]
+    lines += [
+        "",
+        f"cold import (median, minus an empty interpreter), ms: {imports}",
+        f"rate limiter, setting -> achieved messages/s (200 messages): {limiter}",
+    ]
     return "\n".join(lines)
 
 

@@ -38,6 +38,8 @@ class RedriverSettings:
     breaker_failure_ratio: float = 0.5
     canary_size: int = 1
     max_messages_per_run: int = 500
+    # Re-drives per second at most (a token bucket), so a recovered consumer is not flooded.
+    max_redrives_per_second: int = 50
     receive_wait_seconds: int = 1
     redriver_timeout_seconds: int = 120
     # A run takes no new batch with less time left than this (its worst batch must fit in it).
@@ -69,6 +71,7 @@ class RedriverSettings:
             raise SettingsError(f"breaker_failure_ratio must be in (0, 1], got {self.breaker_failure_ratio}")
         _check_range("canary_size", self.canary_size, 1, 10)
         _check_range("max_messages_per_run", self.max_messages_per_run, 1, 100_000)
+        _check_range("max_redrives_per_second", self.max_redrives_per_second, 1, 500)
         _check_range("receive_wait_seconds", self.receive_wait_seconds, 0, 20)
         _check_range(
             "redriver_timeout_seconds", self.redriver_timeout_seconds, 30, MAX_LAMBDA_TIMEOUT_SECONDS
@@ -153,6 +156,7 @@ class RedriverSettings:
             "BREAKER_FAILURE_RATIO": str(self.breaker_failure_ratio),
             "CANARY_SIZE": str(self.canary_size),
             "MAX_MESSAGES_PER_RUN": str(self.max_messages_per_run),
+            "MAX_REDRIVES_PER_SECOND": str(self.max_redrives_per_second),
             "RECEIVE_WAIT_SECONDS": str(self.receive_wait_seconds),
             "TIME_MARGIN_SECONDS": str(self.time_margin_seconds),
             "RECORD_EVERY_REDRIVE": str(self.record_every_redrive).lower(),

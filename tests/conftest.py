@@ -102,6 +102,7 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
         "base_delay_seconds": 0,
         "max_delay_seconds": 0,
         "receive_wait_seconds": 0,
+        "max_redrives_per_second": 500,  # the limiter has tests of its own; here it must not slow runs
         "breaker": BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2),
     }
     values.update(overrides)

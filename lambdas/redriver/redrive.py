@@ -28,6 +28,7 @@ from redriver.adapters.state_table import MessageRecord, StateTable
 from redriver.backoff import redrive_delay
 from redriver.breaker import Breaker, Canary, Mode, RunOutcome, State
 from redriver.envelope import HASH_IDENTITY_PREFIX, MARK_ATTRIBUTE, DlqMessage, Mark, string_attribute
+from redriver.ratelimit import TokenBucket
 from redriver.settings import Settings
 
 SQS_RECEIVE_LIMIT = 10
@@ -92,8 +93,11 @@ class Redriver:
         logger: logging.Logger | Any,
         clock: Callable[[], float],
         rng: random.Random,
+        limiter: TokenBucket | None = None,
     ) -> None:
         self.settings = settings
+        # One batch may go at once; beyond that, re-drives flow at the configured rate.
+        self.limiter = limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_RECEIVE_LIMIT)
         self.dlq = dlq
         # A message goes back to the queue SQS names as its source; without a name, to the first.
         self.default_source = sources[0]
@@ -437,6 +441,7 @@ class Redriver:
                 if self.settings.record_every_redrive or not tracked.carries_mark
             ]
         )
+        self.limiter.acquire(len(outgoing))
         result = BatchResult()
         blocked_groups: set[str] = set()
         for round_keys in self._send_rounds(outgoing):

@@ -9,6 +9,7 @@ import pytest
 
 from redriver.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
+from redriver.ratelimit import TokenBucket
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
 
@@ -372,3 +373,16 @@ def test_the_canary_is_the_message_that_failed_least_often(aws: Aws, clock: Fake
 
     [canary] = drain(aws.sqs, aws.source_url)
     assert canary["Body"] == "body-0"
+
+
+def test_redrives_flow_at_the_configured_rate(aws: Aws, clock: FakeClock) -> None:
+    for i in range(30):
+        send_to_dlq(aws, f"m-{i}")
+    slept: list[float] = []
+    redriver = make_redriver(aws, make_settings(aws), clock)
+    redriver.limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
+
+    assert redriver.run(REMAINING).redriven == 30
+
+    # 30 messages at 20 per second, the first 10 at once: 1 s of waiting
+    assert sum(slept) == pytest.approx(1.0)
