@@ -40,6 +40,8 @@ class RedriverSettings:
     max_messages_per_run: int = 500
     # Re-drives per second at most (a token bucket), so a recovered consumer is not flooded.
     max_redrives_per_second: int = 50
+    # Back-pressure: no re-drives while a source queue holds more messages than this (0: off).
+    source_backlog_limit: int = 1000
     receive_wait_seconds: int = 1
     redriver_timeout_seconds: int = 120
     # A run takes no new batch with less time left than this (its worst batch must fit in it).
@@ -72,6 +74,7 @@ class RedriverSettings:
         _check_range("canary_size", self.canary_size, 1, 10)
         _check_range("max_messages_per_run", self.max_messages_per_run, 1, 100_000)
         _check_range("max_redrives_per_second", self.max_redrives_per_second, 1, 500)
+        _check_range("source_backlog_limit", self.source_backlog_limit, 0, 10_000_000)
         _check_range("receive_wait_seconds", self.receive_wait_seconds, 0, 20)
         _check_range(
             "redriver_timeout_seconds", self.redriver_timeout_seconds, 30, MAX_LAMBDA_TIMEOUT_SECONDS
@@ -157,6 +160,7 @@ class RedriverSettings:
             "CANARY_SIZE": str(self.canary_size),
             "MAX_MESSAGES_PER_RUN": str(self.max_messages_per_run),
             "MAX_REDRIVES_PER_SECOND": str(self.max_redrives_per_second),
+            "SOURCE_BACKLOG_LIMIT": str(self.source_backlog_limit),
             "RECEIVE_WAIT_SECONDS": str(self.receive_wait_seconds),
             "TIME_MARGIN_SECONDS": str(self.time_margin_seconds),
             "RECORD_EVERY_REDRIVE": str(self.record_every_redrive).lower(),

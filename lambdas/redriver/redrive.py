@@ -32,6 +32,7 @@ from redriver.ratelimit import TokenBucket
 from redriver.settings import Settings
 
 SQS_RECEIVE_LIMIT = 10
+BACKLOG_CHECK_EVERY = 100
 # A message the parking lot refuses for good is hidden this long between tries. SQS caps a
 # message's total visibility timeout at 12 hours from its receive, so 6 hours is always accepted.
 UNPARKABLE_HIDE_SECONDS = 6 * 3600
@@ -171,7 +172,30 @@ class Redriver:
             return "per-run limit"
         if remaining_ms() < self.settings.time_margin_seconds * 1000:
             return "time budget"
+        if report.mode is Mode.REDRIVE and self._source_backlogged(report):
+            return "source backlog"
         return ""
+
+    def _source_backlogged(self, report: RunReport) -> bool:
+        """Back-pressure: is a source queue's backlog above the limit? Checked before the first
+        batch and every BACKLOG_CHECK_EVERY messages after, so it costs little per message."""
+        limit = self.settings.source_backlog_limit
+        if not limit or report.received % BACKLOG_CHECK_EVERY >= SQS_RECEIVE_LIMIT:
+            return False
+        for source in self.sources.values():
+            try:
+                backlog = source.backlog()
+            except AwsCallError as exc:
+                # Unknown backlog: go on, the rate limit still holds (a missing queue is parked).
+                self.log.warning("source backlog unknown", extra={"queue": source.url, "error": str(exc)})
+                continue
+            if backlog > limit:
+                self.log.info(
+                    "source backlog above the limit: re-drives wait",
+                    extra={"queue": source.url, "backlog": backlog},
+                )
+                return True
+        return False
 
     def _receive(self, report: RunReport) -> list[DlqMessage]:
         wanted = min(SQS_RECEIVE_LIMIT, self.settings.max_messages_per_run - report.received)

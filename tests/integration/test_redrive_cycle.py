@@ -386,3 +386,17 @@ def test_redrives_flow_at_the_configured_rate(aws: Aws, clock: FakeClock) -> Non
 
     # 30 messages at 20 per second, the first 10 at once: 1 s of waiting
     assert sum(slept) == pytest.approx(1.0)
+
+
+def test_no_redrives_while_the_source_backlog_is_above_the_limit(aws: Aws, clock: FakeClock) -> None:
+    for i in range(5):
+        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=f"backlog-{i}")
+        send_to_dlq(aws, f"failed-{i}")
+
+    report = make_redriver(aws, make_settings(aws, source_backlog_limit=4), clock).run(REMAINING)
+
+    assert (report.received, report.stopped_because) == (0, "source backlog")
+    assert depth(aws.sqs, aws.dlq_url) == 5
+    # WHEN the consumer catches up, re-drives resume
+    consume(aws.sqs, aws.source_url, never)
+    assert make_redriver(aws, make_settings(aws, source_backlog_limit=4), clock).run(REMAINING).redriven == 5

@@ -158,6 +158,16 @@ class SqsQueue:
             ],
         )
 
+    def backlog(self) -> int:
+        """Messages waiting to be received (ApproximateNumberOfMessages)."""
+        response = self._call(
+            "GetQueueAttributes",
+            self._client.get_queue_attributes,
+            QueueUrl=self.url,
+            AttributeNames=["ApproximateNumberOfMessages"],
+        )
+        return int(response.get("Attributes", {}).get("ApproximateNumberOfMessages", 0))
+
     def redrive_window(self) -> RedriveWindow:
         """Read the queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
         response = self._call(
