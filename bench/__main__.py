@@ -20,6 +20,7 @@ import time
 import urllib.request
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -219,8 +220,23 @@ def limiter_rate(endpoint: str, rate: int, messages: int) -> float:
     return round(messages / (time.perf_counter() - started), 1)
 
 
+RUNTIME_VENV = Path(__file__).resolve().parent.parent / ".bench-venv"
+# What the Lambda runtime and the Powertools layer provide, pinned as in requirements-dev.txt.
+RUNTIME_PACKAGES = ["boto3==1.44.5", "botocore==1.44.5", "aws-lambda-powertools[tracer]==3.37.0"]
+
+
+def runtime_python() -> str:
+    """An interpreter with only what the function has in Lambda, so imports cost what they would
+    there (the development venv holds the CDK, moto and more, which slows package discovery)."""
+    python = RUNTIME_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(RUNTIME_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *RUNTIME_PACKAGES], check=True)
+    return str(python)
+
+
 def cold_import_ms(statement: str, repeats: int) -> float:
-    """Median wall time of a fresh interpreter running ``statement``, minus an empty interpreter."""
+    """Median wall time of a fresh runtime interpreter running ``statement``, minus an empty one."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(["lambdas", "."]), POWERTOOLS_TRACE_DISABLED="true")
     env.update(
         DLQ_URL="https://sqs.us-east-1.amazonaws.com/1/dlq",
@@ -229,11 +245,13 @@ def cold_import_ms(statement: str, repeats: int) -> float:
         DYNAMODB_TABLE_NAME="t",
     )
 
+    python = runtime_python()
+
     def timed(code: str) -> float:
         samples = []
         for _ in range(repeats):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            subprocess.run([python, "-c", code], env=env, check=True)
             samples.append(time.perf_counter() - started)
         return statistics.median(samples)
 
