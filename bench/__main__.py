@@ -64,7 +64,7 @@ class Meter:
     def _count(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         name = model.name
         self.operations[name] += 1
-        service = model.metadata["endpointPrefix"] if hasattr(model, "metadata") else ""
+        service = model.service_model.service_name
         if name in {"SendMessageBatch", "SendMessage"}:
             entries = params.get("Entries") or [params]
             payload = sum(len(e.get("MessageBody", "").encode()) for e in entries)

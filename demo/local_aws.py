@@ -40,6 +40,7 @@ class FunctionConfig:
 class Deployment:
     """What the deployed stack holds, read back from moto (never from the template)."""
 
+    stack_name: str
     redriver: FunctionConfig
     consumer: FunctionConfig
     consumer_batch_size: int
@@ -162,6 +163,7 @@ def read_deployment(stack_name: str) -> Deployment:
     [rule] = [r for r in resources if r["ResourceType"] == "AWS::Events::Rule"]
     schedule = boto3.client("events").describe_rule(Name=rule["PhysicalResourceId"])["ScheduleExpression"]
     return Deployment(
+        stack_name=stack_name,
         redriver=functions["redriver.handler.lambda_handler"],
         consumer=consumer,
         consumer_batch_size=int(mapping["BatchSize"]),

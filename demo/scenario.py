@@ -130,7 +130,7 @@ class Scenario:
         # moto would run the event source mapping itself, by invoking the function in Docker on
         # every send (and failing here): the emulator below takes the mapping over.
         boto3.client("lambda").update_event_source_mapping(UUID=deployment.consumer_mapping_id, Enabled=False)
-        self.deployment = deployment = read_deployment_of(deployment)
+        self.deployment = deployment = read_deployment(deployment.stack_name)  # as it is now
         self.consumer = InProcessFunction(deployment.consumer, log)
         self.redriver = InProcessFunction(deployment.redriver, log)
         self.event_source = SqsEventSource(
@@ -263,12 +263,6 @@ class Scenario:
                 QueueUrl=self.deployment.parking_lot_url,
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
             )
-
-
-def read_deployment_of(deployment: Deployment) -> Deployment:
-    """The deployment as it is now (after configuration changes)."""
-    stack_name = deployment.redriver.name.split("-")[0]
-    return read_deployment(stack_name)
 
 
 def _problems(report: Report, fulfilled: dict[str, int], poison_ids: set[str]) -> list[str]:
