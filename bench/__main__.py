@@ -27,7 +27,7 @@ import boto3
 
 import demo  # noqa: F401 - puts lambdas/ on sys.path, as Lambda does
 from bench.baseline import PublishedRedriver
-from demo.local_aws import moto_server
+from demo.local_aws import AtomicReceive, moto_server
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.redrive import Redriver
@@ -158,7 +158,8 @@ def drain_with_published(urls: dict[str, str], meter: Meter) -> None:
 
 
 def drain_with_redriver(urls: dict[str, str], meter: Meter, messages: int, rate: int = 500) -> None:
-    sqs = meter.attach(boto3.client("sqs", region_name=REGION))
+    # Parallel batches share this client; SQS hands a message to one receive, moto needs help.
+    sqs = AtomicReceive(meter.attach(boto3.client("sqs", region_name=REGION)))
     settings = Settings(
         dlq_url=urls["orders-dlq"],
         source_queue_url=urls["orders"],

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,3 +182,20 @@ def _function_config(lambda_client: Any, name: str) -> FunctionConfig:
         environment=dict(config.get("Environment", {}).get("Variables", {})),
         timeout_seconds=int(config["Timeout"]),
     )
+
+
+class AtomicReceive:
+    """A client whose receives are serialized. SQS hides a message in the same step that returns
+    it; moto does not (two threads can both take a message before either marks it received), in
+    process or behind its server. Parallel batches against moto need this; against SQS they do not."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._client.receive_message(**kwargs)

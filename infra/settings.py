@@ -40,6 +40,8 @@ class RedriverSettings:
     max_messages_per_run: int = 500
     # Re-drives per second at most (a token bucket), so a recovered consumer is not flooded.
     max_redrives_per_second: int = 50
+    # Batches in flight at once within a run (threads sharing one client and the rate limit).
+    parallel_batches: int = 4
     # Back-pressure: no re-drives while a source queue holds more messages than this (0: off).
     source_backlog_limit: int = 1000
     receive_wait_seconds: int = 1
@@ -74,6 +76,7 @@ class RedriverSettings:
         _check_range("canary_size", self.canary_size, 1, 10)
         _check_range("max_messages_per_run", self.max_messages_per_run, 1, 100_000)
         _check_range("max_redrives_per_second", self.max_redrives_per_second, 1, 500)
+        _check_range("parallel_batches", self.parallel_batches, 1, 16)
         _check_range("source_backlog_limit", self.source_backlog_limit, 0, 10_000_000)
         _check_range("receive_wait_seconds", self.receive_wait_seconds, 0, 20)
         _check_range(
@@ -160,6 +163,7 @@ class RedriverSettings:
             "CANARY_SIZE": str(self.canary_size),
             "MAX_MESSAGES_PER_RUN": str(self.max_messages_per_run),
             "MAX_REDRIVES_PER_SECOND": str(self.max_redrives_per_second),
+            "PARALLEL_BATCHES": str(self.parallel_batches),
             "SOURCE_BACKLOG_LIMIT": str(self.source_backlog_limit),
             "RECEIVE_WAIT_SECONDS": str(self.receive_wait_seconds),
             "TIME_MARGIN_SECONDS": str(self.time_margin_seconds),

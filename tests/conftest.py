@@ -103,6 +103,9 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
         "max_delay_seconds": 0,
         "receive_wait_seconds": 0,
         "max_redrives_per_second": 500,  # the limiter has tests of its own; here it must not slow runs
+        # moto's in-process receive is not atomic across threads (SQS's is): parallel batches are
+        # tested on their own, with receives serialized as SQS does.
+        "parallel_batches": 1,
         "breaker": BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2),
     }
     values.update(overrides)

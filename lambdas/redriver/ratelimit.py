@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -25,19 +26,24 @@ class TokenBucket:
         self._sleep = sleep
         self._tokens = burst
         self._updated = clock()
+        self._lock = threading.Lock()
 
     def acquire(self, count: int) -> float:
-        """Take ``count`` tokens, sleeping until there are enough; return the seconds slept."""
+        """Take ``count`` tokens, sleeping until there are enough; return the seconds slept.
+
+        Safe across threads: waiters take their turn, so parallel batches share one rate.
+        """
         if count > self.burst:
             raise ValueError(f"cannot take {count} tokens from a bucket of {self.burst}")
-        self._refill()
-        waited = 0.0
-        if self._tokens < count:
-            waited = (count - self._tokens) / self.rate
-            self._sleep(waited)
+        with self._lock:
             self._refill()
-        self._tokens -= count
-        return waited
+            waited = 0.0
+            if self._tokens < count:
+                waited = (count - self._tokens) / self.rate
+                self._sleep(waited)
+                self._refill()
+            self._tokens -= count
+            return waited
 
     def _refill(self) -> None:
         now = self._clock()

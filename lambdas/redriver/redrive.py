@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,16 @@ class RunReport:
     canary_may_hide: bool = False
     stopped_because: str = ""
     breaker_transitions: list[str] = field(default_factory=list)
+    # The messages this report's loop may take: the run's limit, or a worker's share of it.
+    limit: int = 0
+
+    def merge(self, worker: RunReport) -> None:
+        """Add a parallel worker's counts to the run's."""
+        for name in ("received", "redriven", "parked", "returned", "canaries", "errors", "unparkable"):
+            setattr(self, name, getattr(self, name) + getattr(worker, name))
+        self.breaker_transitions += worker.breaker_transitions
+        if worker.breaker_transitions:
+            self.breaker_state = worker.breaker_state
 
 
 @dataclass(frozen=True)
@@ -127,8 +139,30 @@ class Redriver:
             return report
 
         released: dict[str, str] = {}
+        report.limit = self.settings.max_messages_per_run
+        if mode is Mode.REDRIVE and self.settings.parallel_batches > 1:
+            breaker = self._drain_in_parallel(breaker, report, remaining_ms, released)
+        else:
+            breaker = self._drain(breaker, report, remaining_ms, released, threading.Event())
+
+        self._release(released, report)
+        if report.mode is Mode.REDRIVE:
+            self._end_redrive_run(breaker, report)
+        elif report.mode is Mode.VERDICT and breaker.state is State.HALF_OPEN and not report.errors:
+            self._judge_canary(breaker, report)
+        return report
+
+    def _drain(
+        self,
+        breaker: Breaker,
+        report: RunReport,
+        remaining_ms: Callable[[], int],
+        released: dict[str, str],
+        halt: threading.Event,
+    ) -> Breaker:
+        """Take batches until something says stop; return the breaker as this loop left it."""
         while not report.stopped_because:
-            report.stopped_because = self._stop_reason(report, remaining_ms)
+            report.stopped_because = "halted" if halt.is_set() else self._stop_reason(report, remaining_ms)
             if report.stopped_because:
                 break
             try:
@@ -141,13 +175,35 @@ class Redriver:
                 report.errors += 1
                 self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
                 report.stopped_because = "AWS error"
+        if report.stopped_because not in ("DLQ empty", "per-run limit", "halted"):
+            halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
+        return breaker
 
-        self._release(released, report)
-        if report.mode is Mode.REDRIVE:
-            self._end_redrive_run(breaker, report)
-        elif report.mode is Mode.VERDICT and breaker.state is State.HALF_OPEN and not report.errors:
-            self._judge_canary(breaker, report)
-        return report
+    def _drain_in_parallel(
+        self, breaker: Breaker, report: RunReport, remaining_ms: Callable[[], int], released: dict[str, str]
+    ) -> Breaker:
+        """REDRIVE with several batches in flight at once, so the rate limit is reachable at real
+        AWS latency. Each worker keeps its own report and breaker copy; SQS hands each message to
+        one receive, the breaker writes are conditional, and the rate limit is shared."""
+        workers = self.settings.parallel_batches
+        halt = threading.Event()
+        shares = [
+            RunReport(mode=report.mode, breaker_state=breaker.state, limit=-(-report.limit // workers))
+            for _ in range(workers)
+        ]
+        holds: list[dict[str, str]] = [{} for _ in range(workers)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [
+                pool.submit(self._drain, breaker, share, remaining_ms, held, halt)
+                for share, held in zip(shares, holds, strict=True)
+            ]
+            breakers = [future.result() for future in futures]
+        for share, held in zip(shares, holds, strict=True):
+            report.merge(share)
+            released.update(held)
+        reasons = [share.stopped_because for share in shares]
+        report.stopped_because = next((r for r in reasons if r not in ("DLQ empty", "halted")), reasons[0])
+        return max(breakers, key=lambda b: b.version)
 
     def _judge_canary(self, breaker: Breaker, report: RunReport) -> None:
         """The scan after the canary's window did not find it: a success, unless it could not see.
@@ -168,7 +224,7 @@ class Redriver:
             self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
 
     def _stop_reason(self, report: RunReport, remaining_ms: Callable[[], int]) -> str:
-        if report.received >= self.settings.max_messages_per_run:
+        if report.received >= report.limit:
             return "per-run limit"
         if remaining_ms() < self.settings.time_margin_seconds * 1000:
             return "time budget"
@@ -198,7 +254,7 @@ class Redriver:
         return False
 
     def _receive(self, report: RunReport) -> list[DlqMessage]:
-        wanted = min(SQS_RECEIVE_LIMIT, self.settings.max_messages_per_run - report.received)
+        wanted = min(SQS_RECEIVE_LIMIT, report.limit - report.received)
         batch = self.dlq.receive(
             wanted,
             wait_seconds=self.settings.receive_wait_seconds,

@@ -29,6 +29,7 @@ class Settings:
     canary_size: int = 1
     max_messages_per_run: int = 500
     max_redrives_per_second: int = 50
+    parallel_batches: int = 4
     source_backlog_limit: int = 1000
     receive_wait_seconds: int = 1
     dlq_visibility_timeout_seconds: int = 960
@@ -155,6 +156,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         canary_size=_int(env, "CANARY_SIZE", 1, 1, 10),
         max_messages_per_run=_int(env, "MAX_MESSAGES_PER_RUN", 500, 1, 100_000),
         max_redrives_per_second=_int(env, "MAX_REDRIVES_PER_SECOND", 50, 1, 500),
+        parallel_batches=_int(env, "PARALLEL_BATCHES", 4, 1, 16),
         source_backlog_limit=_int(env, "SOURCE_BACKLOG_LIMIT", 1000, 0, 10_000_000),
         receive_wait_seconds=receive_wait,
         dlq_visibility_timeout_seconds=_int(env, "DLQ_VISIBILITY_TIMEOUT_SECONDS", 960, 1, 43_200),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
+from demo.local_aws import AtomicReceive
 from redriver.breaker import Breaker, BreakerPolicy, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
 from redriver.redrive import RunReport
@@ -30,22 +30,6 @@ def seed(aws: Aws) -> dict[str, int]:
             attributes = {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes=attributes)
     return counts
-
-
-class AtomicReceive:
-    """SQS hides a message in the same step that returns it; moto's in-process receive does not
-    (two threads can both take a message before either marks it). Serialize receives as SQS does."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def receive_message(self, **kwargs: Any) -> Any:
-        with self._lock:
-            return self._client.receive_message(**kwargs)
 
 
 def run_together(aws: Aws, clock: FakeClock, runs: int, **overrides: object) -> list[RunReport]:
@@ -101,3 +85,39 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
     stored = state.load_breaker(settings.breaker_key)
     assert stored.state is State.HALF_OPEN and stored.version in (2, 3)
     assert len(drain(aws.sqs, aws.source_url)) == sum(r.canaries for r in reports)
+
+
+def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, clock: FakeClock) -> None:
+    counts = seed(aws)
+    settings = make_settings(
+        aws, max_redrives=MAX_REDRIVES, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100)
+    )
+
+    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs)).run(REMAINING)
+
+    in_source = drain(aws.sqs, aws.source_url)
+    parked = drain(aws.sqs, aws.parking_lot_url)
+    assert (report.received, report.redriven, report.parked) == (40, 36, 4)
+    assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
+    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN two failed runs behind us, and a DLQ of messages that all came back
+    settings = make_settings(aws, parallel_batches=4, max_redrives=10)
+    state = make_redriver(aws, settings, clock).state
+    state.save_breaker(settings.breaker_key, Breaker(failures=2, version=1), expected_version=0)
+    for i in range(40):
+        mark = Mark(f"id-{i}", 1, 1, (int(clock.now) - 60,))
+        aws.sqs.send_message(
+            QueueUrl=aws.dlq_url,
+            MessageBody=f"back-{i}",
+            MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}},
+        )
+
+    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs)).run(REMAINING)
+
+    assert report.breaker_transitions == ["CLOSED->OPEN"]
+    assert report.redriven == 0
+    assert state.load_breaker(settings.breaker_key).state is State.OPEN
