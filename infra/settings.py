@@ -46,7 +46,7 @@ class RedriverSettings:
     source_backlog_limit: int = 1000
     receive_wait_seconds: int = 1
     redriver_timeout_seconds: int = 120
-    # A run takes no new batch with less time left than this (its worst batch must fit in it).
+    # A run takes no new batch with less time left than this (a batch of normal calls fits in it).
     time_margin_seconds: int = 30
     # Also write a table record for every re-drive of a marked message (the mark already carries
     # count and history): an audit trail at one write unit per re-drive.

@@ -36,12 +36,12 @@ AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_tim
 
 
 @functools.cache
-def _runtime() -> tuple[Redriver, IdempotencyConfig, Any]:
+def _runtime() -> tuple[IdempotencyConfig, Any]:
     """The re-driver and its idempotency guard, built once per execution environment."""
     return build_runtime(SETTINGS)
 
 
-def build_runtime(settings: Settings) -> tuple[Redriver, IdempotencyConfig, Any]:
+def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
     sqs = boto3.client("sqs", config=AWS_CONFIG)
     dynamodb = boto3.client("dynamodb", config=AWS_CONFIG)
     redriver = Redriver(
@@ -64,7 +64,7 @@ def build_runtime(settings: Settings) -> tuple[Redriver, IdempotencyConfig, Any]
     def run_once(event: dict[str, Any], remaining_ms: Any) -> dict[str, Any]:
         return _publish(redriver.run(remaining_ms))
 
-    return redriver, config, run_once
+    return config, run_once
 
 
 def _publish(report: RunReport) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    _, config, run_once = _runtime()
+    config, run_once = _runtime()
     config.register_lambda_context(context)
     result: dict[str, Any] = run_once(event=event, remaining_ms=context.get_remaining_time_in_millis)
     return result

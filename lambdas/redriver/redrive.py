@@ -338,6 +338,13 @@ class Redriver:
                     plan.leave.extend(canaries)
                     stop = "another run holds the probe"
 
+        # What this batch does not act on is given back at the end of the run, even if acting fails.
+        for t in plan.leave:
+            released[t.message.message_id] = t.message.receipt_handle
+        if plan.hold:
+            self.dlq.change_visibility(
+                {t.message.message_id: (t.message.receipt_handle, s) for t, s in plan.hold}
+            )
         try:
             sent_to_source = self._execute(plan, report)
         except AwsCallError:
@@ -349,12 +356,6 @@ class Redriver:
                 report.canaries += len(sent_to_source)
             else:
                 breaker = self._canary_not_sent(breaker, report)
-        for t in plan.leave:
-            released[t.message.message_id] = t.message.receipt_handle
-        if plan.hold:
-            self.dlq.change_visibility(
-                {t.message.message_id: (t.message.receipt_handle, s) for t, s in plan.hold}
-            )
         return breaker, stop
 
     def _trips_breaker(self, breaker: Breaker, report: RunReport) -> bool:
@@ -415,7 +416,8 @@ class Redriver:
         return sorted(heads.values(), key=lambda t: (groups[_group_of(t)], t.mark.count))
 
     def _source_of(self, tracked: Tracked) -> SqsQueue | None:
-        """The queue the message came from: the one SQS names (shared DLQ), else the default."""
+        """The queue the message came from: the one SQS names (shared DLQ), else the default;
+        None when SQS names a queue that is not configured (the message is then parked)."""
         arn = tracked.message.source_arn
         return self.default_source if arn is None else self.sources.get(queue_key_from_arn(arn))
 
@@ -559,7 +561,12 @@ class Redriver:
                 # A failed call is counted once, by the run that it stops.
                 report.errors += failure.code not in (CALL_FAILED, BEHIND_UNSENT_GROUPMATE)
                 not_sent.append(tracked)
-                self._log_decision("re-drive send failed; it stays in the DLQ", tracked, code=failure.code)
+                self._log_decision(
+                    "re-drive send failed; it stays in the DLQ",
+                    tracked,
+                    code=failure.code,
+                    error=failure.message,
+                )
         self._undo_table_counts(not_sent)
         return sent, result.call_error
 
@@ -584,8 +591,9 @@ class Redriver:
         """The message as it goes out: body and attributes unchanged, the mark, the trace header.
 
         On FIFO queues it keeps its group, and gets a deduplication id that is new for each
-        re-drive (a reused one is dropped for 5 minutes) yet the same if this very re-drive is sent
-        again after a crash, so SQS drops that duplicate.
+        re-drive (a reused one is dropped for 5 minutes). For a marked message it is the same if
+        this very re-drive is sent again after a crash, so SQS drops that duplicate; a message
+        counted in the table has moved its count ahead, so its retry is a duplicate, never a loss.
         """
         system = tracked.message.system_attributes
         return Outgoing(
