@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 MARK_ATTRIBUTE = "dlq-redriver"
@@ -82,14 +83,15 @@ class DlqMessage:
     mark: Mark | None = None
     malformed_mark: bool = False
 
-    @property
+    # Cached: both read the whole body (up to 1 MiB), and a run asks several times per message.
+    @cached_property
     def has_room_for_mark(self) -> bool:
         """True when the mark fits: fewer than 10 attributes and size within the SQS limit."""
         if len(self.attributes) >= MAX_MESSAGE_ATTRIBUTES:
             return False
         return message_size(self.body, self.attributes) + MARK_BUDGET_BYTES <= MAX_MESSAGE_BYTES
 
-    @property
+    @cached_property
     def content_identity(self) -> str:
         """An identity derived from body and attributes, for messages that cannot carry a mark."""
         digest = hashlib.sha256(self.body.encode("utf-8"))
