@@ -1,12 +1,15 @@
 """Fault injection: wrap the re-driver's boto3 clients and make the k-th AWS call fail, or crash.
 
 One ``Faults`` plan is shared by the wrapped SQS and DynamoDB clients, so "the k-th call" counts
-every AWS call of the run in order. A crash raises ``SimulatedCrash`` (a BaseException, as a killed
-Lambda would not run any except-clause) *before* the k-th call: the run stops between two steps.
+every AWS call of the run in order (in the order they start, when parallel batches interleave). A
+crash raises ``SimulatedCrash`` (a BaseException, as a killed Lambda would not run any
+except-clause) *before* the k-th call, and every later call of any thread raises it too: the
+environment is gone, so the run stops between two steps everywhere.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +52,7 @@ class Outcome:
     fault: str
     call: int
     operation: str
+    parallel_batches: int = 1
     messages: int = 0
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
@@ -61,9 +65,11 @@ FIGURES: list[Outcome] = []
 
 def figures_line() -> str:
     single = Counter(o.fault for o in FIGURES if " + " not in o.fault and o.fault != "none")
+    parallel = sum(1 for o in FIGURES if o.parallel_batches > 1)
     return (
         f"fault injection: {len(FIGURES)} faulted runs ({sum(single.values())} with one fault, the rest "
-        f"with schedules of 2-3 or none), {sum(o.messages for o in FIGURES)} messages, "
+        f"with schedules of 2-3 or none; {parallel} with parallel batches), "
+        f"{sum(o.messages for o in FIGURES)} messages, "
         f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
         f"{dict(sorted(single.items()))}"
@@ -76,9 +82,22 @@ class Faults:
 
     plan: dict[int, Fault] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    crashed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wrap(self, client: Any) -> FaultyClient:
         return FaultyClient(client, self)
+
+    def number(self, name: str) -> tuple[int, Fault | None]:
+        """Record a call about to start; its number and its planned fault."""
+        with self._lock:
+            if self.crashed:
+                raise SimulatedCrash(f"the environment crashed before call {len(self.calls) + 1} ({name})")
+            self.calls.append(name)
+            index = len(self.calls)
+            fault = self.plan.get(index)
+            self.crashed = fault is Fault.CRASH
+            return index, fault
 
 
 class FaultyClient:
@@ -93,20 +112,17 @@ class FaultyClient:
             return method
 
         def call(**kwargs: Any) -> Any:
-            self._faults.calls.append(name)
-            fault = self._faults.plan.get(len(self._faults.calls))
+            index, fault = self._faults.number(name)
             if fault is None:
                 return method(**kwargs)
-            return _inject(fault, name, method, kwargs, self._faults)
+            return _inject(fault, index, name, method, kwargs)
 
         return call
 
 
-def _inject(
-    fault: Fault, name: str, method: Callable[..., Any], kwargs: dict[str, Any], faults: Faults
-) -> Any:
+def _inject(fault: Fault, index: int, name: str, method: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     if fault is Fault.CRASH:
-        raise SimulatedCrash(f"crash before call {len(faults.calls)} ({name})")
+        raise SimulatedCrash(f"crash before call {index} ({name})")
     if fault is Fault.TIMEOUT:
         raise ReadTimeoutError(endpoint_url="https://aws.example")
     if fault is Fault.PARTIAL and name in BATCH_ENTRY_OPERATIONS:

@@ -1,4 +1,5 @@
-"""Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each.
+"""Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each;
+with one batch at a time and with parallel batches.
 
 Each case: seed the DLQ, run the re-driver with one fault planned, let time pass, then run healthy
 re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from moto.sqs.models import sqs_backends
 
+from demo.local_aws import AtomicReceive
 from redriver.adapters import AwsCallError
 from redriver.breaker import BreakerPolicy, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
@@ -39,6 +41,10 @@ MAX_REDRIVES = 3
 HEALTHY_RUNS = 8
 TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 DYNAMODB_OPERATIONS = {"get_item", "put_item", "batch_get_item", "batch_write_item"}
+PARALLEL_BATCHES = 4
+# Which call a number names varies between parallel runs, so these faults fit any call: a death,
+# a whole call failing (a read timeout and throttling take the same path as a 5xx), a partial batch.
+PARALLEL_FAULTS = [Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL]
 
 
 @dataclass
@@ -48,9 +54,10 @@ class Seeded:
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-def seed_messages() -> list[Seeded]:
-    """Fresh, already re-driven, at-the-limit (poison) and mark-less messages: two receive batches."""
-    seeded = [Seeded(f"fresh-{i}", 0) for i in range(7)]
+def seed_messages(fresh: int = 7) -> list[Seeded]:
+    """Fresh, already re-driven, at-the-limit (poison) and mark-less messages: two receive batches
+    (with the default ``fresh``)."""
+    seeded = [Seeded(f"fresh-{i}", 0) for i in range(fresh)]
     seeded += [Seeded(f"again-{i}", 2) for i in range(2)]
     seeded.append(Seeded("poison", MAX_REDRIVES))
     seeded.append(Seeded("ten-attributes", 0, dict(TEN_ATTRIBUTES)))
@@ -74,24 +81,33 @@ def let_visibility_timeouts_pass(queue_name: str) -> None:
         message.change_visibility(0)
 
 
-def fault_settings(aws: Aws) -> Any:
+def fault_settings(aws: Aws, parallel_batches: int = 1) -> Any:
     # The breaker must not stop the healthy runs from draining (threshold 100), but it must write:
     # with a low ratio the seeded returns make the faulted run a failed one, so PutItem is a step.
     return make_settings(
-        aws, max_redrives=MAX_REDRIVES, breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2)
+        aws,
+        max_redrives=MAX_REDRIVES,
+        parallel_batches=parallel_batches,
+        breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2),
     )
 
 
-def run_with_faults(plan: dict[int, Fault]) -> tuple[Outcome, list[str]]:
-    """One case, in a fresh mock: the faulted run, healthy runs, then the books."""
+def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[Outcome, list[str]]:
+    """One case, in a fresh mock: the faulted run, healthy runs, then the books. With parallel
+    batches, the DLQ holds a batch for each worker."""
     with mock_aws():
         aws = create_aws()
-        seeded = seed_messages()
+        seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1))
         fill(aws, seeded)
         clock = FakeClock()
         faults = Faults(plan=dict(plan))
+        faulty_sqs = faults.wrap(aws.sqs)
         faulty = make_redriver(
-            aws, fault_settings(aws), clock, sqs=faults.wrap(aws.sqs), dynamodb=faults.wrap(aws.dynamodb)
+            aws,
+            fault_settings(aws, parallel_batches),
+            clock,
+            sqs=AtomicReceive(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
+            dynamodb=faults.wrap(aws.dynamodb),
         )
         try:
             faulty.run(REMAINING)
@@ -102,23 +118,27 @@ def run_with_faults(plan: dict[int, Fault]) -> tuple[Outcome, list[str]]:
             fault=" + ".join(f.value for f in plan.values()) or "none",
             call=first,
             operation=faults.calls[first - 1] if 0 < first <= len(faults.calls) else "-",
+            parallel_batches=parallel_batches,
         )
         healthy = make_redriver(aws, fault_settings(aws), clock)
         for _ in range(HEALTHY_RUNS):
             let_visibility_timeouts_pass("orders-dlq")
             clock.advance(60)
             healthy.run(REMAINING)
-        check_books(aws, seeded, plan, faults.calls, outcome)
+        check_books(aws, seeded, plan, faults.calls, outcome, interleaved=parallel_batches > 1)
         return outcome, faults.calls
 
 
-def duplicates_allowed(plan: dict[int, Fault], calls: list[str]) -> bool:
-    """Duplicates may only come from a send whose delete did not happen."""
+def duplicates_allowed(plan: dict[int, Fault], calls: list[str], interleaved: bool) -> bool:
+    """Duplicates may only come from a send whose delete did not happen. When parallel batches
+    interleave their calls, a crash after any send may have fallen into such a gap."""
     for index, fault in plan.items():
         operation = calls[index - 1] if index <= len(calls) else ""
         if operation == "delete_message_batch":
             return True
         before = calls[: index - 1]
+        if fault is Fault.CRASH and interleaved and "send_message_batch" in before:
+            return True
         if fault is Fault.CRASH and "send_message_batch" in before:
             last_send = len(before) - 1 - before[::-1].index("send_message_batch")
             if "delete_message_batch" not in before[last_send:]:
@@ -127,7 +147,12 @@ def duplicates_allowed(plan: dict[int, Fault], calls: list[str]) -> bool:
 
 
 def check_books(
-    aws: Aws, seeded: list[Seeded], plan: dict[int, Fault], calls: list[str], outcome: Outcome
+    aws: Aws,
+    seeded: list[Seeded],
+    plan: dict[int, Fault],
+    calls: list[str],
+    outcome: Outcome,
+    interleaved: bool,
 ) -> None:
     outcome.messages = len(seeded)
     left_in_dlq = drain(aws.sqs, aws.dlq_url)
@@ -142,7 +167,7 @@ def check_books(
         outcome.problems.append(f"{len(left_in_dlq)} left in the DLQ after {HEALTHY_RUNS} healthy runs")
     if unknown := set(where) - set(by_body):
         outcome.problems.append(f"unknown messages appeared: {sorted(unknown)}")
-    if outcome.duplicates and not duplicates_allowed(plan, calls):
+    if outcome.duplicates and not duplicates_allowed(plan, calls, interleaved):
         outcome.problems.append(f"duplicates without a send/delete gap: {outcome.duplicates}")
     if "poison" not in {m["Body"] for m in parked}:
         outcome.problems.append("the poison message was not parked")
@@ -231,3 +256,17 @@ def test_random_fault_schedules_lose_nothing(plan: dict[int, Fault]) -> None:
     outcome, _ = run_with_faults(plan)
     FIGURES.append(outcome)
     assert not outcome.lost and not outcome.problems, outcome
+
+
+def test_every_fault_point_of_a_parallel_run_loses_nothing() -> None:
+    _, calls = run_with_faults({}, PARALLEL_BATCHES)
+    failures = []
+    for index in range(1, len(calls) + 2):
+        for fault in PARALLEL_FAULTS:
+            outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
+            FIGURES.append(outcome)
+            if outcome.lost or outcome.problems:
+                failures.append(outcome)
+    assert not failures, "\n".join(
+        f"{o.fault} at call {o.call} ({o.operation}): lost {o.lost}, {o.problems}" for o in failures
+    )

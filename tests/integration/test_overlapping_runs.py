@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+from moto.sqs.models import sqs_backends
 
-from demo.local_aws import AtomicReceive
+from demo.local_aws import ACCOUNT, REGION, AtomicReceive
 from redriver.breaker import Breaker, BreakerPolicy, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
 from redriver.redrive import RunReport
 from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, drain
+from tests.factories import FakeClock, PatchedClient, drain
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -121,3 +124,29 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
     assert report.breaker_transitions == ["CLOSED->OPEN"]
     assert report.redriven == 0
     assert state.load_breaker(settings.breaker_key).state is State.OPEN
+
+
+def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock) -> None:
+    # GIVEN twelve batches for four workers, and a send that fails in a way no adapter expects
+    for i in range(120):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"m-{i}")
+    sends = itertools.count(1)
+
+    def send_failing_first(**kwargs: Any) -> Any:
+        if next(sends) == 1:
+            raise RuntimeError("a bug in the first send")
+        return aws.sqs.send_message_batch(**kwargs)
+
+    sqs = AtomicReceive(PatchedClient(aws.sqs, send_message_batch=send_failing_first))
+    settings = make_settings(aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100))
+
+    with pytest.raises(RuntimeError, match="first send"):
+        make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
+
+    # THEN the other workers finished at most the batch they held, and nothing is lost
+    redriven = [m["Body"] for m in drain(aws.sqs, aws.source_url)]
+    assert len(redriven) <= 30
+    for message in sqs_backends[ACCOUNT][REGION].queues["orders-dlq"]._messages:
+        message.change_visibility(0)
+    left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
+    assert sorted(redriven + left) == sorted(f"m-{i}" for i in range(120))
