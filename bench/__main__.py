@@ -27,7 +27,7 @@ import boto3
 
 import demo  # noqa: F401 - puts lambdas/ on sys.path, as Lambda does
 from bench.baseline import PublishedRedriver
-from demo.local_aws import AtomicReceive, moto_server
+from demo.local_aws import AtomicReceive, deploy, moto_server
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.redrive import Redriver
@@ -236,16 +236,30 @@ def runtime_python() -> str:
     return str(python)
 
 
-def cold_import_ms(statement: str, repeats: int) -> float:
-    """Median wall time of a fresh runtime interpreter running ``statement``, minus an empty one."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["lambdas", "."]), POWERTOOLS_TRACE_DISABLED="true")
-    env.update(
-        DLQ_URL="https://sqs.us-east-1.amazonaws.com/1/dlq",
-        SOURCE_QUEUE_URL="https://sqs.us-east-1.amazonaws.com/1/src",
-        PARKING_LOT_URL="https://sqs.us-east-1.amazonaws.com/1/lot",
-        DYNAMODB_TABLE_NAME="t",
-    )
+# Set by the Lambda runtime in every execution environment (the function's own variables come from
+# the deployed stack). LAMBDA_TASK_ROOT matters most: it is how the X-Ray SDK knows it runs in
+# Lambda, where it samples locally; elsewhere it builds a centralized-sampling client at import.
+LAMBDA_RUNTIME_ENVIRONMENT = {
+    "LAMBDA_TASK_ROOT": str(Path(__file__).resolve().parent.parent / "lambdas"),
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.14",
+    "AWS_LAMBDA_FUNCTION_NAME": "SqsSmartRedriver-RedriveFunction",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+    "AWS_REGION": REGION,
+    "AWS_DEFAULT_REGION": REGION,
+    "_HANDLER": "redriver.handler.lambda_handler",
+}
 
+
+def deployed_function_environment() -> dict[str, str]:
+    """The re-drive function's environment as the default stack deploys it (into moto)."""
+    return deploy({}).redriver.environment
+
+
+def cold_import_ms(statement: str, repeats: int, function_environment: dict[str, str]) -> float:
+    """Median wall time of a fresh runtime interpreter running ``statement`` in the environment
+    Lambda gives the function, minus an empty interpreter."""
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": "lambdas", **LAMBDA_RUNTIME_ENVIRONMENT}
+    env.update(function_environment)
     python = runtime_python()
 
     def timed(code: str) -> float:
@@ -282,9 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                     median = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
                     rows.append(asdict(median))
                     print(_line(median), file=sys.stderr)
+        reset(endpoint)
+        function_environment = deployed_function_environment()
     imports = {
-        "boto3": cold_import_ms("import boto3", args.repeats * 2),
-        "redriver.handler": cold_import_ms("import redriver.handler", args.repeats * 2),
+        statement.removeprefix("import "): cold_import_ms(statement, args.repeats * 2, function_environment)
+        for statement in ("import boto3", "import redriver.handler")
     }
     report = {"results": rows, "cold_import_ms": imports, "limiter_achieved_per_second": limiter}
     print(json.dumps(report, indent=2) if args.json else _table(rows, imports, limiter))
