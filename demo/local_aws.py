@@ -72,7 +72,7 @@ class Deployment:
 
 
 def _retention_check(backend: SQSBackend, queue_name: str, message: Message) -> bool:
-    retention_seconds = int(backend.get_queue(queue_name).message_retention_period)
+    retention_seconds = backend.get_queue(queue_name).message_retention_period
     return retention_seconds + message.sent_timestamp / 1000 > _unix_time()  # type: ignore[operator]
 
 
@@ -85,14 +85,16 @@ def _unix_time_millis(dt: datetime | None = None) -> float:
 
 
 def speed_up_moto_sqs() -> None:
-    """Take the cost of moto's SQS that grows with a queue's depth down to what a local emulator
-    needs, so deep-queue figures measure the code under test rather than moto. SQS's own latency
-    does not grow with depth; which messages moto returns does not change.
+    """Cut down the cost of moto's SQS calls that grows with a queue's depth, so deep-queue figures
+    measure the code under test more than moto (SQS's own latency does not grow with depth).
+    Which messages moto returns does not change.
 
     moto 5.2 checks every message a receive returns against the retention period by computing all
     the queue's attributes, three of which scan every message (a receive of 10 at a depth of 500
-    took ~0.3 s): the retention period is now read directly. Each scan asks the time once per
-    message through two datetime constructions: it now reads the same clock directly.
+    took ~0.3 s): the retention period is now read directly. Every scan asks the time once per
+    message through two datetime constructions: it now reads the same clock directly. What is left
+    still grows with depth, only less: each receive scans the queue, and each message sent
+    computes the queue's attributes (three scans).
     """
     SQSBackend.is_message_valid_based_on_retention_period = _retention_check  # type: ignore[method-assign]
     moto_sqs_models.unix_time = _unix_time

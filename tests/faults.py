@@ -64,11 +64,11 @@ FIGURES: list[Outcome] = []
 
 
 def figures_line() -> str:
-    single = Counter(o.fault for o in FIGURES if " + " not in o.fault and o.fault != "none")
+    single = Counter(o.fault for o in FIGURES if " + " not in o.fault and not o.fault.startswith("none"))
     parallel = sum(1 for o in FIGURES if o.parallel_batches > 1)
     return (
-        f"fault injection: {len(FIGURES)} faulted runs ({sum(single.values())} with one fault, the rest "
-        f"with schedules of 2-3 or none; {parallel} with parallel batches), "
+        f"fault injection: {len(FIGURES)} faulted runs, {parallel} of them with parallel batches; "
+        f"{sum(single.values())} with one fault, the rest with schedules of 2-3 or none; "
         f"{sum(o.messages for o in FIGURES)} messages, "
         f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
@@ -78,10 +78,13 @@ def figures_line() -> str:
 
 @dataclass
 class Faults:
-    """Which call (1-based, across all wrapped clients) fails, and how; and the calls made."""
+    """Which call (1-based, across all wrapped clients and threads) fails, and how; the calls made,
+    the thread that made each, and the faults that fired."""
 
     plan: dict[int, Fault] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)
+    fired: dict[int, Fault] = field(default_factory=dict)
     crashed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -94,10 +97,33 @@ class Faults:
             if self.crashed:
                 raise SimulatedCrash(f"the environment crashed before call {len(self.calls) + 1} ({name})")
             self.calls.append(name)
+            self.threads.append(threading.current_thread().name)
             index = len(self.calls)
             fault = self.plan.get(index)
-            self.crashed = fault is Fault.CRASH
+            if fault is not None:
+                self.fired[index] = fault
+            if fault is Fault.CRASH:
+                self.crashed = True
             return index, fault
+
+    def may_duplicate(self) -> bool:
+        """Whether a fired fault fell between a send and its delete: a failed delete, or a crash
+        after some thread's last send and before that thread's delete."""
+        return any(
+            self.calls[index - 1] == "delete_message_batch"
+            or (fault is Fault.CRASH and self._a_send_awaited_its_delete(before=index))
+            for index, fault in self.fired.items()
+        )
+
+    def _a_send_awaited_its_delete(self, before: int) -> bool:
+        made = list(zip(self.calls[: before - 1], self.threads[: before - 1], strict=True))
+        for thread in {t for _, t in made}:
+            own = [call for call, t in made if t == thread]
+            if "send_message_batch" in own:
+                last_send = len(own) - 1 - own[::-1].index("send_message_batch")
+                if "delete_message_batch" not in own[last_send:]:
+                    return True
+        return False
 
 
 class FaultyClient:

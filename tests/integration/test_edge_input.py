@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from moto import mock_aws
-from moto.sqs.models import sqs_backends
 
 from redriver.adapters.state_table import MessageRecord
 from redriver.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
 from tests.conftest import CANARY_WINDOW, REGION, Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, PatchedClient, always, consume, drain
+from tests.factories import FakeClock, PatchedClient, always, consume, drain, make_visible
 
 REMAINING = lambda: 60_000  # noqa: E731
 ACCOUNT = "123456789012"
@@ -41,12 +40,6 @@ def send_fifo(aws: Aws, body: str, group: str, attributes: dict[str, Any] | None
 
 def receive_all(aws: Aws, queue_url: str) -> list[dict[str, Any]]:
     return drain(aws.sqs, queue_url)
-
-
-def show_hidden_messages(queue_name: str) -> None:
-    """Let the backoff's visibility timeout pass, without the wait."""
-    for message in sqs_backends[ACCOUNT][REGION].queues[queue_name]._messages:
-        message.change_visibility(0)
 
 
 def test_fifo_redrive_keeps_the_group_and_sends_no_per_message_delay(fifo: Aws, clock: FakeClock) -> None:
@@ -100,7 +93,7 @@ def test_fifo_backoff_waits_hidden_in_the_dlq_instead_of_using_delay_seconds(
     assert first.redriven == 0 and len(hidden) == 1 and 60 <= hidden[0] <= 120
     # WHEN the wait is over, the same message goes back
     clock.advance(hidden[0])
-    show_hidden_messages("orders-dlq.fifo")
+    make_visible(fifo.dlq_url)
     assert make_redriver(fifo, settings, clock).run(REMAINING).redriven == 1
 
 
@@ -255,7 +248,7 @@ def test_a_fifo_canary_that_may_hide_behind_its_group_is_not_counted_a_success(
     clock.advance(CANARY_WINDOW + 1)
     postponed = make_redriver(fifo, settings, clock).run(REMAINING)
     clock.advance(CANARY_WINDOW + 1)
-    show_hidden_messages("orders-dlq.fifo")
+    make_visible(fifo.dlq_url)
     judged = make_redriver(fifo, settings, clock).run(REMAINING)
 
     assert postponed.mode is Mode.VERDICT and postponed.breaker_transitions == []
@@ -269,7 +262,7 @@ def test_a_fifo_message_waiting_out_its_backoff_counts_as_returned_once(fifo: Aw
     settings = make_settings(fifo, base_delay_seconds=60, max_delay_seconds=900)
 
     waiting = make_redriver(fifo, settings, clock).run(REMAINING)
-    show_hidden_messages("orders-dlq.fifo")
+    make_visible(fifo.dlq_url)
     clock.advance(900)
     sent = make_redriver(fifo, settings, clock).run(REMAINING)
 

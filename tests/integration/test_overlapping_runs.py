@@ -9,14 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from moto.sqs.models import sqs_backends
 
-from demo.local_aws import ACCOUNT, REGION, AtomicReceive
+from demo.local_aws import AtomicReceive
 from redriver.breaker import Breaker, BreakerPolicy, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
 from redriver.redrive import RunReport
 from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, PatchedClient, drain
+from tests.factories import FakeClock, PatchedClient, drain, make_visible
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -143,10 +142,10 @@ def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock
     with pytest.raises(RuntimeError, match="first send"):
         make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
 
-    # THEN the other workers finished at most the batch they held, and nothing is lost
+    # THEN the other workers stopped within a batch or two (a thread switch can let one more
+    # start before the stop is set), and nothing is lost
     redriven = [m["Body"] for m in drain(aws.sqs, aws.source_url)]
-    assert len(redriven) <= 30
-    for message in sqs_backends[ACCOUNT][REGION].queues["orders-dlq"]._messages:
-        message.change_visibility(0)
+    assert len(redriven) <= 60  # without the stop, about 110
+    make_visible(aws.dlq_url)
     left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
     assert sorted(redriven + left) == sorted(f"m-{i}" for i in range(120))
