@@ -192,11 +192,16 @@ class Redriver:
             for _ in range(workers)
         ]
         holds: list[dict[str, str]] = [{} for _ in range(workers)]
+
+        def work(share: RunReport, held: dict[str, str]) -> Breaker:
+            try:
+                return self._drain(breaker, share, remaining_ms, held, halt)
+            except BaseException:
+                halt.set()  # this worker died: the others stop before their next batch
+                raise
+
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                pool.submit(self._drain_as_worker, breaker, share, remaining_ms, held, halt)
-                for share, held in zip(shares, holds, strict=True)
-            ]
+            futures = [pool.submit(work, share, held) for share, held in zip(shares, holds, strict=True)]
             breakers = [future.result() for future in futures]
         for share, held in zip(shares, holds, strict=True):
             report.merge(share)
@@ -204,20 +209,6 @@ class Redriver:
         reasons = [share.stopped_because for share in shares]
         report.stopped_because = next((r for r in reasons if r not in ("DLQ empty", "halted")), reasons[0])
         return max(breakers, key=lambda b: b.version)
-
-    def _drain_as_worker(
-        self,
-        breaker: Breaker,
-        report: RunReport,
-        remaining_ms: Callable[[], int],
-        released: dict[str, str],
-        halt: threading.Event,
-    ) -> Breaker:
-        try:
-            return self._drain(breaker, report, remaining_ms, released, halt)
-        except BaseException:
-            halt.set()  # this worker died: the others stop before their next batch
-            raise
 
     def _judge_canary(self, breaker: Breaker, report: RunReport) -> None:
         """The scan after the canary's window did not find it: a success, unless it could not see.
