@@ -7,11 +7,8 @@ never at import, and reused by later invocations of the same execution environme
 from __future__ import annotations
 
 import functools
-import random
-import time
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -19,20 +16,16 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.config import Config
 
-from redriver.adapters.sqs_queue import SqsQueue
-from redriver.adapters.state_table import StateTable
+from redriver.adapters.clients import aws_clients
 from redriver.breaker import State
 from redriver.observability import logger, metrics, tracer
-from redriver.redrive import Redriver, RunReport
+from redriver.redrive import RunReport
 from redriver.settings import Settings, load_settings
+from redriver.wiring import compose_redriver
 
 SETTINGS = load_settings()
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
-# Standard retry mode backs off on throttling. Short timeouts keep the worst call (3 attempts of
-# 2 s connect + 5 s read, ~21 s) inside the run's time margin (TIME_MARGIN_SECONDS, default 30).
-AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
 
 
 @functools.cache
@@ -42,22 +35,15 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 
 
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
-    sqs = boto3.client("sqs", config=AWS_CONFIG)
-    dynamodb = boto3.client("dynamodb", config=AWS_CONFIG)
-    redriver = Redriver(
-        settings,
-        dlq=SqsQueue(settings.dlq_url, sqs),
-        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
-        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
-        state=StateTable(settings.table_name, dynamodb, ttl_seconds=settings.state_ttl_days * 86_400),
-        logger=logger,
-        clock=time.time,
-        rng=random.Random(),
-    )
+    clients = aws_clients()
+    redriver = compose_redriver(settings, clients, logger=logger)
     # EventBridge delivers at least once: a repeated event id is answered from the first run.
     config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
     persistence = DynamoDBPersistenceLayer(
-        table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
+        table_name=settings.table_name,
+        key_attr="pk",
+        expiry_attr="expires_at",
+        boto3_client=clients.dynamodb,
     )
 
     @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)  # type: ignore[untyped-decorator]

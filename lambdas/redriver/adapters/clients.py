@@ -1,0 +1,33 @@
+"""The boto3 clients the re-driver uses, with its retry and timeout configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+# Standard retry mode backs off on throttling. Short timeouts keep the worst call (3 attempts of
+# 2 s connect + 5 s read, ~21 s) inside the run's time margin (TIME_MARGIN_SECONDS, default 30).
+AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    """One SQS and one DynamoDB client, shared by every adapter (and by parallel batches)."""
+
+    sqs: SQSClient | Any
+    dynamodb: DynamoDBClient | Any
+
+
+def aws_clients() -> AwsClients:
+    """Real clients from the standard credential chain; created on first use, never at import."""
+    return AwsClients(
+        sqs=boto3.client("sqs", config=AWS_CONFIG),
+        dynamodb=boto3.client("dynamodb", config=AWS_CONFIG),
+    )
