@@ -30,7 +30,7 @@ from bench.baseline import PublishedRedriver
 from demo.local_aws import AtomicReceive, deploy, moto_server
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
-from redriver.redrive import Redriver
+from redriver.run.runner import Redriver
 from redriver.settings import Settings
 
 REGION = "us-east-1"

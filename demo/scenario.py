@@ -18,7 +18,7 @@ import boto3
 
 from demo.emulators import InProcessFunction, Schedule, SqsEventSource
 from demo.local_aws import Deployment, read_deployment
-from redriver.envelope import MARK_ATTRIBUTE
+from redriver.model.envelope import MARK_ATTRIBUTE
 
 POLL_PAUSE_SECONDS = 0.05
 

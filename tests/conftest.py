@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
-from redriver.breaker import BreakerPolicy
-from redriver.redrive import Redriver
+from redriver.decide.breaker import BreakerPolicy
+from redriver.run.runner import Redriver
 from redriver.settings import Settings
 from tests.factories import FakeClock
 

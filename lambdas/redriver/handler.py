@@ -18,9 +18,9 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from redriver.adapters.clients import aws_clients
-from redriver.breaker import State
+from redriver.decide.breaker import State
+from redriver.model.report import RunReport
 from redriver.observability import logger, metrics, tracer
-from redriver.redrive import RunReport
 from redriver.settings import Settings, load_settings
 from redriver.wiring import compose_redriver
 

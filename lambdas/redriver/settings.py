@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from redriver.backoff import SQS_MAX_DELAY_SECONDS
-from redriver.breaker import BreakerPolicy
+from redriver.decide.backoff import SQS_MAX_DELAY_SECONDS
+from redriver.decide.breaker import BreakerPolicy
 
 
 class ConfigError(ValueError):

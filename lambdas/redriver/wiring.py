@@ -15,7 +15,7 @@ from typing import Any
 from redriver.adapters.clients import AwsClients
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
-from redriver.redrive import Redriver
+from redriver.run.runner import Redriver
 from redriver.settings import Settings
 
 SECONDS_PER_DAY = 86_400

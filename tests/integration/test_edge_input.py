@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from redriver.adapters.state_table import MessageRecord
-from redriver.breaker import Breaker, BreakerPolicy, Mode, State
-from redriver.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from redriver.adapters.ports import MessageRecord, RecordStatus
+from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
+from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
 from tests.conftest import CANARY_WINDOW, REGION, Aws, create_aws, make_redriver, make_settings
 from tests.factories import FakeClock, PatchedClient, always, consume, drain, make_visible
 
@@ -188,7 +188,7 @@ def test_two_different_fifo_messages_with_one_content_identity_are_both_parked(
     settings = make_settings(fifo, max_redrives=1, breaker=BreakerPolicy(failure_threshold=100))
     identity = DlqMessage("x", "r", "refresh", ten).content_identity
     make_redriver(fifo, settings, clock).state.save_records(
-        [MessageRecord(Mark(identity, 1, 1, (1,)), "REDRIVEN", fifo.source_url)]
+        [MessageRecord(Mark(identity, 1, 1, (1,)), RecordStatus.REDRIVEN, fifo.source_url)]
     )
 
     for _ in range(3):

@@ -8,8 +8,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from redriver.adapters import AwsCallError
-from redriver.breaker import Breaker, State
-from redriver.envelope import Mark
+from redriver.decide.breaker import Breaker, State
+from redriver.model.envelope import Mark
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, PatchedClient, depth, drain, order_body
 from tests.faults import Faults

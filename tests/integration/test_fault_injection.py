@@ -21,8 +21,8 @@ from moto import mock_aws
 
 from demo.local_aws import AtomicReceive
 from redriver.adapters import AwsCallError
-from redriver.breaker import BreakerPolicy, State
-from redriver.envelope import MARK_ATTRIBUTE, Mark
+from redriver.decide.breaker import BreakerPolicy, State
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
 from tests.factories import FakeClock, drain, make_visible
 from tests.faults import (

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from demo.local_aws import AtomicReceive
-from redriver.breaker import Breaker, BreakerPolicy, State
-from redriver.envelope import MARK_ATTRIBUTE, Mark
-from redriver.redrive import RunReport
+from redriver.decide.breaker import Breaker, BreakerPolicy, State
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.model.report import RunReport
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, PatchedClient, drain, make_visible
 

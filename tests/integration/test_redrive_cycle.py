@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from redriver.breaker import Breaker, BreakerPolicy, Mode, State
-from redriver.envelope import MARK_ATTRIBUTE, Mark
-from redriver.ratelimit import TokenBucket
+from redriver.act.ratelimit import TokenBucket
+from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
 
@@ -380,7 +380,7 @@ def test_redrives_flow_at_the_configured_rate(aws: Aws, clock: FakeClock) -> Non
         send_to_dlq(aws, f"m-{i}")
     slept: list[float] = []
     redriver = make_redriver(aws, make_settings(aws), clock)
-    redriver.limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
+    redriver.executor.limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
 
     assert redriver.run(REMAINING).redriven == 30
 

@@ -1,4 +1,4 @@
-"""redriver.backoff.redrive_delay: exponential steps with equal jitter, capped."""
+"""redriver.decide.backoff.redrive_delay: exponential steps with equal jitter, capped."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.backoff import SQS_MAX_DELAY_SECONDS, redrive_delay
+from redriver.decide.backoff import SQS_MAX_DELAY_SECONDS, redrive_delay
 
 
 class MaxJitter(random.Random):

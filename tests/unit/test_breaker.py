@@ -1,4 +1,4 @@
-"""redriver.breaker: the circuit breaker's pure state machine."""
+"""redriver.decide.breaker: the circuit breaker's pure state machine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from redriver.breaker import (
+from redriver.decide.breaker import (
     Breaker,
     BreakerPolicy,
     Canary,

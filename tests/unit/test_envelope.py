@@ -1,4 +1,4 @@
-"""redriver.envelope: the re-drive mark, DLQ message parsing, sizes and content identity."""
+"""redriver.model.envelope: the re-drive mark, DLQ message parsing, sizes and content identity."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.envelope import (
+from redriver.model.envelope import (
     MARK_ATTRIBUTE,
     MARK_BUDGET_BYTES,
     MAX_MESSAGE_BYTES,

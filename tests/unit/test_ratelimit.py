@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.ratelimit import TokenBucket
+from redriver.act.ratelimit import TokenBucket
 
 
 class FakeTime:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from redriver.breaker import BreakerPolicy
+from redriver.decide.breaker import BreakerPolicy
 from redriver.settings import ConfigError, Settings, load_settings
 
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"

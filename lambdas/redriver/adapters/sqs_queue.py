@@ -4,89 +4,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from redriver.adapters import AwsCallError
-from redriver.envelope import MAX_MESSAGE_BYTES, DlqMessage, from_sqs, message_size
+from redriver.adapters.ports import (
+    CALL_FAILED,
+    BatchResult,
+    EntryFailure,
+    Outgoing,
+    RedriveWindow,
+    queue_key_from_url,
+)
+from redriver.model.envelope import MAX_MESSAGE_BYTES, DlqMessage, from_sqs
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 SQS_BATCH_LIMIT = 10
-# The code of entries that failed because their whole SendMessageBatch call failed.
-CALL_FAILED = "CallFailed"
 # SQS's error codes for a queue that does not exist (JSON and query protocols).
 QUEUE_MISSING_CODES = {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    """A message to send; ``entry_id`` is unique within one call and names the result."""
-
-    entry_id: str
-    body: str
-    attributes: Mapping[str, Mapping[str, Any]]
-    delay_seconds: int = 0
-    trace_header: str | None = None
-    # FIFO queues: the message's group, and a deduplication id (SQS drops a repeat for 5 minutes).
-    group_id: str | None = None
-    deduplication_id: str | None = None
-
-    @property
-    def size(self) -> int:
-        return message_size(self.body, self.attributes)
-
-
-@dataclass(frozen=True)
-class EntryFailure:
-    code: str
-    message: str
-    sender_fault: bool
-
-
-@dataclass
-class BatchResult:
-    succeeded: list[str] = field(default_factory=list)
-    failed: dict[str, EntryFailure] = field(default_factory=dict)
-    # Set when a whole call failed; its entries are in ``failed``, other calls' results stand.
-    call_error: str | None = None
-
-    def merge(self, other: BatchResult) -> None:
-        self.succeeded.extend(other.succeeded)
-        self.failed.update(other.failed)
-        self.call_error = self.call_error or other.call_error
-
-
-@dataclass(frozen=True)
-class RedriveWindow:
-    """How long the source queue takes, at most, to send a failing message to its DLQ."""
-
-    visibility_timeout_seconds: int
-    max_receive_count: int
-
-    @property
-    def seconds(self) -> int:
-        # maxReceiveCount failed receives, each holding the message for a visibility timeout,
-        # plus one more timeout of slack for the receive that moves it to the DLQ.
-        return self.visibility_timeout_seconds * (self.max_receive_count + 1)
-
-
-def queue_key_from_url(url: str) -> str:
-    """``account/name`` of a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)."""
-    account, name = url.rstrip("/").split("/")[-2:]
-    return f"{account}/{name}"
-
-
-def queue_key_from_arn(arn: str) -> str:
-    """``account/name`` of a queue ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME)."""
-    account, name = arn.split(":")[-2:]
-    return f"{account}/{name}"
-
-
 class SqsQueue:
+    """One SQS queue (the ``Queue`` port), through the batch APIs."""
+
     def __init__(self, url: str, client: SQSClient) -> None:
         self.url = url
         self.key = queue_key_from_url(url)

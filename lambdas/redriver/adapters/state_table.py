@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from redriver.adapters import AwsCallError
-from redriver.breaker import Breaker, Canary, State
-from redriver.envelope import Mark
+from redriver.adapters.ports import MessageRecord
+from redriver.decide.breaker import Breaker, Canary, State
+from redriver.model.envelope import Mark
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -21,17 +22,9 @@ BATCH_WRITE_LIMIT = 25
 MAX_UNPROCESSED_ROUNDS = 5
 
 
-@dataclass(frozen=True)
-class MessageRecord:
-    """What the table keeps about a message: its mark, where it went, and why when parked."""
-
-    mark: Mark
-    status: str  # "REDRIVEN" or "PARKED"
-    source_queue: str
-    reason: str | None = None
-
-
 class StateTable:
+    """The DynamoDB state table (the ``StateStore`` port)."""
+
     def __init__(
         self,
         table_name: str,
@@ -184,13 +177,13 @@ def _record_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
         "redrive_count": {"N": str(mark.count)},
         "first_failed_at": {"N": str(mark.first_failed_at)},
         "redriven_at": _numbers(mark.redriven_at),
-        "status": {"S": record.status},
+        "status": {"S": str(record.status)},
         "source_queue": {"S": record.source_queue},
         "updated_at": {"N": str(now)},
         "expires_at": {"N": str(now + ttl_seconds)},
     }
     if record.reason is not None:
-        item["reason"] = {"S": record.reason}
+        item["reason"] = {"S": json.dumps(record.reason.to_dict())}
     return item
 
 

@@ -40,7 +40,7 @@ class BreakerPolicy:
 class Canary:
     identities: tuple[str, ...]
     verdict_at: int
-    # FIFO: the canaries' message groups, and when they were sent (see redrive.py, VERDICT).
+    # FIFO: the canaries' message groups, and when they were sent (see decide/canary.py).
     groups: tuple[str, ...] = ()
     sent_at: int = 0
 
@@ -113,6 +113,12 @@ def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
     # Compare in whole numbers: 0.07 * 100 is 7.000000000000001 in floating point.
     threshold = Fraction(str(policy.failure_ratio)) * outcome.received
     return outcome.returned > 0 and outcome.returned >= threshold
+
+
+def trips_now(breaker: Breaker, so_far: RunOutcome, policy: BreakerPolicy) -> bool:
+    """Whether a REDRIVE run's tally so far already makes it the failed run that opens the breaker:
+    then the batch in hand is not re-driven into the consumer the run has just judged broken."""
+    return is_failed_run(so_far, policy) and breaker.failures + 1 >= policy.failure_threshold
 
 
 def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy) -> Breaker | None:

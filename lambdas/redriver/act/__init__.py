@@ -1,0 +1,1 @@
+"""Carrying out decisions through the adapters: records, sends, parkings, deletes, breaker writes."""

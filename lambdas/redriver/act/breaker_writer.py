@@ -1,0 +1,53 @@
+"""Breaker writes: conditional on the version read, logged, and remembered for the run's report."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import StateStore
+from redriver.decide.breaker import Breaker, State
+
+
+class BreakerWriter:
+    """Writes one breaker record for one run (its parallel workers share it)."""
+
+    def __init__(self, state: StateStore, key: str, logger: Any) -> None:
+        self._state = state
+        self._key = key
+        self._log = logger
+        self._lock = threading.Lock()
+        self.transitions: list[str] = []
+        # The state of the last record this run wrote; None while it wrote none.
+        self.last_state: State | None = None
+
+    def save(self, after: Breaker, before: Breaker) -> bool:
+        """Write ``after`` if the stored record is still ``before``; False when another run wrote
+        first. An AWS error propagates."""
+        saved = self._state.save_breaker(self._key, after, expected_version=before.version)
+        if not saved:
+            self._log.warning(
+                "breaker changed by another run; this run's transition is dropped",
+                extra={"expected_version": before.version},
+            )
+            return False
+        with self._lock:
+            if after.state is not before.state:
+                self.transitions.append(f"{before.state.value}->{after.state.value}")
+                self._log.info(
+                    "breaker transition",
+                    extra={"from": before.state.value, "to": after.state.value, "version": after.version},
+                )
+            self.last_state = after.state
+        return True
+
+    def transition(self, before: Breaker, after: Breaker) -> tuple[Breaker, int]:
+        """Move to ``after``; on a lost race or an AWS error keep ``before``. Returns the breaker
+        and the errors met (0 or 1)."""
+        try:
+            saved = self.save(after, before)
+        except AwsCallError as exc:
+            self._log.error("breaker write failed", extra={"error": str(exc)})
+            return before, 1
+        return (after if saved else before), 0

@@ -1,0 +1,63 @@
+"""The HALF_OPEN probe: which messages go as canaries, and what their absence proves.
+
+A failed FIFO canary returns behind its group's other messages in the DLQ, where a scan that
+holds one of them cannot see it; the verdict then waits, and never closes on unread evidence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from enum import StrEnum
+
+from redriver.decide.breaker import Canary
+from redriver.model.tracked import Tracked
+
+
+class Verdict(StrEnum):
+    PASSED = "passed"  # not back after its window: one success
+    FAILED = "failed"  # hidden behind its FIFO group for two windows: open the breaker
+    POSTPONED = "postponed"  # may be hidden behind its FIFO group: look again
+
+
+def choose(due: Sequence[Tracked], *, size: int, fifo: bool) -> list[Tracked]:
+    """The canary tests the consumer, not the message: those that failed least often go first.
+
+    On FIFO only a group's first message may go (a later one would overtake it), and a group
+    alone in the batch first: a failed canary returns behind its group's other messages.
+    """
+    if not fifo:
+        return sorted(due, key=lambda t: t.mark.count)[:size]
+    groups = Counter(t.group for t in due)
+    heads = {t.group: t for t in reversed(due)}
+    return sorted(heads.values(), key=lambda t: (groups[t.group], t.mark.count))[:size]
+
+
+def claim(canaries: Sequence[Tracked], *, window_seconds: int, now: int, fifo: bool) -> Canary:
+    """The probe record: who the canaries are, and when their absence becomes a verdict."""
+    return Canary(
+        identities=tuple(t.mark.identity for t in canaries),
+        verdict_at=now + window_seconds,
+        groups=tuple(t.group for t in canaries) if fifo else (),
+        sent_at=now,
+    )
+
+
+def came_back(tracked: Sequence[Tracked], canary: Canary) -> list[Tracked]:
+    """Canaries found in the DLQ: the consumer failed them again."""
+    return [t for t in tracked if t.mark.identity in canary.identities]
+
+
+def may_hide(tracked: Sequence[Tracked], canary: Canary) -> bool:
+    """A scan holds a groupmate of a FIFO canary, so the canary could sit unseen behind it."""
+    return any(t.group in canary.groups and t.mark.identity not in canary.identities for t in tracked)
+
+
+def judge(canary: Canary, *, may_have_hidden: bool, now: int) -> Verdict:
+    """The scan after the canary's window did not find it: a success, unless it could not see.
+    After a second window without a clear view it counts as a failure."""
+    if not may_have_hidden:
+        return Verdict.PASSED
+    if now >= canary.verdict_at + (canary.verdict_at - canary.sent_at):
+        return Verdict.FAILED
+    return Verdict.POSTPONED

@@ -1,0 +1,45 @@
+"""Who a DLQ message is, and how often it was re-driven: from its mark, or from the table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from redriver.model.envelope import DlqMessage, Mark
+from redriver.model.tracked import Tracked
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """A batch with identities resolved: the messages to act on, and later copies of an identity
+    already in the batch (a redelivered duplicate), left for a later run so that one batch never
+    writes the same record twice."""
+
+    unique: list[Tracked]
+    duplicates: list[Tracked]
+
+
+def counted_in_table(batch: Iterable[DlqMessage]) -> list[str]:
+    """Content identities of the messages whose count only the table holds (no mark, no room)."""
+    return [m.content_identity for m in batch if m.mark is None and not m.has_room_for_mark]
+
+
+def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -> Tracking:
+    """Resolve each message's mark: the one it carries; a new one keyed by its MessageId when it
+    has room for one; else the table's record of its content identity (or a new one)."""
+    unique: dict[str, Tracked] = {}
+    duplicates: list[Tracked] = []
+    for message in batch:
+        if message.mark is not None:
+            mark = message.mark
+        elif message.has_room_for_mark:
+            mark = Mark(identity=message.message_id, first_failed_at=now)
+        else:
+            identity = message.content_identity
+            mark = recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
+        tracked = Tracked(message, mark)
+        if mark.identity in unique:
+            duplicates.append(tracked)
+        else:
+            unique[mark.identity] = tracked
+    return Tracking(list(unique.values()), duplicates)

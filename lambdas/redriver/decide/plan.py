@@ -1,0 +1,141 @@
+"""Plan one received batch: park, re-drive with a delay, hold, leave, open the breaker, or probe.
+
+Pure: it takes the batch with identities resolved, the run's mode and tally, the breaker and the
+time, and returns a BatchPlan. The run carries the plan out; nothing here calls AWS.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from redriver.decide import canary, fifo
+from redriver.decide.backoff import redrive_delay
+from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, RunOutcome, trips_now
+from redriver.decide.identity import Tracking
+from redriver.decide.parking import over_limit, over_limit_reason, unknown_source_reason
+from redriver.decide.routing import Routes
+from redriver.model.intents import BatchPlan, Hold, Park, Redrive
+from redriver.model.report import StopReason, Tally
+from redriver.model.tracked import Tracked
+
+
+@dataclass(frozen=True)
+class PlanRules:
+    """The settings a plan depends on."""
+
+    max_redrives: int
+    fifo: bool
+    canary_size: int
+    base_delay_seconds: int
+    max_delay_seconds: int
+    breaker: BreakerPolicy
+    routes: Routes
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """Where the run stands when the batch arrives."""
+
+    mode: Mode
+    breaker: Breaker
+    so_far: Tally  # the run's (or worker's) tally, this batch's receive included
+    now: int
+
+
+@dataclass(frozen=True)
+class Due:
+    """The batch (one message per identity), the part of it that is due for the mode's handling
+    (not parked), and the FIFO waits of messages still backing off."""
+
+    batch: list[Tracked]
+    messages: list[Tracked]
+    fifo_waits: dict[str, int]
+
+
+class Planner:
+    """Plans batches; pure but for the random jitter of the delays (an injected Random)."""
+
+    def __init__(self, rules: PlanRules, rng: random.Random) -> None:
+        self.rules = rules
+        self.rng = rng
+        self._by_mode: dict[Mode, Callable[[BatchPlan, Due, BatchState], BatchPlan]] = {
+            Mode.REDRIVE: self._redrive,
+            Mode.PROBE: self._probe,
+            Mode.WATCH: self._look_for_canary,
+            Mode.VERDICT: self._look_for_canary,
+        }
+
+    def plan(self, tracking: Tracking, state: BatchState) -> BatchPlan:
+        """Poison and messages from unknown sources are parked in every mode (parking never touches
+        the consumer); what is due is then handled as the mode says."""
+        rules = self.rules
+        batch = tracking.unique
+        waits = self._fifo_waits(batch, state.now)
+        # A FIFO message still waiting out its backoff is counted when it is acted on, not twice.
+        returned = sum(
+            1 for t in batch if t.redriven_since(state.breaker.changed_at) and t.message_id not in waits
+        )
+        park, due = [], []
+        for t in batch:
+            if over_limit(t, rules.max_redrives):
+                reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)
+                park.append(Park(t, reason))
+            elif rules.routes.source_url(t) is None:
+                park.append(Park(t, unknown_source_reason(t, now=state.now, routes=rules.routes)))
+            else:
+                due.append(t)
+        base = BatchPlan(park=tuple(park), leave=tuple(tracking.duplicates), returned=returned)
+        return self._by_mode[state.mode](base, Due(batch, due, waits), state)
+
+    def _fifo_waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
+        if not self.rules.fifo:
+            return {}
+        rules = self.rules
+        return fifo.backoff_waits(
+            batch, now=now, base_seconds=rules.base_delay_seconds, max_seconds=rules.max_delay_seconds
+        )
+
+    def _redrive(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
+        so_far = RunOutcome(
+            received=state.so_far.received,
+            returned=state.so_far.returned + base.returned,
+            errors=state.so_far.errors,
+        )
+        if trips_now(state.breaker, so_far, self.rules.breaker):
+            leave = base.leave + tuple(due.messages)
+            return replace(base, leave=leave, open_breaker=True, stop=StopReason.BREAKER_OPENED)
+        waits = due.fifo_waits
+        hold = tuple(Hold(t, waits[t.message_id]) for t in due.messages if t.message_id in waits)
+        redrive = tuple(Redrive(t, self._delay_for(t)) for t in due.messages if t.message_id not in waits)
+        return replace(base, redrive=redrive, hold=hold)
+
+    def _delay_for(self, tracked: Tracked) -> int:
+        """FIFO queues refuse DelaySeconds: their backoff is waited out in the DLQ instead."""
+        if self.rules.fifo:
+            return 0
+        return redrive_delay(
+            tracked.mark.count + 1,
+            base_seconds=self.rules.base_delay_seconds,
+            max_seconds=self.rules.max_delay_seconds,
+            rng=self.rng,
+        )
+
+    def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
+        chosen = canary.choose(due.messages, size=self.rules.canary_size, fifo=self.rules.fifo)
+        rest = tuple(t for t in due.messages if t not in chosen)
+        return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
+
+    def _look_for_canary(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
+        """WATCH and VERDICT: nothing is re-driven. Checked over the whole batch: a canary back at
+        its last allowed re-drive is parked, and its return still reopens the breaker."""
+        probe = state.breaker.canary
+        assert probe is not None, "a HALF_OPEN breaker in WATCH or VERDICT has a canary"
+        back = canary.came_back(due.batch, probe)
+        plan = replace(
+            base, leave=base.leave + tuple(due.messages), canary_may_hide=canary.may_hide(due.batch, probe)
+        )
+        if back:
+            return replace(plan, open_breaker=True, canaries_back=tuple(back), stop=StopReason.CANARY_FAILED)
+        return plan

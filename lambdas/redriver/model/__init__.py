@@ -1,0 +1,1 @@
+"""Values a run passes between deciding and acting: messages, reasons, intents, reports."""

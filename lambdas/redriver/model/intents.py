@@ -1,0 +1,59 @@
+"""A batch's plan: what to do with each message, and what the breaker should do, before any of it
+is done. The planner (decide/plan.py) makes it; the executor (act/executor.py) carries it out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from redriver.model.reasons import ParkReason
+from redriver.model.report import StopReason
+from redriver.model.tracked import Tracked
+
+
+@dataclass(frozen=True)
+class Redrive:
+    tracked: Tracked
+    delay_seconds: int
+
+
+@dataclass(frozen=True)
+class Park:
+    tracked: Tracked
+    reason: ParkReason
+
+
+@dataclass(frozen=True)
+class Hold:
+    """FIFO backoff: hide the message in the DLQ for the rest of its wait."""
+
+    tracked: Tracked
+    seconds: int
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    redrive: tuple[Redrive, ...] = ()
+    park: tuple[Park, ...] = ()
+    hold: tuple[Hold, ...] = ()
+    # Given back to the DLQ at the end of the run, for a later run to see.
+    leave: tuple[Tracked, ...] = ()
+    # HALF_OPEN probe: claim these as canaries; they are re-driven only if the claim is written.
+    canaries: tuple[Tracked, ...] = ()
+    open_breaker: bool = False
+    canaries_back: tuple[Tracked, ...] = ()
+    # Received messages re-driven in the breaker's current period: the consumer failed them again.
+    returned: int = 0
+    canary_may_hide: bool = False
+    stop: StopReason = StopReason.NONE
+
+    def with_claimed_canaries(self) -> BatchPlan:
+        """The probe is this run's: the canaries go now, with no delay (the cooldown was theirs)."""
+        return replace(
+            self,
+            redrive=tuple(Redrive(t, 0) for t in self.canaries),
+            stop=StopReason.CANARY_SENT,
+        )
+
+    def with_probe_taken(self) -> BatchPlan:
+        """Another run claimed the probe first: the canaries stay in the DLQ."""
+        return replace(self, leave=self.leave + self.canaries, stop=StopReason.PROBE_TAKEN)

@@ -1,0 +1,35 @@
+"""Why a message is parked, as a typed value; the parking lot and the table get its JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class ParkCause(StrEnum):
+    OVER_LIMIT = "over_limit"  # it came back MAX_REDRIVES times
+    UNKNOWN_SOURCE = "unknown_source"  # SQS names a source queue that is not configured
+    SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
+
+
+@dataclass(frozen=True)
+class ParkReason:
+    cause: ParkCause
+    why: str
+    redrive_count: int
+    first_failed_at: int
+    last_failed_at: int
+    source_queue: str
+    dlq_message_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``parked`` object of the mark: the fields operators read (the cause is in ``why``)."""
+        return {
+            "why": self.why,
+            "redrive_count": self.redrive_count,
+            "first_failed_at": self.first_failed_at,
+            "last_failed_at": self.last_failed_at,
+            "source_queue": self.source_queue,
+            "dlq_message_id": self.dlq_message_id,
+        }

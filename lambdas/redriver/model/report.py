@@ -1,0 +1,83 @@
+"""What a run did: counts added up batch by batch, why it stopped, and the breaker's moves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+
+from redriver.decide.breaker import Mode, State
+
+
+class StopReason(StrEnum):
+    NONE = ""
+    BREAKER_OPEN = "breaker open"  # SKIP: nothing touched
+    DLQ_EMPTY = "DLQ empty"
+    PER_RUN_LIMIT = "per-run limit"
+    TIME_BUDGET = "time budget"
+    SOURCE_BACKLOG = "source backlog"
+    HALTED = "halted"  # another parallel worker stopped the run
+    AWS_ERROR = "AWS error"
+    BREAKER_OPENED = "breaker opened"
+    CANARY_FAILED = "canary failed"
+    CANARY_SENT = "canary sent"
+    PROBE_TAKEN = "another run holds the probe"
+
+    @property
+    def stops_every_worker(self) -> bool:
+        """A reason that ends the whole run, not only the loop that met it."""
+        return self not in (StopReason.DLQ_EMPTY, StopReason.PER_RUN_LIMIT, StopReason.HALTED)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts of one batch, a worker or a run; tallies add up."""
+
+    received: int = 0
+    redriven: int = 0
+    parked: int = 0
+    returned: int = 0
+    canaries: int = 0
+    errors: int = 0
+    unparkable: int = 0
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What one run did; the handler turns it into metrics and a summary, tests assert on it."""
+
+    mode: Mode
+    breaker_state: State
+    tally: Tally = Tally()
+    stopped_because: StopReason = StopReason.NONE
+    breaker_transitions: list[str] = field(default_factory=list)
+
+    @property
+    def received(self) -> int:
+        return self.tally.received
+
+    @property
+    def redriven(self) -> int:
+        return self.tally.redriven
+
+    @property
+    def parked(self) -> int:
+        return self.tally.parked
+
+    @property
+    def returned(self) -> int:
+        return self.tally.returned
+
+    @property
+    def canaries(self) -> int:
+        return self.tally.canaries
+
+    @property
+    def errors(self) -> int:
+        return self.tally.errors
+
+    @property
+    def unparkable(self) -> int:
+        return self.tally.unparkable

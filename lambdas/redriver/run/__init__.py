@@ -1,0 +1,1 @@
+"""One scheduled run: the gate, the batch loop and its parallel workers."""

@@ -1,0 +1,129 @@
+"""One received batch: resolve identities, plan, move the breaker, execute, count canaries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redriver.act.breaker_writer import BreakerWriter
+from redriver.act.executor import Executed, Executor, log_decision
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import Queue, StateStore
+from redriver.decide import canary
+from redriver.decide.breaker import Breaker, Mode, with_canary
+from redriver.decide.identity import counted_in_table, track
+from redriver.decide.plan import BatchState, Planner
+from redriver.decide.routing import Routes
+from redriver.model.envelope import DlqMessage
+from redriver.model.intents import BatchPlan
+from redriver.model.report import StopReason, Tally
+from redriver.model.tracked import Tracked
+
+
+@dataclass(frozen=True)
+class Handled:
+    tally: Tally
+    breaker: Breaker
+    # Received but not acted on: given back at the end of the run.
+    leave: tuple[Tracked, ...]
+    canary_may_hide: bool
+    stop: StopReason
+
+
+class BatchHandler:
+    def __init__(
+        self,
+        *,
+        planner: Planner,
+        executor: Executor,
+        state: StateStore,
+        sources: dict[str, Queue],
+        routes: Routes,
+        fifo: bool,
+        logger: Any,
+        clock: Callable[[], float],
+    ) -> None:
+        self.planner = planner
+        self.executor = executor
+        self.state = state
+        self.sources = sources
+        self.routes = routes
+        self.fifo = fifo
+        self.log = logger
+        self.clock = clock
+
+    def handle(
+        self, batch: list[DlqMessage], mode: Mode, breaker: Breaker, so_far: Tally, writer: BreakerWriter
+    ) -> Handled:
+        """Decide and act on one batch. ``so_far`` includes this batch's receive. AWS errors of
+        the planning reads propagate; those of acting end the batch with stop AWS_ERROR."""
+        now = int(self.clock())
+        counted = counted_in_table(batch)
+        recorded = self.state.load_marks(counted) if counted else {}
+        for message in batch:
+            if message.malformed_mark:
+                self.log.warning(
+                    "ignoring a malformed re-drive mark", extra={"message_id": message.message_id}
+                )
+        tracking = track(batch, recorded, now)
+        for duplicate in tracking.duplicates:
+            log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
+
+        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now))
+        errors = 0
+        if plan.open_breaker:
+            if plan.canaries_back:
+                log_decision(self.log, "canary came back: opening the circuit", plan.canaries_back[0])
+            breaker, errors = writer.transition(breaker, breaker.opened(now))
+        elif plan.canaries:
+            try:
+                breaker, plan = self._claim_probe(plan, breaker, writer, now)
+            except AwsCallError as exc:
+                return self._stopped_by(exc, Tally(returned=plan.returned), breaker, plan, leave=())
+
+        executed = self.executor.execute(plan, now)
+        tally = Tally(returned=plan.returned, errors=errors) + executed.tally
+        if plan.stop is StopReason.CANARY_SENT:
+            breaker, tally = self._account_canaries(executed, breaker, tally, writer)
+        if executed.failure:
+            return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
+        return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def _claim_probe(
+        self, plan: BatchPlan, breaker: Breaker, writer: BreakerWriter, now: int
+    ) -> tuple[Breaker, BatchPlan]:
+        """Write the canaries into the breaker before sending them: of overlapping runs, only the
+        one whose conditional write wins sends a canary. The window is read from the source queue."""
+        source = self.sources[self.routes.source_url(plan.canaries[0]) or self.routes.urls[0]]
+        probe = canary.claim(
+            plan.canaries, window_seconds=source.redrive_window().seconds, now=now, fifo=self.fifo
+        )
+        claimed = with_canary(breaker, probe)
+        if not writer.save(claimed, breaker):
+            return breaker, plan.with_probe_taken()
+        for tracked in plan.canaries:
+            log_decision(self.log, "canary", tracked, verdict_at=probe.verdict_at)
+        return claimed, plan.with_claimed_canaries()
+
+    def _account_canaries(
+        self, executed: Executed, breaker: Breaker, tally: Tally, writer: BreakerWriter
+    ) -> tuple[Breaker, Tally]:
+        """A canary that could not be sent is a failure: the consumer's side is unknown, and an
+        AWS error counts against the breaker like any other."""
+        if executed.sent_to_source and not executed.failure:
+            return breaker, tally + Tally(canaries=len(executed.sent_to_source))
+        self.log.warning("canary could not be sent: opening the circuit")
+        breaker, errors = writer.transition(breaker, breaker.opened(int(self.clock())))
+        return breaker, tally + Tally(errors=errors)
+
+    def _stopped_by(
+        self,
+        error: AwsCallError | str,
+        tally: Tally,
+        breaker: Breaker,
+        plan: BatchPlan,
+        leave: tuple[Tracked, ...],
+    ) -> Handled:
+        self.log.error("run stopped by an AWS error", extra={"error": str(error)})
+        return Handled(tally + Tally(errors=1), breaker, leave, plan.canary_may_hide, StopReason.AWS_ERROR)

@@ -1,0 +1,130 @@
+"""The batch loop of a run (or of one parallel worker): receive, handle, until something says stop."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redriver.act.breaker_writer import BreakerWriter
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import Queue
+from redriver.decide.breaker import Breaker, Mode
+from redriver.decide.pacing import backlog_check_due, batch_size, limit_reached, out_of_time
+from redriver.model.report import StopReason, Tally
+from redriver.run.batch import BatchHandler
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    receive_wait_seconds: int
+    dlq_visibility_timeout_seconds: int
+    time_margin_seconds: int
+    source_backlog_limit: int
+
+
+@dataclass(frozen=True)
+class Drained:
+    tally: Tally
+    breaker: Breaker  # as this loop left it
+    stop: StopReason
+    held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    canary_may_hide: bool = False
+
+
+class BatchLoop:
+    def __init__(
+        self,
+        *,
+        dlq: Queue,
+        sources: Sequence[Queue],
+        handler: BatchHandler,
+        settings: LoopSettings,
+        logger: Any,
+    ) -> None:
+        self.dlq = dlq
+        self.sources = sources
+        self.handler = handler
+        self.settings = settings
+        self.log = logger
+
+    def drain(
+        self,
+        mode: Mode,
+        breaker: Breaker,
+        *,
+        limit: int,
+        remaining_ms: Callable[[], int],
+        writer: BreakerWriter,
+        halt: threading.Event,
+    ) -> Drained:
+        """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
+        holds, the breaker opens, AWS fails or another worker halts the run."""
+        tally = Tally()
+        held: dict[str, str] = {}
+        may_hide = False
+        stop = StopReason.NONE
+        while not stop:
+            stop = (
+                StopReason.HALTED
+                if halt.is_set()
+                else self._stop_before_batch(mode, tally, limit, remaining_ms)
+            )
+            if stop:
+                break
+            try:
+                batch = self.dlq.receive(
+                    batch_size(tally.received, limit),
+                    wait_seconds=self.settings.receive_wait_seconds,
+                    visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
+                )
+                tally += Tally(received=len(batch))
+                if not batch:
+                    stop = StopReason.DLQ_EMPTY
+                    break
+                handled = self.handler.handle(batch, mode, breaker, tally, writer)
+            except AwsCallError as exc:
+                self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
+                tally += Tally(errors=1)
+                stop = StopReason.AWS_ERROR
+                break
+            tally += handled.tally
+            breaker = handled.breaker
+            held.update((t.message_id, t.receipt_handle) for t in handled.leave)
+            may_hide |= handled.canary_may_hide
+            stop = handled.stop
+        if stop.stops_every_worker:
+            halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
+        return Drained(tally, breaker, stop, held, may_hide)
+
+    def _stop_before_batch(
+        self, mode: Mode, tally: Tally, limit: int, remaining_ms: Callable[[], int]
+    ) -> StopReason:
+        if limit_reached(tally.received, limit):
+            return StopReason.PER_RUN_LIMIT
+        if out_of_time(remaining_ms(), self.settings.time_margin_seconds):
+            return StopReason.TIME_BUDGET
+        if mode is Mode.REDRIVE and self._source_backlogged(tally.received):
+            return StopReason.SOURCE_BACKLOG
+        return StopReason.NONE
+
+    def _source_backlogged(self, received: int) -> bool:
+        """Back-pressure: is a source queue's backlog above the limit?"""
+        limit = self.settings.source_backlog_limit
+        if not backlog_check_due(received, limit):
+            return False
+        for source in self.sources:
+            try:
+                backlog = source.backlog()
+            except AwsCallError as exc:
+                # Unknown backlog: go on, the rate limit still holds (a missing queue is parked).
+                self.log.warning("source backlog unknown", extra={"queue": source.url, "error": str(exc)})
+                continue
+            if backlog > limit:
+                self.log.info(
+                    "source backlog above the limit: re-drives wait",
+                    extra={"queue": source.url, "backlog": backlog},
+                )
+                return True
+        return False
