@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from redriver.act.ratelimit import TokenBucket
 from redriver.adapters.clients import AwsClients
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
@@ -29,8 +30,10 @@ def compose_redriver(
     clock: Callable[[], float] = time.time,
     rng: random.Random | None = None,
     pause: Callable[[float], None] = time.sleep,
+    limiter: TokenBucket | None = None,
 ) -> Redriver:
-    """A Redriver over ``clients``; ``clock`` and ``pause`` let tests move time themselves."""
+    """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
+    (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock)."""
     sqs = clients.sqs
     return Redriver(
         settings,
@@ -47,4 +50,5 @@ def compose_redriver(
         logger=logger or logging.getLogger("redriver"),
         clock=clock,
         rng=rng or random.Random(),
+        limiter=limiter,
     )

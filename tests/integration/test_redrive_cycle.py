@@ -380,7 +380,8 @@ def test_redrives_flow_at_the_configured_rate(aws: Aws, clock: FakeClock) -> Non
         send_to_dlq(aws, f"m-{i}")
     slept: list[float] = []
     redriver = make_redriver(aws, make_settings(aws), clock)
-    redriver.executor.limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
+    limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
+    redriver.executor.redrives.limiter = limiter
 
     assert redriver.run(REMAINING).redriven == 30
 

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from redriver.act.books import Executed
 from redriver.act.breaker_writer import BreakerWriter
-from redriver.act.executor import Executed, Executor, log_decision
+from redriver.act.decision_log import log_decision
+from redriver.act.executor import Executor
 from redriver.adapters import AwsCallError
 from redriver.adapters.ports import Queue, StateStore
 from redriver.decide import canary

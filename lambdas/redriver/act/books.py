@@ -1,0 +1,38 @@
+"""The books of one plan's execution, and what the execution returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from redriver.model.intents import Park
+from redriver.model.report import Tally
+from redriver.model.tracked import Tracked
+
+
+@dataclass(frozen=True)
+class Executed:
+    tally: Tally
+    sent_to_source: tuple[Tracked, ...] = ()
+    # A whole AWS call failed; what did arrive was still deleted.
+    failure: str | None = None
+
+
+@dataclass
+class ExecutionBooks:
+    """Kept while one plan is carried out: what arrived (to delete), what was sent to a source,
+    what the source refused for good (to park), and the counts."""
+
+    now: int
+    arrived: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    sent: list[Tracked] = field(default_factory=list)
+    rejected: list[Park] = field(default_factory=list)
+    redriven: int = 0
+    parked: int = 0
+    unparkable: int = 0
+    errors: int = 0
+
+    def result(self, failure: str | None) -> Executed:
+        tally = Tally(
+            redriven=self.redriven, parked=self.parked, unparkable=self.unparkable, errors=self.errors
+        )
+        return Executed(tally, tuple(self.sent), failure)
