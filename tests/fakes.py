@@ -1,0 +1,161 @@
+"""In-memory stand-ins for the run's ports (adapters/ports.py) and builders of DLQ messages, for
+unit tests of the decisions and of the executor with no moto."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import (
+    CALL_FAILED,
+    BatchResult,
+    EntryFailure,
+    MessageRecord,
+    Outgoing,
+    RedriveWindow,
+    queue_key_from_url,
+)
+from redriver.decide.breaker import Breaker
+from redriver.model.envelope import DlqMessage, Mark
+
+ACCOUNT = "123456789012"
+QUEUE_URL = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/"
+_ids = itertools.count(1)
+
+
+def queue_url(name: str) -> str:
+    return QUEUE_URL + name
+
+
+def dlq_message(
+    body: str = "{}",
+    *,
+    mark: Mark | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    group: str | None = None,
+    source: str | None = None,
+    message_id: str | None = None,
+    sent_at: int | None = None,
+) -> DlqMessage:
+    """A received DLQ message: ``source`` names the source queue as SQS does (by ARN)."""
+    system: dict[str, str] = {}
+    if group is not None:
+        system["MessageGroupId"] = group
+    if source is not None:
+        system["DeadLetterQueueSourceArn"] = f"arn:aws:sqs:us-east-1:{ACCOUNT}:{source}"
+    if sent_at is not None:
+        system["SentTimestamp"] = str(sent_at * 1000)
+    number = next(_ids)
+    return DlqMessage(
+        message_id=message_id or f"m-{number}",
+        receipt_handle=f"rh-{number}",
+        body=body,
+        attributes=dict(attributes or {}),
+        system_attributes=system,
+        mark=mark,
+    )
+
+
+def marked(count: int, *, last_at: int = 0, identity: str | None = None, **kwargs: Any) -> DlqMessage:
+    """A message re-driven ``count`` times, the last at ``last_at``."""
+    history = tuple(range(last_at - count + 1, last_at + 1)) if count else ()
+    mark = Mark(identity or f"id-{next(_ids)}", count, 1, history)
+    return dlq_message(mark=mark, **kwargs)
+
+
+@dataclass
+class FakeQueue:
+    """A queue that records every call; ``refuse`` maps a body to the failure its send gets."""
+
+    name: str
+    refuse: dict[str, EntryFailure] = field(default_factory=dict)
+    fail_calls: set[str] = field(default_factory=set)  # operations whose calls fail as a whole
+    window: RedriveWindow = RedriveWindow(visibility_timeout_seconds=30, max_receive_count=2)
+    waiting: int = 0
+    sent: list[Outgoing] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    hidden: dict[str, int] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return queue_url(self.name)
+
+    @property
+    def key(self) -> str:
+        return queue_key_from_url(self.url)
+
+    def _call(self, operation: str) -> None:
+        self.calls.append(f"{self.name}.{operation}")
+        if operation in self.fail_calls:
+            raise AwsCallError(f"{operation} on {self.name} failed (injected)")
+
+    def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
+        self._call("receive")
+        return []
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult:
+        """As the SQS adapter: a call that fails whole fails its entries, it does not raise."""
+        self.calls.append(f"{self.name}.send")
+        result = BatchResult()
+        if "send" in self.fail_calls:
+            result.call_error = f"send on {self.name} failed (injected)"
+            result.failed = {m.entry_id: EntryFailure(CALL_FAILED, "injected", False) for m in messages}
+            return result
+        for message in messages:
+            failure = self.refuse.get(message.body)
+            if failure:
+                result.failed[message.entry_id] = failure
+            else:
+                self.sent.append(message)
+                result.succeeded.append(message.entry_id)
+        return result
+
+    def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult:
+        self._call("delete")
+        self.deleted.extend(receipt_handles)
+        return BatchResult(succeeded=list(receipt_handles))
+
+    def change_visibility(self, hidden_for: Mapping[str, tuple[str, int]]) -> BatchResult:
+        self._call("change_visibility")
+        self.hidden.update({key: seconds for key, (_, seconds) in hidden_for.items()})
+        return BatchResult(succeeded=list(hidden_for))
+
+    def backlog(self) -> int:
+        self._call("backlog")
+        return self.waiting
+
+    def redrive_window(self) -> RedriveWindow:
+        self._call("redrive_window")
+        return self.window
+
+
+@dataclass
+class FakeStateStore:
+    breaker: Breaker = Breaker()
+    records: list[MessageRecord] = field(default_factory=list)
+    marks: dict[str, Mark] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    def load_breaker(self, key: str) -> Breaker:
+        self.calls.append("load_breaker")
+        return self.breaker
+
+    def save_breaker(self, key: str, breaker: Breaker, *, expected_version: int) -> bool:
+        self.calls.append("save_breaker")
+        if self.breaker.version != expected_version:
+            return False
+        self.breaker = breaker
+        return True
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        self.calls.append("load_marks")
+        return {i: self.marks[i] for i in identities if i in self.marks}
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        if records:
+            self.calls.append("save_records")
+            self.records.extend(records)

@@ -1,0 +1,49 @@
+"""redriver.decide.identity and routing: who a message is, its count, and where it goes back."""
+
+from __future__ import annotations
+
+from redriver.decide.identity import counted_in_table, track
+from redriver.decide.routing import Routes
+from redriver.model.envelope import Mark, string_attribute
+from tests.fakes import dlq_message, queue_url
+
+NOW = 1_800_000_000
+TEN_ATTRIBUTES = {f"a{i}": string_attribute(str(i)) for i in range(10)}
+
+
+def test_a_marked_message_keeps_the_identity_and_count_it_carries() -> None:
+    mark = Mark("id-original", 2, 5, (10, 20))
+
+    [tracked] = track([dlq_message(mark=mark, message_id="m-new")], {}, NOW).unique
+
+    assert tracked.mark == mark and tracked.carries_mark
+
+
+def test_a_first_failure_is_known_by_its_message_id_from_now() -> None:
+    [tracked] = track([dlq_message(message_id="m-7")], {}, NOW).unique
+
+    assert tracked.mark == Mark("m-7", 0, NOW, ()) and tracked.carries_mark
+
+
+def test_a_message_with_no_room_for_the_mark_is_counted_by_its_content_in_the_table() -> None:
+    full = dlq_message("order", attributes=TEN_ATTRIBUTES)
+    recorded = Mark(full.content_identity, 3, 1, (1, 2, 3))
+
+    assert counted_in_table([full, dlq_message("roomy")]) == [full.content_identity]
+    [tracked] = track([full], {full.content_identity: recorded}, NOW).unique
+    [unseen] = track([dlq_message("other", attributes=TEN_ATTRIBUTES)], {}, NOW).unique
+
+    assert tracked.mark == recorded and not tracked.carries_mark
+    assert (unseen.mark.count, unseen.mark.first_failed_at) == (0, NOW)
+
+
+def test_a_message_goes_back_to_the_source_sqs_names_else_to_the_first() -> None:
+    routes = Routes((queue_url("orders"), queue_url("payments")))
+    payments, unnamed, unknown = track(
+        [dlq_message("p", source="payments"), dlq_message("u"), dlq_message("x", source="legacy")], {}, NOW
+    ).unique
+
+    assert routes.source_url(payments) == queue_url("payments")
+    assert routes.source_url(unnamed) == queue_url("orders")
+    assert routes.source_url(unknown) is None
+    assert routes.describe_source(unknown) == "arn:aws:sqs:us-east-1:123456789012:legacy"

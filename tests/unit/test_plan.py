@@ -1,0 +1,267 @@
+"""redriver.decide.plan: what a run does with each message of a batch, decided with no AWS."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
+from redriver.decide.identity import Tracking, track
+from redriver.decide.plan import BatchState, Planner, PlanRules
+from redriver.decide.routing import Routes
+from redriver.model.envelope import DlqMessage
+from redriver.model.intents import BatchPlan
+from redriver.model.reasons import ParkCause
+from redriver.model.report import StopReason, Tally
+from tests.fakes import dlq_message, marked, queue_url
+
+NOW = 1_800_000_000
+ORDERS = queue_url("orders")
+PAYMENTS = queue_url("payments")
+POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
+
+
+def rules(**overrides: object) -> PlanRules:
+    values: dict[str, object] = {
+        "max_redrives": 3,
+        "fifo": False,
+        "canary_size": 1,
+        "base_delay_seconds": 60,
+        "max_delay_seconds": 900,
+        "breaker": POLICY,
+        "routes": Routes((ORDERS, PAYMENTS)),
+    }
+    values.update(overrides)
+    return PlanRules(**values)  # type: ignore[arg-type]
+
+
+def plan(
+    batch: list[DlqMessage],
+    mode: Mode = Mode.REDRIVE,
+    breaker: Breaker | None = None,
+    so_far: Tally | None = None,
+    **rule_overrides: object,
+) -> BatchPlan:
+    tracking = track(batch, {}, NOW)
+    state = BatchState(mode, breaker or Breaker(), so_far or Tally(received=len(batch)), NOW)
+    return Planner(rules(**rule_overrides), random.Random(7)).plan(tracking, state)
+
+
+def bodies(tracked: object) -> list[str]:
+    return [t.message.body for t in tracked]  # type: ignore[attr-defined]
+
+
+# -- parking ------------------------------------------------------------------------------------
+
+
+def test_a_message_at_its_limit_is_parked_with_the_reason_and_the_rest_redriven() -> None:
+    result = plan([marked(3, last_at=NOW - 10, body="poison"), dlq_message("fresh")])
+
+    [park] = result.park
+    assert park.tracked.message.body == "poison"
+    assert park.reason.cause is ParkCause.OVER_LIMIT
+    assert park.reason.why == "failed after 3 re-drives (limit 3)"
+    assert (park.reason.redrive_count, park.reason.last_failed_at, park.reason.source_queue) == (
+        3,
+        NOW,
+        ORDERS,
+    )
+    assert bodies(r.tracked for r in result.redrive) == ["fresh"]
+
+
+@pytest.mark.parametrize("mode", [Mode.PROBE, Mode.WATCH, Mode.VERDICT])
+def test_poison_is_parked_in_every_mode_that_reads_the_dlq(mode: Mode) -> None:
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-elsewhere",), NOW + 60))
+    result = plan([marked(3, body="poison")], mode=mode, breaker=breaker)
+
+    assert bodies(p.tracked for p in result.park) == ["poison"]
+    assert result.redrive == ()
+
+
+def test_a_message_from_a_source_not_configured_is_parked_and_a_known_one_routed() -> None:
+    result = plan([dlq_message("legacy", source="legacy-orders"), dlq_message("pay", source="payments")])
+
+    [park] = result.park
+    assert park.reason.cause is ParkCause.UNKNOWN_SOURCE
+    assert park.reason.why == "no configured source queue is arn:aws:sqs:us-east-1:123456789012:legacy-orders"
+    assert park.reason.source_queue == "arn:aws:sqs:us-east-1:123456789012:legacy-orders"
+    assert bodies(r.tracked for r in result.redrive) == ["pay"]
+
+
+def test_a_second_copy_of_an_identity_is_left_for_a_later_run() -> None:
+    first = marked(1, identity="id-same", body="copy-1")
+    second = marked(1, identity="id-same", body="copy-2")
+
+    result = plan([first, second])
+
+    assert bodies(result.leave) == ["copy-2"]
+    assert bodies(r.tracked for r in result.redrive) == ["copy-1"]
+
+
+# -- REDRIVE: backoff, the returned count, the breaker ------------------------------------------
+
+
+@pytest.mark.parametrize(("count", "low", "high"), [(0, 30, 60), (1, 60, 120), (3, 240, 480), (4, 450, 900)])
+def test_the_delay_is_the_exponential_step_with_equal_jitter_capped_at_900(
+    count: int, low: int, high: int
+) -> None:
+    for seed in range(20):
+        tracking = track([marked(count) if count else dlq_message()], {}, NOW)
+        planner = Planner(rules(max_redrives=10), random.Random(seed))
+        [redrive] = planner.plan(
+            tracking, BatchState(Mode.REDRIVE, Breaker(), Tally(received=1), NOW)
+        ).redrive
+        assert low <= redrive.delay_seconds <= high
+
+
+def test_returned_counts_messages_redriven_since_the_breaker_last_changed() -> None:
+    breaker = Breaker(changed_at=NOW - 100)
+    batch = [
+        marked(1, last_at=NOW - 50),
+        marked(1, last_at=NOW - 100),
+        marked(1, last_at=NOW - 101),
+        dlq_message(),
+    ]
+
+    assert plan(batch, breaker=breaker).returned == 2
+
+
+def test_a_batch_that_makes_the_run_the_one_that_opens_the_breaker_is_not_redriven() -> None:
+    # GIVEN two failed runs behind us, and a batch whose every message came back
+    breaker = Breaker(failures=2, changed_at=NOW - 600)
+    batch = [marked(1, last_at=NOW - 60, body=f"back-{i}") for i in range(4)] + [marked(3, body="poison")]
+
+    result = plan(batch, breaker=breaker)
+
+    assert result.open_breaker and result.stop is StopReason.BREAKER_OPENED
+    assert result.redrive == () and sorted(bodies(result.leave)) == [f"back-{i}" for i in range(4)]
+    assert bodies(p.tracked for p in result.park) == ["poison"]  # parking never touches the consumer
+
+
+def test_a_failed_run_short_of_the_threshold_still_redrives() -> None:
+    breaker = Breaker(failures=1, changed_at=NOW - 600)
+    batch = [marked(1, last_at=NOW - 60) for _ in range(4)]
+
+    result = plan(batch, breaker=breaker)
+
+    assert not result.open_breaker and len(result.redrive) == 4
+
+
+def test_the_trip_counts_the_run_so_far_not_only_the_batch() -> None:
+    # 1 returned of 10 in this batch, but 9 of the 10 received before came back too: 10 of 20
+    breaker = Breaker(failures=2, changed_at=NOW - 600)
+    batch = [marked(1, last_at=NOW - 60)] + [dlq_message() for _ in range(9)]
+
+    alone = plan(batch, breaker=breaker)
+    after_a_bad_batch = plan(batch, breaker=breaker, so_far=Tally(received=20, returned=9))
+
+    assert not alone.open_breaker
+    assert after_a_bad_batch.open_breaker
+
+
+# -- FIFO ---------------------------------------------------------------------------------------
+
+
+def test_fifo_messages_backing_off_are_held_and_due_ones_go_without_delay() -> None:
+    waiting = marked(1, last_at=NOW, group="g", body="waits")
+    due = marked(1, last_at=NOW - 3600, group="h", body="due")
+
+    result = plan([waiting, due], fifo=True)
+
+    [hold] = result.hold
+    assert hold.tracked.message.body == "waits" and 60 <= hold.seconds <= 120
+    assert [(r.tracked.message.body, r.delay_seconds) for r in result.redrive] == [("due", 0)]
+
+
+def test_fifo_messages_behind_a_waiting_groupmate_wait_as_long() -> None:
+    first = marked(1, last_at=NOW, group="g", body="first")
+    second = dlq_message("second", group="g", sent_at=NOW - 3600)
+
+    result = plan([first, second], fifo=True)
+
+    assert [h.tracked.message.body for h in result.hold] == ["first", "second"]
+    assert result.hold[0].seconds == result.hold[1].seconds
+
+
+def test_a_fifo_message_backing_off_is_not_counted_as_returned_until_it_is_acted_on() -> None:
+    breaker = Breaker(changed_at=NOW - 600)
+
+    assert plan([marked(1, last_at=NOW - 10, group="g")], breaker=breaker, fifo=True).returned == 0
+    assert plan([marked(1, last_at=NOW - 10, group="g")], breaker=breaker).returned == 1
+
+
+# -- HALF_OPEN: the probe and the watch ---------------------------------------------------------
+
+
+HALF_OPEN = Breaker(State.HALF_OPEN, changed_at=NOW - 60, version=5)
+
+
+def test_the_canary_is_the_message_that_failed_least_often_and_the_rest_stay() -> None:
+    batch = [marked(2, body="twice"), dlq_message("never"), marked(1, body="once")]
+
+    result = plan(batch, mode=Mode.PROBE, breaker=HALF_OPEN)
+
+    assert bodies(result.canaries) == ["never"]
+    assert sorted(bodies(result.leave)) == ["once", "twice"]
+    assert result.redrive == ()  # nothing goes before the claim is written
+
+
+def test_a_claimed_probe_sends_its_canaries_with_no_delay_and_a_lost_one_leaves_them() -> None:
+    planned = plan([dlq_message("c")], mode=Mode.PROBE, breaker=HALF_OPEN)
+
+    claimed = planned.with_claimed_canaries()
+    lost = planned.with_probe_taken()
+
+    assert [(r.tracked.message.body, r.delay_seconds) for r in claimed.redrive] == [("c", 0)]
+    assert claimed.stop is StopReason.CANARY_SENT
+    assert bodies(lost.leave) == ["c"] and lost.redrive == () and lost.stop is StopReason.PROBE_TAKEN
+
+
+def test_a_fifo_canary_is_a_group_head_and_a_group_alone_goes_first() -> None:
+    batch = [
+        dlq_message("g-1", group="g"),
+        dlq_message("g-2", group="g"),
+        marked(2, group="solo", body="solo"),
+    ]
+
+    result = plan(batch, mode=Mode.PROBE, breaker=HALF_OPEN, fifo=True, canary_size=2)
+
+    assert bodies(result.canaries) == ["solo", "g-1"]
+
+
+@pytest.mark.parametrize("mode", [Mode.WATCH, Mode.VERDICT])
+def test_a_canary_found_back_opens_the_breaker_even_when_it_is_parked(mode: Mode) -> None:
+    canary = marked(3, identity="id-canary", body="canary")
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-canary",), NOW + 60), version=6)
+
+    result = plan([dlq_message("other"), canary], mode=mode, breaker=breaker)
+
+    assert result.open_breaker and result.stop is StopReason.CANARY_FAILED
+    assert bodies(result.canaries_back) == ["canary"] and bodies(p.tracked for p in result.park) == ["canary"]
+    assert bodies(result.leave) == ["other"] and result.redrive == ()
+
+
+def test_watching_without_the_canary_in_sight_changes_nothing() -> None:
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-canary",), NOW + 60), version=6)
+
+    result = plan([dlq_message("a"), dlq_message("b")], mode=Mode.WATCH, breaker=breaker)
+
+    assert not result.open_breaker and result.stop is StopReason.NONE
+    assert bodies(result.leave) == ["a", "b"] and not result.canary_may_hide
+
+
+def test_a_fifo_canary_may_hide_behind_a_groupmate_in_the_batch() -> None:
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-canary",), NOW + 60, groups=("g",)), version=6)
+
+    beside = plan([dlq_message("mate", group="g")], mode=Mode.WATCH, breaker=breaker, fifo=True)
+    elsewhere = plan([dlq_message("x", group="h")], mode=Mode.WATCH, breaker=breaker, fifo=True)
+
+    assert beside.canary_may_hide and not elsewhere.canary_may_hide
+
+
+def test_an_empty_tracking_plans_nothing() -> None:
+    result = Planner(rules(), random.Random(1)).plan(
+        Tracking([], []), BatchState(Mode.REDRIVE, Breaker(), Tally(), NOW)
+    )
+    assert (result.redrive, result.park, result.leave, result.returned) == ((), (), (), 0)
