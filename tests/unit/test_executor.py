@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
 from redriver.act.executor import Executor
-from redriver.act.parking import UNPARKABLE_HIDE_SECONDS
+from redriver.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
 from redriver.act.ratelimit import TokenBucket
+from redriver.act.redriving import RedriveSender
 from redriver.adapters.ports import EntryFailure, RecordStatus
 from redriver.decide.identity import track
 from redriver.decide.parking import over_limit_reason
@@ -22,6 +24,7 @@ NOW = 1_800_000_000
 TEN_ATTRIBUTES = {f"a{i}": string_attribute(str(i)) for i in range(10)}
 REFUSED = EntryFailure("InvalidParameterValue", "no", sender_fault=True)
 SERVER_FAULT = EntryFailure("InternalError", "try again", sender_fault=False)
+SILENT = logging.getLogger("executor-tests")
 
 
 class World:
@@ -33,25 +36,27 @@ class World:
         self.parking_lot = FakeQueue(f"parking-lot{suffix}")
         self.state = FakeStateStore()
         self.routes = Routes((self.orders.url, self.payments.url))
-        self.executor = Executor(
-            dlq=self.dlq,
+        redrives = RedriveSender(
             sources=[self.orders, self.payments],
-            parking_lot=self.parking_lot,
             state=self.state,
             limiter=TokenBucket(500, burst=10, sleep=lambda _: None),
             routes=self.routes,
             fifo=fifo,
             record_every_redrive=False,
-            logger=_Silent(),
+            logger=SILENT,
         )
+        parker = Parker(
+            parking_lot=self.parking_lot,
+            dlq=self.dlq,
+            state=self.state,
+            routes=self.routes,
+            fifo=fifo,
+            logger=SILENT,
+        )
+        self.executor = Executor(dlq=self.dlq, redrives=redrives, parker=parker, logger=SILENT)
 
     def park(self, tracked: Tracked) -> Park:
         return Park(tracked, over_limit_reason(tracked, 3, now=NOW, routes=self.routes))
-
-
-class _Silent:
-    def __getattr__(self, _: str) -> object:
-        return lambda *args, **kwargs: None
 
 
 def tracked(*messages: object) -> list[Tracked]:

@@ -12,11 +12,9 @@ from typing import Any
 from redriver.act.books import Executed, ExecutionBooks
 from redriver.act.decision_log import log_decision
 from redriver.act.parking import Parker
-from redriver.act.ratelimit import TokenBucket
 from redriver.act.redriving import RedriveSender
 from redriver.adapters import AwsCallError
-from redriver.adapters.ports import Queue, StateStore
-from redriver.decide.routing import Routes
+from redriver.adapters.ports import Queue
 from redriver.model.intents import BatchPlan, Hold
 from redriver.model.report import Tally
 
@@ -24,32 +22,10 @@ from redriver.model.report import Tally
 class Executor:
     """Carries out batch plans (shared by parallel workers: it keeps no state of a batch)."""
 
-    def __init__(
-        self,
-        *,
-        dlq: Queue,
-        sources: Sequence[Queue],
-        parking_lot: Queue,
-        state: StateStore,
-        limiter: TokenBucket,
-        routes: Routes,
-        fifo: bool,
-        record_every_redrive: bool,
-        logger: Any,
-    ) -> None:
+    def __init__(self, *, dlq: Queue, redrives: RedriveSender, parker: Parker, logger: Any) -> None:
         self.dlq = dlq
-        self.redrives = RedriveSender(
-            sources=sources,
-            state=state,
-            limiter=limiter,
-            routes=routes,
-            fifo=fifo,
-            record_every_redrive=record_every_redrive,
-            logger=logger,
-        )
-        self.parker = Parker(
-            parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=fifo, logger=logger
-        )
+        self.redrives = redrives
+        self.parker = parker
         self.log = logger
 
     def execute(self, plan: BatchPlan, now: int) -> Executed:

@@ -14,7 +14,9 @@ from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
+from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
+from redriver.act.redriving import RedriveSender
 from redriver.adapters.ports import Queue, StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
@@ -60,10 +62,8 @@ class Redriver:
             breaker=settings.breaker,
             routes=routes,
         )
-        self.executor = Executor(
-            dlq=dlq,
+        redrives = RedriveSender(
             sources=sources,
-            parking_lot=parking_lot,
             state=state,
             # One batch may go at once; beyond that, re-drives flow at the configured rate.
             limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_RECEIVE_LIMIT),
@@ -72,6 +72,10 @@ class Redriver:
             record_every_redrive=settings.record_every_redrive,
             logger=logger,
         )
+        parker = Parker(
+            parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=settings.fifo, logger=logger
+        )
+        self.executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
         handler = BatchHandler(
             planner=Planner(rules, rng),
             executor=self.executor,
