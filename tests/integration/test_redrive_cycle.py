@@ -7,11 +7,12 @@ import logging
 
 import pytest
 
+from local_aws.queues import depth, drain
 from redriver.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.envelope import MARK_ATTRIBUTE, Mark
 from redriver.ratelimit import TokenBucket
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
+from tests.factories import FakeClock, always, consume, never, order_body
 
 REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
 
