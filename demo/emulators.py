@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import redirect_stdout
-from typing import Any, TextIO
+from typing import IO, Any
 
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
@@ -22,7 +22,7 @@ from local_aws.events import LambdaContext, scheduled_event, sqs_event
 class InProcessFunction:
     """A deployed function's handler, imported under its configured environment."""
 
-    def __init__(self, config: FunctionConfig, log: TextIO) -> None:
+    def __init__(self, config: FunctionConfig, log: IO[str]) -> None:
         self.config = config
         self.log = log
         module_name, _, attribute = config.handler.rpartition(".")

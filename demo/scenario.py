@@ -85,7 +85,7 @@ class Report:
 def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], set[str]]:
     """(order id, body) pairs in sending order, and the ids of the poison ones."""
     rng = random.Random(options.seed)
-    orders = []
+    orders: list[dict[str, Any]] = []
     for number in range(options.orders):
         order_id = f"o-{number:04d}"
         items = [

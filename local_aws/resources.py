@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
 from local_aws import REGION
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
 
 STATE_TABLE = "redriver-state"
 STATE_TABLE_KEY = "pk"
@@ -37,7 +40,8 @@ def create_resources(
     state table, on whatever AWS boto3 reaches (moto in-process or a moto server); clients included."""
     sqs = boto3.client("sqs", region_name=REGION)
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    suffix, kind = (".fifo", {"FifoQueue": "true"}) if fifo else ("", {})
+    kind: dict[QueueAttributeNameType, str] = {"FifoQueue": "true"} if fifo else {}
+    suffix = ".fifo" if fifo else ""
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes=kind)["QueueUrl"]
     redrive_policy = {
         "deadLetterTargetArn": queue_arn(sqs, dlq_url),

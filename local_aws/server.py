@@ -19,8 +19,8 @@ from local_aws.environment import environment
 
 
 def _retention_check(backend: SQSBackend, queue_name: str, message: Message) -> bool:
-    retention_seconds = backend.get_queue(queue_name).message_retention_period
-    return retention_seconds + message.sent_timestamp / 1000 > _unix_time()  # type: ignore[no-any-return,operator]
+    retention_seconds = backend.get_queue(queue_name).message_retention_period  # type: ignore[attr-defined]
+    return retention_seconds + message.sent_timestamp / 1000 > _unix_time()  # type: ignore[operator,no-any-return]
 
 
 def _unix_time(dt: datetime | None = None) -> float:
@@ -43,9 +43,9 @@ def speed_up_moto_sqs() -> None:
     still grows with depth, only less: each receive scans the queue, and each message sent
     computes the queue's attributes (three scans).
     """
-    SQSBackend.is_message_valid_based_on_retention_period = _retention_check  # type: ignore[method-assign]
-    moto_sqs_models.unix_time = _unix_time
-    moto_sqs_models.unix_time_millis = _unix_time_millis
+    SQSBackend.is_message_valid_based_on_retention_period = _retention_check  # type: ignore[method-assign,assignment]
+    moto_sqs_models.unix_time = _unix_time  # type: ignore[attr-defined]
+    moto_sqs_models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
 
 
 @contextmanager
