@@ -3,12 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The bench times cold starts in a venv with only what the Lambda runtime and layer provide.
+BENCH_VENV := .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
 CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test lint synth deploy destroy demo bench clean
+.PHONY: install test lint synth deploy destroy demo bench bench-venv clean
 
 install: $(STAMP)
 
@@ -17,6 +20,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
+
+bench-venv: $(BENCH_STAMP)
+
+$(BENCH_STAMP): bench/runtime-requirements.txt | $(STAMP)
+	test -x $(BENCH_VENV)/bin/python || $(BIN)/python -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet -r bench/runtime-requirements.txt
+	touch $(BENCH_STAMP)
 
 $(CDK): package.json
 	npm install --no-audit --no-fund --silent
@@ -47,7 +57,7 @@ demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
 
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3"
-bench: $(STAMP)
+bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 
 clean:

@@ -8,8 +8,9 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
-from demo.local_aws import deploy, moto_server
 from demo.scenario import Report, Scenario, ScenarioOptions
+from local_aws.cloudformation import deploy
+from local_aws.server import moto_server
 
 DEMO_PROFILE = {"redriver-profile": "demo"}
 

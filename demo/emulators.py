@@ -8,56 +8,26 @@ the environment the deployed function has, and invoked here: by an SQS event-sou
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, redirect_stdout
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from typing import IO, Any
 
-from demo.local_aws import ACCOUNT, REGION, FunctionConfig
-
-
-@dataclass
-class LambdaContext:
-    """The parts of the Lambda context object the handlers use."""
-
-    function_name: str
-    timeout_seconds: int
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    memory_limit_in_mb: int = 256
-    started: float = field(default_factory=time.monotonic)
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.started + self.timeout_seconds - time.monotonic()) * 1000))
-
-
-@contextmanager
-def _environment(variables: Mapping[str, str]) -> Iterator[None]:
-    saved = dict(os.environ)
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+from local_aws.cloudformation import FunctionConfig
+from local_aws.environment import environment
+from local_aws.events import LambdaContext, scheduled_event, sqs_event
 
 
 class InProcessFunction:
     """A deployed function's handler, imported under its configured environment."""
 
-    def __init__(self, config: FunctionConfig, log: TextIO) -> None:
+    def __init__(self, config: FunctionConfig, log: IO[str]) -> None:
         self.config = config
         self.log = log
         module_name, _, attribute = config.handler.rpartition(".")
         # Logger handlers bind to stdout at import: import with stdout sent to the log.
-        with _environment(config.environment), redirect_stdout(log):
+        with environment(config.environment), redirect_stdout(log):
             sys.modules.pop(module_name, None)
             module = importlib.import_module(module_name)
         self.module = module
@@ -65,35 +35,8 @@ class InProcessFunction:
 
     def invoke(self, event: dict[str, Any]) -> Any:
         context = LambdaContext(self.config.name, self.config.timeout_seconds)
-        with _environment(self.config.environment), redirect_stdout(self.log):
+        with environment(self.config.environment), redirect_stdout(self.log):
             return self._handler(event, context)
-
-
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The event Lambda's SQS event source mapping builds from received messages."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {
-                    name: {
-                        "dataType": value["DataType"],
-                        **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
-                        **({"binaryValue": value["BinaryValue"]} if "BinaryValue" in value else {}),
-                    }
-                    for name, value in (m.get("MessageAttributes") or {}).items()
-                },
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
 
 
 class SqsEventSource:
@@ -146,7 +89,7 @@ class Schedule:
     def __init__(self, function: InProcessFunction, every_seconds: float, rule_name: str = "demo-schedule"):
         self._function = function
         self._every = every_seconds
-        self._rule_arn = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule_name}"
+        self._rule_name = rule_name
         self._next = time.monotonic()
 
     def fire_if_due(self) -> Any | None:
@@ -155,15 +98,4 @@ class Schedule:
         if now < self._next:
             return None
         self._next = now + self._every
-        event = {
-            "version": "0",
-            "id": str(uuid.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": ACCOUNT,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "region": REGION,
-            "resources": [self._rule_arn],
-            "detail": {},
-        }
-        return self._function.invoke(event)
+        return self._function.invoke(scheduled_event(rule_name=self._rule_name))

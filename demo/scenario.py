@@ -17,7 +17,8 @@ from typing import IO, Any
 import boto3
 
 from demo.emulators import InProcessFunction, Schedule, SqsEventSource
-from demo.local_aws import Deployment, read_deployment
+from local_aws.cloudformation import Deployment, read_deployment
+from local_aws.queues import drain, queue_counts
 from redriver.model.envelope import MARK_ATTRIBUTE
 
 POLL_PAUSE_SECONDS = 0.05
@@ -84,7 +85,7 @@ class Report:
 def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], set[str]]:
     """(order id, body) pairs in sending order, and the ids of the poison ones."""
     rng = random.Random(options.seed)
-    orders = []
+    orders: list[dict[str, Any]] = []
     for number in range(options.orders):
         order_id = f"o-{number:04d}"
         items = [
@@ -191,21 +192,12 @@ class Scenario:
         progress = self.progress
         progress.elapsed = time.time() - self.started
         progress.outage = self.outage[0] <= time.time() < self.outage[1]
-        source = self._attributes(self.deployment.source_url)
-        progress.source_visible = source["ApproximateNumberOfMessages"]
-        progress.in_flight = source["ApproximateNumberOfMessagesNotVisible"]
-        progress.delayed = source["ApproximateNumberOfMessagesDelayed"]
-        progress.dlq = sum(self._attributes(self.deployment.dlq_url).values())
-        progress.parking_lot = sum(self._attributes(self.deployment.parking_lot_url).values())
-
-    def _attributes(self, queue_url: str) -> dict[str, int]:
-        names = [
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        ]
-        attributes = self.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-        return {name: int(attributes[name]) for name in names}
+        source = queue_counts(self.sqs, self.deployment.source_url)
+        progress.source_visible = source.visible
+        progress.in_flight = source.in_flight
+        progress.delayed = source.delayed
+        progress.dlq = queue_counts(self.sqs, self.deployment.dlq_url).total
+        progress.parking_lot = queue_counts(self.sqs, self.deployment.parking_lot_url).total
 
     def _settled(self) -> bool:
         """Every order is either fulfilled or parked, and nothing is left anywhere in flight."""
@@ -247,22 +239,11 @@ class Scenario:
     def _drain_parking_lot(self) -> dict[str, str]:
         """Order id -> the reason the re-driver gave for parking it."""
         parked: dict[str, str] = {}
-        while True:
-            messages = self.sqs.receive_message(
-                QueueUrl=self.deployment.parking_lot_url,
-                MaxNumberOfMessages=10,
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not messages:
-                return parked
-            for message in messages:
-                order_id = json.loads(message["Body"])["order_id"]
-                mark = json.loads(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
-                parked[order_id] = mark["parked"]["why"]
-            self.sqs.delete_message_batch(
-                QueueUrl=self.deployment.parking_lot_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-            )
+        for message in drain(self.sqs, self.deployment.parking_lot_url):
+            order_id = json.loads(message["Body"])["order_id"]
+            mark = json.loads(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+            parked[order_id] = mark["parked"]["why"]
+        return parked
 
 
 def _problems(report: Report, fulfilled: dict[str, int], poison_ids: set[str]) -> list[str]:

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from demo.local_aws import Deployment
 from demo.scenario import Progress, Report, ScenarioOptions
+from local_aws.cloudformation import Deployment
 
 BREAKER_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
 # The handlers' output is redirected to the log file while they run: draw on the real terminal.

@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
-import json
-import logging
-import random
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
-from redriver.adapters.sqs_queue import SqsQueue
-from redriver.adapters.state_table import StateTable
+from local_aws import REGION
+from local_aws.compose import local_redriver
+from local_aws.resources import Resources, create_resources, create_table
+from redriver.act.ratelimit import TokenBucket
 from redriver.decide.breaker import BreakerPolicy
 from redriver.run.runner import Redriver
 from redriver.settings import Settings
 from tests.factories import FakeClock
 
-REGION = "us-east-1"
 IDEMPOTENCY_TABLE = "orders-idempotency"
 MAX_RECEIVE_COUNT = 2
 SOURCE_VISIBILITY_TIMEOUT = 30
 # How long a failing canary takes to come back, as the re-driver computes it from the queue.
 CANARY_WINDOW = SOURCE_VISIBILITY_TIMEOUT * (MAX_RECEIVE_COUNT + 1)
+Aws = Resources  # what the `aws` fixture yields
 
 
 @pytest.fixture(autouse=True)
@@ -43,48 +40,14 @@ def fake_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-@dataclass
-class Aws:
-    sqs: Any
-    dynamodb: Any
-    source_url: str
-    source_arn: str
-    dlq_url: str
-    parking_lot_url: str
-    table_name: str
-
-
 def create_aws(*, fifo: bool = False) -> Aws:
-    """A source queue with its DLQ (maxReceiveCount 2), a parking lot and the tables; inside mock_aws."""
-    sqs = boto3.client("sqs", region_name=REGION)
-    dynamodb = boto3.client("dynamodb", region_name=REGION)
-    suffix, kind = (".fifo", {"FifoQueue": "true"}) if fifo else ("", {})
-    dlq_url = sqs.create_queue(QueueName=f"orders-dlq{suffix}", Attributes=kind)["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    source_url = sqs.create_queue(
-        QueueName=f"orders{suffix}",
-        Attributes={
-            **kind,
-            "VisibilityTimeout": str(SOURCE_VISIBILITY_TIMEOUT),
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
-            ),
-        },
-    )["QueueUrl"]
-    source_arn = sqs.get_queue_attributes(QueueUrl=source_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    parking_lot_url = sqs.create_queue(QueueName=f"orders-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
-    for table, key in (("redriver-state", "pk"), (IDEMPOTENCY_TABLE, "id")):
-        dynamodb.create_table(
-            TableName=table,
-            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-    return Aws(sqs, dynamodb, source_url, source_arn, dlq_url, parking_lot_url, "redriver-state")
+    """A source queue with its DLQ (maxReceiveCount 2), a parking lot, the state table and the
+    consumer's idempotency table; inside mock_aws."""
+    aws = create_resources(
+        fifo=fifo, max_receive_count=MAX_RECEIVE_COUNT, source_visibility_timeout=SOURCE_VISIBILITY_TIMEOUT
+    )
+    create_table(aws.dynamodb, IDEMPOTENCY_TABLE, "id")
+    return aws
 
 
 @pytest.fixture
@@ -113,24 +76,22 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
 
 
 def make_redriver(
-    aws: Aws, settings: Settings, clock: FakeClock, sqs: Any = None, dynamodb: Any = None
+    aws: Aws,
+    settings: Settings,
+    clock: FakeClock,
+    sqs: Any = None,
+    dynamodb: Any = None,
+    limiter: TokenBucket | None = None,
 ) -> Redriver:
-    sqs = sqs or aws.sqs
-    return Redriver(
+    """A re-driver on the fake clock, never sleeping, over ``aws``'s clients or the proxies given."""
+    return local_redriver(
         settings,
-        dlq=SqsQueue(settings.dlq_url, sqs),
-        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
-        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
-        state=StateTable(
-            settings.table_name,
-            dynamodb or aws.dynamodb,
-            ttl_seconds=86_400,
-            clock=clock,
-            pause=lambda _: None,
-        ),
-        logger=logging.getLogger("redriver-tests"),
+        sqs=sqs or aws.sqs,
+        dynamodb=dynamodb or aws.dynamodb,
         clock=clock,
-        rng=random.Random(7),
+        pause=lambda _: None,
+        logger_name="redriver-tests",
+        limiter=limiter,
     )
 
 

@@ -1,29 +1,12 @@
-"""Builders shared by the tests: a fake Lambda context, a controllable clock, SQS helpers."""
+"""Test-only builders: a controllable clock, order bodies, a consumer that fails on demand. The
+Lambda context, events, queue helpers and client proxies the demo and the bench use too are in
+`local_aws`."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
-
-from moto.sqs.models import sqs_backends
-
-from demo.emulators import sqs_event
-from demo.local_aws import ACCOUNT, REGION
-
-__all__ = ["sqs_event"]  # the demo's event-source emulator builds the events the tests use too
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "redriver"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:redriver"
-    aws_request_id: str = "req-1"
-    remaining_ms: int = 60_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
 
 
 @dataclass
@@ -45,36 +28,6 @@ def order_body(order_id: str, *, quantity: int = 1) -> str:
             "currency": "EUR",
             "items": [{"sku": "sku-1", "quantity": quantity, "unit_price": "9.90"}],
         }
-    )
-
-
-def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
-    """Receive (and delete) every visible message of a queue."""
-    found: list[dict[str, Any]] = []
-    while True:
-        response = sqs.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=10,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        )
-        messages = response.get("Messages", [])
-        if not messages:
-            return found
-        found.extend(messages)
-        sqs.delete_message_batch(
-            QueueUrl=queue_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-        )
-
-
-def depth(sqs: Any, queue_url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=queue_url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(
-        attributes["ApproximateNumberOfMessagesNotVisible"]
     )
 
 
@@ -110,21 +63,3 @@ def always(_: Any) -> bool:
 
 def never(_: Any) -> bool:
     return False
-
-
-class PatchedClient:
-    """Proxies a boto3 client, letting a test replace chosen operations."""
-
-    def __init__(self, real: Any, **overrides: Any) -> None:
-        self._real = real
-        self._overrides = overrides
-
-    def __getattr__(self, name: str) -> Any:
-        return self._overrides.get(name) or getattr(self._real, name)
-
-
-def make_visible(queue_url: str) -> None:
-    """What waiting out the visibility timeouts of a moto queue would do, without the wait."""
-    queue_name = queue_url.rsplit("/", 1)[-1]
-    for message in sqs_backends[ACCOUNT][REGION].queues[queue_name]._messages:
-        message.change_visibility(0)

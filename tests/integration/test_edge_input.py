@@ -8,14 +8,16 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
+from local_aws import ACCOUNT, REGION
+from local_aws.clients import ClientProxy
+from local_aws.queues import drain, make_visible
 from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
-from tests.conftest import CANARY_WINDOW, REGION, Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, PatchedClient, always, consume, drain, make_visible
+from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
+from tests.factories import FakeClock, always, consume
 
 REMAINING = lambda: 60_000  # noqa: E731
-ACCOUNT = "123456789012"
 
 
 @pytest.fixture
@@ -119,15 +121,12 @@ def test_fifo_poison_is_parked_in_a_fifo_parking_lot(fifo: Aws, clock: FakeClock
     assert parked["Body"] == "poison" and parked["Attributes"]["MessageGroupId"] == "g"
 
 
-class NamesTheSource:
+class NamesTheSource(ClientProxy):
     """Real SQS adds DeadLetterQueueSourceArn to messages it moves to a DLQ; moto does not."""
 
     def __init__(self, client: Any, source_of: dict[str, str]) -> None:
-        self._client = client
+        super().__init__(client)
         self._source_of = source_of
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     def receive_message(self, **kwargs: Any) -> Any:
         response = self._client.receive_message(**kwargs)
@@ -224,7 +223,7 @@ def test_a_fifo_message_is_not_sent_ahead_of_an_unsent_groupmate(fifo: Aws, cloc
         return {"Successful": response.get("Successful", []), "Failed": failed}
 
     report = make_redriver(
-        fifo, make_settings(fifo), clock, sqs=PatchedClient(fifo.sqs, send_message_batch=fails_g1)
+        fifo, make_settings(fifo), clock, sqs=ClientProxy(fifo.sqs, send_message_batch=fails_g1)
     ).run(REMAINING)
 
     assert (report.redriven, report.errors) == (0, 1)

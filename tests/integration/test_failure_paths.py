@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from local_aws.clients import ClientProxy
+from local_aws.queues import depth, drain, queue_counts
 from redriver.adapters import AwsCallError
 from redriver.decide.breaker import Breaker, State
 from redriver.model.envelope import Mark
 from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, PatchedClient, depth, drain, order_body
+from tests.factories import FakeClock, order_body
 from tests.faults import Faults
 
 REMAINING = lambda: 60_000  # noqa: E731
@@ -56,7 +58,7 @@ def fail_entries(
 
 def test_a_message_whose_send_failed_stays_in_the_dlq(aws: Aws, clock: FakeClock) -> None:
     fill_dlq(aws, 3)
-    sqs = PatchedClient(
+    sqs = ClientProxy(
         aws.sqs, send_message_batch=fail_entries(aws.sqs, {order_body("o-1")}, sender_fault=False)
     )
 
@@ -74,7 +76,7 @@ def test_nothing_is_deleted_when_the_whole_send_fails(aws: Aws, clock: FakeClock
         aws,
         make_settings(aws),
         clock,
-        sqs=PatchedClient(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
+        sqs=ClientProxy(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
     ).run(REMAINING)
 
     assert (report.redriven, report.errors, report.stopped_because) == (0, 1, "AWS error")
@@ -86,7 +88,7 @@ def test_nothing_is_sent_when_the_state_table_write_fails(aws: Aws, clock: FakeC
     for body in ("a", "b"):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes=TEN_ATTRIBUTES)
 
-    dynamodb = PatchedClient(
+    dynamodb = ClientProxy(
         aws.dynamodb, batch_write_item=raising("ProvisionedThroughputExceededException", "BatchWriteItem")
     )
     report = make_redriver(aws, make_settings(aws), clock, dynamodb=dynamodb).run(REMAINING)
@@ -100,7 +102,7 @@ def test_aws_errors_count_as_failed_runs_for_the_breaker(aws: Aws, clock: FakeCl
         aws,
         make_settings(aws),
         clock,
-        sqs=PatchedClient(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
+        sqs=ClientProxy(aws.sqs, send_message_batch=raising("ThrottlingException", "SendMessageBatch")),
     )
     reports = []
     for _ in range(3):
@@ -121,7 +123,7 @@ def test_a_failed_delete_is_reported_and_the_message_is_not_lost(aws: Aws, clock
         }
 
     report = make_redriver(
-        aws, make_settings(aws), clock, sqs=PatchedClient(aws.sqs, delete_message_batch=delete_fails)
+        aws, make_settings(aws), clock, sqs=ClientProxy(aws.sqs, delete_message_batch=delete_fails)
     ).run(REMAINING)
 
     # Sent and still in the DLQ: a duplicate, never a loss; the next run sees them again.
@@ -133,7 +135,7 @@ def test_a_message_the_source_queue_rejects_for_good_is_parked_with_the_reason(
     aws: Aws, clock: FakeClock
 ) -> None:
     fill_dlq(aws, 2)
-    sqs = PatchedClient(
+    sqs = ClientProxy(
         aws.sqs,
         send_message_batch=_only_for(
             aws.source_url,
@@ -197,7 +199,7 @@ def test_a_failed_receive_loses_nothing_and_counts_as_an_error(aws: Aws, clock: 
         aws,
         make_settings(aws),
         clock,
-        sqs=PatchedClient(aws.sqs, receive_message=raising("InternalError", "ReceiveMessage")),
+        sqs=ClientProxy(aws.sqs, receive_message=raising("InternalError", "ReceiveMessage")),
     ).run(REMAINING)
 
     assert (report.received, report.errors) == (0, 1)
@@ -213,7 +215,7 @@ def test_an_unreadable_breaker_fails_the_invocation_before_touching_the_dlq(
         aws,
         make_settings(aws),
         clock,
-        dynamodb=PatchedClient(aws.dynamodb, get_item=raising("InternalError", "GetItem")),
+        dynamodb=ClientProxy(aws.dynamodb, get_item=raising("InternalError", "GetItem")),
     )
 
     with pytest.raises(AwsCallError, match="GetItem"):
@@ -247,7 +249,7 @@ def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: Fak
         aws,
         settings,
         clock,
-        sqs=PatchedClient(aws.sqs, send_message_batch=raising("ServiceUnavailable", "SendMessageBatch")),
+        sqs=ClientProxy(aws.sqs, send_message_batch=raising("ServiceUnavailable", "SendMessageBatch")),
     ).run(REMAINING)
 
     assert report.breaker_transitions == ["OPEN->HALF_OPEN", "HALF_OPEN->OPEN"]
@@ -258,7 +260,7 @@ def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: Fak
 def test_a_failed_send_does_not_advance_a_count_kept_in_the_table(aws: Aws, clock: FakeClock) -> None:
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="ten", MessageAttributes=TEN_ATTRIBUTES)
     settings = make_settings(aws, dlq_visibility_timeout_seconds=1)
-    sqs = PatchedClient(aws.sqs, send_message_batch=fail_entries(aws.sqs, {"ten"}, sender_fault=False))
+    sqs = ClientProxy(aws.sqs, send_message_batch=fail_entries(aws.sqs, {"ten"}, sender_fault=False))
     make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
 
     [record] = [
@@ -284,14 +286,11 @@ def test_a_message_the_parking_lot_refuses_is_hidden_and_is_not_a_run_error(
     )
 
     report = make_redriver(
-        aws, make_settings(aws), clock, sqs=PatchedClient(aws.sqs, send_message_batch=refuse)
+        aws, make_settings(aws), clock, sqs=ClientProxy(aws.sqs, send_message_batch=refuse)
     ).run(REMAINING)
 
     assert (report.parked, report.unparkable, report.errors) == (0, 1, 0)
-    attributes = aws.sqs.get_queue_attributes(
-        QueueUrl=aws.dlq_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+    assert queue_counts(aws.sqs, aws.dlq_url).in_flight == 1
 
 
 def test_a_failed_send_call_does_not_keep_other_calls_entries_from_being_deleted(
@@ -310,7 +309,7 @@ def test_a_failed_send_call_does_not_keep_other_calls_entries_from_being_deleted
         return aws.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=Entries)
 
     report = make_redriver(
-        aws, make_settings(aws), clock, sqs=PatchedClient(aws.sqs, send_message_batch=second_call_fails)
+        aws, make_settings(aws), clock, sqs=ClientProxy(aws.sqs, send_message_batch=second_call_fails)
     ).run(REMAINING)
 
     assert calls == [1, 1]

@@ -19,12 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from demo.local_aws import AtomicReceive
+from local_aws.clients import AtomicReceive
+from local_aws.queues import drain, make_visible
 from redriver.adapters import AwsCallError
 from redriver.decide.breaker import BreakerPolicy, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, drain, make_visible
+from tests.factories import FakeClock
 from tests.faults import (
     BATCH_ENTRY_OPERATIONS,
     BATCH_ITEM_OPERATIONS,

@@ -10,9 +10,11 @@ from types import ModuleType
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
+from local_aws.events import LambdaContext, scheduled_event, sqs_event
+from local_aws.queues import depth, drain
 from redriver.settings import ConfigError
 from tests.conftest import Aws
-from tests.factories import FakeLambdaContext, depth, drain, order_body, sqs_event
+from tests.factories import order_body
 
 
 def import_fresh(name: str) -> ModuleType:
@@ -35,16 +37,12 @@ def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return import_fresh("redriver.handler")
 
 
-def scheduled_event(event_id: str) -> dict:
-    return {"id": event_id, "source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
-
-
 def test_scheduled_invocation_redrives_and_emits_metrics(
     aws: Aws, redriver_handler: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
 
-    result = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
+    result = redriver_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
 
     assert (result["redriven"], result["breaker_state"]) == (1, "CLOSED")
     assert [m["Body"] for m in drain(aws.sqs, aws.source_url)] == [order_body("o-1")]
@@ -53,11 +51,11 @@ def test_scheduled_invocation_redrives_and_emits_metrics(
 
 
 def test_a_duplicate_scheduled_event_does_not_run_twice(aws: Aws, redriver_handler: ModuleType) -> None:
-    first = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
+    first = redriver_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("late"))
 
-    again = redriver_handler.lambda_handler(scheduled_event("evt-1"), FakeLambdaContext())
-    next_tick = redriver_handler.lambda_handler(scheduled_event("evt-2"), FakeLambdaContext())
+    again = redriver_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
+    next_tick = redriver_handler.lambda_handler(scheduled_event("evt-2"), LambdaContext())
 
     assert again == first and depth(aws.sqs, aws.dlq_url) == 0
     assert next_tick["redriven"] == 1
@@ -79,7 +77,7 @@ def test_consumer_reports_only_the_failed_records(aws: Aws) -> None:
     messages = aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10)["Messages"]
     poison_id = next(m["MessageId"] for m in messages if "broken" in m["Body"])
 
-    response = consumer.lambda_handler(sqs_event(messages, aws.source_arn), FakeLambdaContext())
+    response = consumer.lambda_handler(sqs_event(messages, aws.source_arn), LambdaContext())
 
     assert response == {"batchItemFailures": [{"itemIdentifier": poison_id}]}
 
@@ -94,7 +92,7 @@ def test_consumer_fails_the_invocation_when_a_downstream_outage_fails_every_reco
 
     # Powertools' default: an entirely failed batch fails the invocation, so it shows in Errors.
     with pytest.raises(BatchProcessingError, match="All records failed"):
-        consumer.lambda_handler(sqs_event(messages, aws.source_arn), FakeLambdaContext())
+        consumer.lambda_handler(sqs_event(messages, aws.source_arn), LambdaContext())
 
 
 def test_consumer_fulfils_a_repeated_order_once(aws: Aws) -> None:
@@ -107,7 +105,7 @@ def test_consumer_fulfils_a_repeated_order_once(aws: Aws) -> None:
 
     # WHEN both are processed, in separate invocations
     for message in messages:
-        response = consumer.lambda_handler(sqs_event([message], aws.source_arn), FakeLambdaContext())
+        response = consumer.lambda_handler(sqs_event([message], aws.source_arn), LambdaContext())
         assert response == {"batchItemFailures": []}
 
     # THEN the downstream saw the order once

@@ -7,7 +7,8 @@ import pytest
 from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import SQSBackend, sqs_backends
 
-from demo.local_aws import ACCOUNT, REGION, speed_up_moto_sqs
+from local_aws import ACCOUNT, REGION
+from local_aws.server import speed_up_moto_sqs
 from tests.conftest import Aws
 
 

@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from demo.local_aws import AtomicReceive
+from local_aws.clients import AtomicReceive, ClientProxy
+from local_aws.queues import drain, make_visible
 from redriver.decide.breaker import Breaker, BreakerPolicy, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.model.report import RunReport
 from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, PatchedClient, drain, make_visible
+from tests.factories import FakeClock
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -136,7 +137,7 @@ def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock
             raise RuntimeError("a bug in the first send")
         return aws.sqs.send_message_batch(**kwargs)
 
-    sqs = AtomicReceive(PatchedClient(aws.sqs, send_message_batch=send_failing_first))
+    sqs = AtomicReceive(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
     settings = make_settings(aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100))
 
     with pytest.raises(RuntimeError, match="first send"):

@@ -7,11 +7,12 @@ import logging
 
 import pytest
 
+from local_aws.queues import depth, drain
 from redriver.act.ratelimit import TokenBucket
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume, depth, drain, never, order_body
+from tests.factories import FakeClock, always, consume, never, order_body
 
 REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
 
@@ -379,9 +380,8 @@ def test_redrives_flow_at_the_configured_rate(aws: Aws, clock: FakeClock) -> Non
     for i in range(30):
         send_to_dlq(aws, f"m-{i}")
     slept: list[float] = []
-    redriver = make_redriver(aws, make_settings(aws), clock)
     limiter = TokenBucket(20, burst=10, clock=lambda: sum(slept), sleep=slept.append)
-    redriver.executor.redrives.limiter = limiter
+    redriver = make_redriver(aws, make_settings(aws), clock, limiter=limiter)
 
     assert redriver.run(REMAINING).redriven == 30
 

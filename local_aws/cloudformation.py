@@ -1,35 +1,25 @@
-"""AWS on the laptop: an embedded moto server, and the synthesized stack deployed into it.
+"""The synthesized app deployed into moto's CloudFormation, and read back.
 
 The app is synthesized exactly as `cdk synth` would (with a profile from cdk.json), and its
-CloudFormation template is created in moto's CloudFormation, so the demo runs the same
-infrastructure definition as `cdk deploy`. moto needs a fake CDK bootstrap for the assets.
+CloudFormation template is created in moto's CloudFormation, so what runs locally is the same
+infrastructure definition as `cdk deploy`'s. moto needs a fake CDK bootstrap for the assets.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import tempfile
-import threading
-import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
-import moto.sqs.models as moto_sqs_models
-from moto.core.utils import unix_time as moto_unix_time
-from moto.server import ThreadedMotoServer
-from moto.sqs.models import Message, SQSBackend
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
+from local_aws import ACCOUNT, REGION
+
 BOOTSTRAP_QUALIFIER = "hnb659fds"
 BOOTSTRAP_VERSION = "30"
 
@@ -69,63 +59,6 @@ class Deployment:
     @property
     def state_table(self) -> str:
         return self.redriver.environment["DYNAMODB_TABLE_NAME"]
-
-
-def _retention_check(backend: SQSBackend, queue_name: str, message: Message) -> bool:
-    retention_seconds = backend.get_queue(queue_name).message_retention_period
-    return retention_seconds + message.sent_timestamp / 1000 > _unix_time()  # type: ignore[operator]
-
-
-def _unix_time(dt: datetime | None = None) -> float:
-    return time.time() if dt is None else moto_unix_time(dt)
-
-
-def _unix_time_millis(dt: datetime | None = None) -> float:
-    return _unix_time(dt) * 1000.0
-
-
-def speed_up_moto_sqs() -> None:
-    """Cut down the cost of moto's SQS calls that grows with a queue's depth, so deep-queue figures
-    measure the code under test more than moto (SQS's own latency does not grow with depth).
-    Which messages moto returns does not change.
-
-    moto 5.2 checks every message a receive returns against the retention period by computing all
-    the queue's attributes, three of which scan every message (a receive of 10 at a depth of 500
-    took ~0.3 s): the retention period is now read directly. Every scan asks the time once per
-    message through two datetime constructions: it now reads the same clock directly. What is left
-    still grows with depth, only less: each receive scans the queue, and each message sent
-    computes the queue's attributes (three scans).
-    """
-    SQSBackend.is_message_valid_based_on_retention_period = _retention_check  # type: ignore[method-assign]
-    moto_sqs_models.unix_time = _unix_time
-    moto_sqs_models.unix_time_millis = _unix_time_millis
-
-
-@contextmanager
-def moto_server() -> Iterator[str]:
-    """Start moto on 127.0.0.1 (a free port) and point every boto3 client of this process at it."""
-    speed_up_moto_sqs()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = dict(os.environ)
-    os.environ.update(
-        {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "demo",
-            "AWS_SECRET_ACCESS_KEY": "demo",
-            "AWS_DEFAULT_REGION": REGION,
-        }
-    )
-    os.environ.pop("AWS_PROFILE", None)
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def synthesize(context: dict[str, Any], outdir: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -218,20 +151,3 @@ def _function_config(lambda_client: Any, name: str) -> FunctionConfig:
         environment=dict(config.get("Environment", {}).get("Variables", {})),
         timeout_seconds=int(config["Timeout"]),
     )
-
-
-class AtomicReceive:
-    """A client whose receives are serialized. SQS hides a message in the same step that returns
-    it; moto does not (two threads can both take a message before either marks it received), in
-    process or behind its server. Parallel batches against moto need this; against SQS they do not."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def receive_message(self, **kwargs: Any) -> Any:
-        with self._lock:
-            return self._client.receive_message(**kwargs)

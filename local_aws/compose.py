@@ -1,0 +1,41 @@
+"""A re-driver composed for local use, through `redriver.wiring.compose_redriver` (the one place a
+Redriver is composed, as in Lambda), with what tests and the bench choose: clients, clock, seed."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redriver.act.ratelimit import TokenBucket
+from redriver.adapters.clients import AwsClients
+from redriver.run.runner import Redriver
+from redriver.settings import Settings
+from redriver.wiring import compose_redriver
+
+
+def local_redriver(
+    settings: Settings,
+    *,
+    sqs: Any,
+    dynamodb: Any,
+    clock: Callable[[], float] = time.time,
+    pause: Callable[[float], None] = time.sleep,
+    seed: int = 7,
+    logger_name: str = "redriver-local",
+    limiter: TokenBucket | None = None,
+) -> Redriver:
+    """A Redriver over these clients (real, moto's, or proxies of them), its jitter drawn from a
+    ``seed``ed generator so runs repeat; ``clock``, ``pause`` and ``limiter`` let a test move time
+    itself."""
+    return compose_redriver(
+        settings,
+        AwsClients(sqs=sqs, dynamodb=dynamodb),
+        logger=logging.getLogger(logger_name),
+        clock=clock,
+        rng=random.Random(seed),
+        pause=pause,
+        limiter=limiter,
+    )

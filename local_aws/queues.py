@@ -1,0 +1,70 @@
+"""Looking into SQS queues: how many messages they hold, everything they hold, and (for moto's
+in-process backend) their visibility timeouts waited out at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from moto.sqs.models import sqs_backends
+
+from local_aws import ACCOUNT, REGION
+
+COUNT_ATTRIBUTES = {
+    "visible": "ApproximateNumberOfMessages",
+    "in_flight": "ApproximateNumberOfMessagesNotVisible",
+    "delayed": "ApproximateNumberOfMessagesDelayed",
+}
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    visible: int
+    in_flight: int
+    delayed: int
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight + self.delayed
+
+
+def queue_counts(sqs: Any, queue_url: str) -> QueueCounts:
+    """A queue's approximate counts, from one GetQueueAttributes."""
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=list(COUNT_ATTRIBUTES.values()))
+    return QueueCounts(
+        **{field: int(attributes["Attributes"][name]) for field, name in COUNT_ATTRIBUTES.items()}
+    )
+
+
+def depth(sqs: Any, queue_url: str) -> int:
+    """Messages in the queue, visible or in flight (delayed ones not counted)."""
+    counts = queue_counts(sqs, queue_url)
+    return counts.visible + counts.in_flight
+
+
+def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Receive (and delete) every visible message of a queue, with all its attributes."""
+    found: list[dict[str, Any]] = []
+    while True:
+        response = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return found
+        found.extend(messages)
+        sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+        )
+
+
+def make_visible(queue_url: str) -> None:
+    """What waiting out the visibility timeouts of a moto queue would do, without the wait (moto's
+    backend of this process: in-process `mock_aws` or a `ThreadedMotoServer` started here)."""
+    queue_name = queue_url.rsplit("/", 1)[-1]
+    for message in sqs_backends[ACCOUNT][REGION].queues[queue_name]._messages:
+        message.change_visibility(0)

@@ -1,0 +1,85 @@
+"""The resources a re-driver works on, created directly (without the stack): a source queue whose
+RedrivePolicy points at its DLQ, a parking lot and the state table; standard or FIFO."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+from local_aws import REGION
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.literals import QueueAttributeNameType
+
+STATE_TABLE = "redriver-state"
+STATE_TABLE_KEY = "pk"
+
+
+@dataclass(frozen=True)
+class Resources:
+    sqs: Any
+    dynamodb: Any
+    source_url: str
+    source_arn: str
+    dlq_url: str
+    parking_lot_url: str
+    table_name: str
+
+
+def create_resources(
+    *,
+    fifo: bool = False,
+    max_receive_count: int = 2,
+    source_visibility_timeout: int = 30,
+    name: str = "orders",
+) -> Resources:
+    """Queues ``name``, ``name-dlq`` and ``name-parking-lot`` (with ``.fifo`` for FIFO) and the
+    state table, on whatever AWS boto3 reaches (moto in-process or a moto server); clients included."""
+    sqs = boto3.client("sqs", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    kind: dict[QueueAttributeNameType, str] = {"FifoQueue": "true"} if fifo else {}
+    suffix = ".fifo" if fifo else ""
+    dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes=kind)["QueueUrl"]
+    redrive_policy = {
+        "deadLetterTargetArn": queue_arn(sqs, dlq_url),
+        "maxReceiveCount": str(max_receive_count),
+    }
+    source_url = sqs.create_queue(
+        QueueName=f"{name}{suffix}",
+        Attributes={
+            **kind,
+            "VisibilityTimeout": str(source_visibility_timeout),
+            "RedrivePolicy": json.dumps(redrive_policy),
+        },
+    )["QueueUrl"]
+    parking_lot_url = sqs.create_queue(QueueName=f"{name}-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
+    create_table(dynamodb, STATE_TABLE, STATE_TABLE_KEY)
+    return Resources(
+        sqs=sqs,
+        dynamodb=dynamodb,
+        source_url=source_url,
+        source_arn=queue_arn(sqs, source_url),
+        dlq_url=dlq_url,
+        parking_lot_url=parking_lot_url,
+        table_name=STATE_TABLE,
+    )
+
+
+def queue_arn(sqs: Any, queue_url: str) -> str:
+    arn: str = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return arn
+
+
+def create_table(dynamodb: Any, name: str, key: str) -> None:
+    """An on-demand table with one string hash key."""
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
