@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test lint synth deploy destroy demo bench bench-venv clean
+.PHONY: install test lint synth deploy destroy demo bench bench-venv readme clean
 
 install: $(STAMP)
 
@@ -59,6 +59,10 @@ demo: $(STAMP)
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# README.md's configuration table, rendered from the settings schema (lambdas/redriver/settings/schema.py).
+readme: $(STAMP)
+	$(BIN)/python -m infra.readme_table
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

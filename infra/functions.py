@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -11,7 +9,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-LAMBDAS_DIR = Path(__file__).resolve().parent.parent / "lambdas"
+from infra import LAMBDAS_DIR
+
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 # The public Powertools layer (account 017000801446) for RUNTIME on arm64. Its version number
 # must ship the Powertools release pinned in requirements-dev.txt; override per construct.

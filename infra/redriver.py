@@ -19,9 +19,12 @@ from infra.functions import (
     python_function,
 )
 from infra.settings import RedriverSettings, SettingsError
+from redriver.settings.kinds import reraise_as
+from redriver.settings.rules import check_distinct_queues, check_queue_kinds
+from redriver.settings.schema import RESOURCE_ENV, URL_SEPARATOR
+from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 
 PARKING_LOT_RETENTION = Duration.days(14)
-SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
 
@@ -49,8 +52,7 @@ class SqsRedriver(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
-        for queue in sources:
-            _validate_queues(queue, dead_letter_queue)
+        _validate_queues(sources, dead_letter_queue)
 
         self.parking_lot = secure_queue(
             self,
@@ -80,12 +82,14 @@ class SqsRedriver(Construct):
             "RedriveFunction",
             handler="redriver.handler.lambda_handler",
             environment={
-                "DLQ_URL": dead_letter_queue.queue_url,
-                "SOURCE_QUEUE_URL": Fn.join(",", [queue.queue_url for queue in sources])
+                RESOURCE_ENV["dlq_url"]: dead_letter_queue.queue_url,
+                RESOURCE_ENV["source_queue_url"]: Fn.join(
+                    URL_SEPARATOR, [queue.queue_url for queue in sources]
+                )
                 if other_source_queues
                 else source_queue.queue_url,
-                "PARKING_LOT_URL": self.parking_lot.queue_url,
-                "DYNAMODB_TABLE_NAME": self.state_table.table_name,
+                RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
+                RESOURCE_ENV["table_name"]: self.state_table.table_name,
                 "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
                 "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
                 **settings.lambda_environment(),
@@ -161,15 +165,22 @@ class SqsRedriver(Construct):
         grant_item_access(self.function, self.state_table, batch=True)
 
 
-def _validate_queues(source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
-    if source_queue is dead_letter_queue:
-        raise SettingsError("source_queue and dead_letter_queue must be different queues")
-    if source_queue.fifo != dead_letter_queue.fifo:
-        raise SettingsError(
-            "a FIFO queue needs a FIFO dead_letter_queue, and a standard one a standard DLQ "
-            f"(source {'FIFO' if source_queue.fifo else 'standard'}, DLQ "
-            f"{'FIFO' if dead_letter_queue.fifo else 'standard'})"
+def _validate_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
+    """The schema's queue rules (each queue in one role, all of one kind), then the CDK-only ones."""
+    labelled = [("source_queue", sources[0])]
+    labelled += [(f"other_source_queues[{index}]", queue) for index, queue in enumerate(sources[1:])]
+    dlq = ("dead_letter_queue", dead_letter_queue)
+    with reraise_as(SettingsError):
+        # A queue's ARN token is the same string for the same queue; an imported queue's ARN is literal.
+        check_distinct_queues([(label, queue.queue_arn) for label, queue in [dlq, *labelled]])
+        check_queue_kinds(
+            (dlq[0], dead_letter_queue.fifo), [(label, queue.fifo) for label, queue in labelled]
         )
+    for label, queue in labelled:
+        _validate_source(label, queue, dead_letter_queue)
+
+
+def _validate_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
     source_retention = _retention_seconds(source_queue)
     dlq_retention = _retention_seconds(dead_letter_queue)
     standard = not dead_letter_queue.fifo  # a FIFO DLQ restarts the retention clock on arrival
@@ -180,13 +191,13 @@ def _validate_queues(source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) ->
         and dlq_retention <= source_retention
     ):
         raise SettingsError(
-            f"dead_letter_queue retention ({dlq_retention} s) must be longer than source_queue "
+            f"dead_letter_queue retention ({dlq_retention} s) must be longer than {label} "
             f"retention ({source_retention} s): a standard queue's message keeps its original "
             "enqueue time in the DLQ, so a shorter retention deletes it before it can be re-driven"
         )
     if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
         if source_queue.dead_letter_queue.queue is not dead_letter_queue:
-            raise SettingsError("source_queue's RedrivePolicy points to a different dead_letter_queue")
+            raise SettingsError(f"{label}'s RedrivePolicy points to a different dead_letter_queue")
 
 
 def _retention_seconds(queue: sqs.IQueue) -> int | None:

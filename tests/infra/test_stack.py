@@ -11,10 +11,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
+from constructs import Construct
 
 from app import build_app
 from infra.redriver import SqsRedriver
 from infra.settings import RedriverSettings, SettingsError
+from infra.stack import RedriverStack
 from redriver.settings import load_settings
 
 STACK = "SqsSmartRedriver"
@@ -26,15 +28,26 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cdk.App]:
 
 
 @pytest.fixture(scope="module")
-def stack(app: cdk.App) -> cdk.Stack:
+def stack(app: cdk.App) -> RedriverStack:
     found = app.node.find_child(STACK)
-    assert isinstance(found, cdk.Stack)
+    assert isinstance(found, RedriverStack)
     return found
 
 
 @pytest.fixture(scope="module")
 def template(stack: cdk.Stack) -> Template:
     return Template.from_stack(stack)
+
+
+def logical_id(construct: Construct) -> str:
+    """The template's name for the resource behind ``construct``."""
+    child = construct.node.default_child
+    assert isinstance(child, cdk.CfnElement)
+    return cdk.Stack.of(construct).get_logical_id(child)
+
+
+def properties(template: Template, construct: Construct) -> dict[str, Any]:
+    return template.to_json()["Resources"][logical_id(construct)]["Properties"]
 
 
 def redrive_function(template: Template) -> dict[str, Any]:
@@ -45,8 +58,9 @@ def redrive_function(template: Template) -> dict[str, Any]:
     return function["Properties"]
 
 
-def redrive_policy_statements(template: Template) -> list[dict[str, Any]]:
-    role_ref = redrive_function(template)["Role"]["Fn::GetAtt"][0]
+def role_statements(template: Template, function: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every statement of the policies attached to ``function``'s role."""
+    role_ref = function["Role"]["Fn::GetAtt"][0]
     policies = template.find_resources("AWS::IAM::Policy")
     return [
         statement
@@ -56,93 +70,103 @@ def redrive_policy_statements(template: Template) -> list[dict[str, Any]]:
     ]
 
 
-def test_parking_lot_is_encrypted_and_keeps_messages_14_days(template: Template) -> None:
-    template.has_resource_properties(
-        "AWS::SQS::Queue",
-        {
-            "MessageRetentionPeriod": 14 * 86_400,
-            "SqsManagedSseEnabled": True,
-            "RedrivePolicy": Match.absent(),
-        },
-    )
+def redrive_policy_statements(template: Template) -> list[dict[str, Any]]:
+    return role_statements(template, redrive_function(template))
 
 
-def test_every_queue_is_encrypted_and_refuses_plain_http(template: Template) -> None:
-    queues = template.find_resources("AWS::SQS::Queue")
-    assert len(queues) == 3
-    assert all(q["Properties"]["SqsManagedSseEnabled"] for q in queues.values())
-    policies = template.find_resources("AWS::SQS::QueuePolicy")
-    secured = {
+def tls_only_queues(template: Template) -> set[str]:
+    """Queues whose policy denies every SQS action to everyone over plain HTTP."""
+    return {
         ref["Ref"]
-        for policy in policies.values()
+        for policy in template.find_resources("AWS::SQS::QueuePolicy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
         if statement["Effect"] == "Deny"
+        and statement["Action"] == "sqs:*"
+        and statement["Principal"] == {"AWS": "*"}
         and statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         for ref in policy["Properties"]["Queues"]
     }
-    assert secured == set(queues)
 
 
-def test_source_queue_has_dlq_and_visibility_six_times_the_consumer_timeout(template: Template) -> None:
-    template.has_resource_properties(
-        "AWS::SQS::Queue",
-        {
-            "VisibilityTimeout": 180,
-            "MessageRetentionPeriod": 4 * 86_400,
-            "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": 5},
-        },
-    )
+def test_parking_lot_is_encrypted_and_keeps_messages_14_days(
+    template: Template, stack: RedriverStack
+) -> None:
+    parking_lot = properties(template, stack.redriver.parking_lot)
+
+    assert parking_lot["MessageRetentionPeriod"] == 14 * 86_400
+    assert parking_lot["SqsManagedSseEnabled"] is True
+    assert "RedrivePolicy" not in parking_lot  # the terminal queue
+    assert redrive_function(template)["Environment"]["Variables"]["PARKING_LOT_URL"] == {
+        "Ref": logical_id(stack.redriver.parking_lot)
+    }
 
 
-@pytest.mark.parametrize(("key", "ttl"), [("pk", "expires_at"), ("id", "expiration")])
+def test_every_queue_is_encrypted_and_refuses_plain_http(template: Template, stack: RedriverStack) -> None:
+    queues = template.find_resources("AWS::SQS::Queue")
+    promised = {stack.source_queue, stack.dead_letter_queue, stack.redriver.parking_lot}
+    assert {logical_id(queue) for queue in promised} <= set(queues)
+
+    unencrypted = {
+        name for name, q in queues.items() if q["Properties"].get("SqsManagedSseEnabled") is not True
+    }
+    assert unencrypted == set()
+    assert set(queues) - tls_only_queues(template) == set()
+
+
+def test_source_queue_has_dlq_and_visibility_six_times_the_consumer_timeout(
+    template: Template, stack: RedriverStack
+) -> None:
+    source = properties(template, stack.source_queue)
+    consumer_timeout = properties(template, stack.consumer)["Timeout"]
+
+    assert consumer_timeout == 30
+    assert source["VisibilityTimeout"] == 6 * consumer_timeout
+    assert source["MessageRetentionPeriod"] == 4 * 86_400
+    assert source["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [logical_id(stack.dead_letter_queue), "Arn"]},
+        "maxReceiveCount": 5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "ttl"),
+    [("state table", "pk", "expires_at"), ("idempotency table", "id", "expiration")],
+)
 def test_tables_have_string_key_ttl_pitr_and_on_demand_billing(
-    template: Template, key: str, ttl: str
+    template: Template, stack: RedriverStack, table: str, key: str, ttl: str
 ) -> None:
     # the re-driver's state table, and the example consumer's idempotency table
-    template.has_resource_properties(
-        "AWS::DynamoDB::Table",
-        {
-            "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
-            "BillingMode": "PAY_PER_REQUEST",
-            "TimeToLiveSpecification": {"AttributeName": ttl, "Enabled": True},
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "SSESpecification": {"SSEEnabled": True},
-        },
-    )
+    construct = stack.redriver.state_table if table == "state table" else stack.idempotency_table
+
+    assert properties(template, construct) == {
+        "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
+        "BillingMode": "PAY_PER_REQUEST",
+        "TimeToLiveSpecification": {"AttributeName": ttl, "Enabled": True},
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        "SSESpecification": {"SSEEnabled": True},
+    }
 
 
-def test_consumer_has_item_access_to_its_idempotency_table_only(template: Template) -> None:
-    tables = template.find_resources("AWS::DynamoDB::Table")
-    idempotency = next(name for name in tables if name.startswith("OrdersIdempotency"))
-    template.has_resource_properties(
-        "AWS::Lambda::Function",
+def test_consumer_has_item_access_to_its_idempotency_table_only(
+    template: Template, stack: RedriverStack
+) -> None:
+    consumer = properties(template, stack.consumer)
+    idempotency = logical_id(stack.idempotency_table)
+    dynamodb = [
+        statement
+        for statement in role_statements(template, consumer)
+        if any(action.startswith("dynamodb:") for action in _as_list(statement["Action"]))
+    ]
+
+    assert consumer["Environment"]["Variables"]["IDEMPOTENCY_TABLE_NAME"] == {"Ref": idempotency}
+    assert dynamodb == [
         {
-            "Handler": "consumer.handler.lambda_handler",
-            "Environment": {"Variables": Match.object_like({"IDEMPOTENCY_TABLE_NAME": {"Ref": idempotency}})},
-        },
-    )
-    template.has_resource_properties(
-        "AWS::IAM::Policy",
-        {
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
-                        {
-                            "Action": [
-                                "dynamodb:DeleteItem",
-                                "dynamodb:GetItem",
-                                "dynamodb:PutItem",
-                                "dynamodb:UpdateItem",
-                            ],
-                            "Effect": "Allow",
-                            "Resource": {"Fn::GetAtt": [idempotency, "Arn"]},
-                        }
-                    ]
-                )
-            }
-        },
-    )
+            "Action": ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [idempotency, "Arn"]},
+        }
+    ]
 
 
 def test_redrive_function_runtime_and_limits(template: Template) -> None:
@@ -172,24 +196,43 @@ def test_redrive_function_runtime_and_limits(template: Template) -> None:
 
 
 def test_functions_have_their_own_log_groups_with_retention(template: Template) -> None:
-    template.resource_count_is("AWS::Logs::LogGroup", 2)
-    template.all_resources_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    functions = template.find_resources("AWS::Lambda::Function")
+    log_groups = template.find_resources("AWS::Logs::LogGroup")
+    log_group_of = {
+        name: f["Properties"]["LoggingConfig"]["LogGroup"]["Ref"] for name, f in functions.items()
+    }
+
+    assert len(set(log_group_of.values())) == len(log_group_of), f"shared log groups: {log_group_of}"
+    assert {
+        name: log_groups[group]["Properties"]["RetentionInDays"] for name, group in log_group_of.items()
+    } == dict.fromkeys(functions, 30)
 
 
-def test_redrive_function_is_not_retried_asynchronously(template: Template) -> None:
+def test_redrive_function_is_not_retried_asynchronously(template: Template, stack: RedriverStack) -> None:
     template.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
-        {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 600, "Qualifier": "$LATEST"},
+        {
+            "FunctionName": {"Ref": logical_id(stack.redriver.function)},
+            "MaximumRetryAttempts": 0,
+            "MaximumEventAgeInSeconds": 600,
+            "Qualifier": "$LATEST",
+        },
     )
 
 
-def test_schedule_runs_the_redriver_every_five_minutes(template: Template) -> None:
+def test_schedule_runs_the_redriver_every_five_minutes(template: Template, stack: RedriverStack) -> None:
+    rule = properties(template, stack.redriver.schedule_rule)
+    [target] = rule["Targets"]
+
+    assert (rule["ScheduleExpression"], rule["State"]) == ("rate(5 minutes)", "ENABLED")
+    assert target["Arn"] == {"Fn::GetAtt": [logical_id(stack.redriver.function), "Arn"]}
     template.has_resource_properties(
-        "AWS::Events::Rule",
+        "AWS::Lambda::Permission",
         {
-            "ScheduleExpression": "rate(5 minutes)",
-            "State": "ENABLED",
-            "Targets": [Match.object_like({"Arn": Match.any_value(), "RetryPolicy": Match.any_value()})],
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": target["Arn"],
+            "Principal": "events.amazonaws.com",
+            "SourceArn": {"Fn::GetAtt": [logical_id(stack.redriver.schedule_rule), "Arn"]},
         },
     )
 
@@ -232,12 +275,13 @@ def test_redrive_role_has_least_privilege(template: Template) -> None:
 
 
 def test_redrive_role_consumes_only_the_dlq_and_sends_only_to_source_and_parking_lot(
-    template: Template,
+    template: Template, stack: RedriverStack
 ) -> None:
     queues = template.find_resources("AWS::SQS::Queue")
-    source = next(name for name, q in queues.items() if "RedrivePolicy" in q["Properties"])
-    dlq = next(name for name in queues if name.startswith("OrdersDlq"))
-    parking = next(name for name in queues if name.startswith("RedriverParkingLot"))
+    source, dlq, parking = (
+        logical_id(queue)
+        for queue in (stack.source_queue, stack.dead_letter_queue, stack.redriver.parking_lot)
+    )
     queues_of: dict[str, set[str]] = {}
     for statement in redrive_policy_statements(template):
         resources = (
@@ -257,10 +301,15 @@ def _as_list(value: str | list[str]) -> list[str]:
     return value if isinstance(value, list) else [value]
 
 
-def test_consumer_reports_partial_batch_failures(template: Template) -> None:
+def test_consumer_reports_partial_batch_failures(template: Template, stack: RedriverStack) -> None:
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
-        {"FunctionResponseTypes": ["ReportBatchItemFailures"], "BatchSize": 10},
+        {
+            "EventSourceArn": {"Fn::GetAtt": [logical_id(stack.source_queue), "Arn"]},
+            "FunctionName": {"Ref": logical_id(stack.consumer)},
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "BatchSize": 10,
+        },
     )
 
 
@@ -324,26 +373,6 @@ def test_an_unknown_profile_fails_at_synth(tmp_path: Any) -> None:
         build_app(outdir=str(tmp_path), context={"redriver-profile": "fast"})
 
 
-@pytest.mark.parametrize(
-    ("context", "named"),
-    [
-        ({"max_redrives": 0}, "max_redrives"),
-        ({"schedule": "every 5 minutes"}, "schedule"),
-        ({"base_delay_seconds": 120, "max_delay_seconds": 60}, "max_delay_seconds"),
-        ({"breaker_failure_ratio": 1.5}, "breaker_failure_ratio"),
-        ({"max_redrive": 5}, "unknown redriver setting"),
-        ({"canary_size": "many"}, "canary_size"),
-        (
-            {"consumer_timeout_seconds": 30, "source_visibility_timeout_seconds": 10},
-            "source_visibility_timeout",
-        ),
-    ],
-)
-def test_bad_settings_fail_at_synth_naming_the_setting(context: dict[str, Any], named: str) -> None:
-    with pytest.raises(SettingsError, match=named):
-        RedriverSettings.from_context(context)
-
-
 def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(4))
@@ -362,11 +391,10 @@ def test_fifo_queues_get_a_fifo_parking_lot() -> None:
 
     redriver = SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
 
-    assert redriver.parking_lot.fifo
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::SQS::Queue",
-        {"FifoQueue": True, "MessageRetentionPeriod": 14 * 86_400, "RedrivePolicy": Match.absent()},
-    )
+    parking_lot = properties(Template.from_stack(stack), redriver.parking_lot)
+    assert parking_lot["FifoQueue"] is True
+    assert parking_lot["MessageRetentionPeriod"] == 14 * 86_400
+    assert "RedrivePolicy" not in parking_lot
 
 
 def test_a_fifo_source_with_a_standard_dlq_fails_at_synth() -> None:
@@ -374,8 +402,33 @@ def test_a_fifo_source_with_a_standard_dlq_fails_at_synth() -> None:
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
     source = sqs.Queue(stack, "Source", fifo=True)
 
-    with pytest.raises(SettingsError, match="FIFO queue needs a FIFO dead_letter_queue"):
+    with pytest.raises(
+        SettingsError,
+        match=r"source_queue and dead_letter_queue must be the same kind of queue \(here FIFO and standard",
+    ):
         SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
+@pytest.mark.parametrize(
+    ("roles", "message"),
+    [
+        ({"source_queue": "Orders", "dead_letter_queue": "Orders"}, "dead_letter_queue and source_queue"),
+        (
+            {"source_queue": "Orders", "other_source_queues": ["Orders"], "dead_letter_queue": "Dlq"},
+            r"source_queue and other_source_queues\[0\]",
+        ),
+    ],
+)
+def test_one_queue_in_two_roles_fails_at_synth(roles: dict[str, Any], message: str) -> None:
+    stack = cdk.Stack(cdk.App(), "Same")
+    queues = {name: sqs.Queue(stack, name) for name in ("Orders", "Dlq")}
+    props = {
+        role: [queues[n] for n in name] if isinstance(name, list) else queues[name]
+        for role, name in roles.items()
+    }
+
+    with pytest.raises(SettingsError, match=f"{message} must be different queues"):
+        SqsRedriver(stack, "Redriver", **props)
 
 
 def test_a_shared_dlq_knows_every_source_and_may_send_to_each() -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import asdict
+from typing import Any
+
 import pytest
 
 from redriver.decide.breaker import BreakerPolicy
 from redriver.settings import ConfigError, Settings, load_settings
+from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHEMA
 
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
 SOURCE = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
@@ -82,7 +87,9 @@ def test_missing_required_variable_is_named(name: str, value: str | None) -> Non
         ("MAX_MESSAGES_PER_RUN", "0"),
         ("RECEIVE_WAIT_SECONDS", "21"),
         ("DLQ_VISIBILITY_TIMEOUT_SECONDS", "0"),
-        ("TIME_MARGIN_SECONDS", "601"),
+        ("TIME_MARGIN_SECONDS", "451"),  # more than half of the longest Lambda timeout
+        ("TIME_MARGIN_SECONDS", "1"),  # not longer than the default RECEIVE_WAIT_SECONDS of 1
+        ("RECORD_EVERY_REDRIVE", "yes"),
         ("STATE_TTL_DAYS", "366"),
     ],
 )
@@ -118,5 +125,54 @@ def test_fifo_queues_are_accepted_when_all_of_them_are_fifo() -> None:
 @pytest.mark.parametrize("name", ["SOURCE_QUEUE_URL", "PARKING_LOT_URL"])
 def test_a_fifo_dlq_needs_fifo_sources_and_parking_lot(name: str) -> None:
     fifo = {n: url + ".fifo" for n, url in REQUIRED.items() if n.endswith("_URL") and n != name}
-    with pytest.raises(ConfigError, match=f"{name} .* must be a FIFO queue"):
+    with pytest.raises(ConfigError, match=f"{name} .* and DLQ_URL .* must be the same kind of queue"):
         load_settings({**REQUIRED, **fifo})
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"BASE_DELAY_SECONDS": "120", "MAX_DELAY_SECONDS": "60"},
+            "MAX_DELAY_SECONDS (60) must be at least BASE_DELAY_SECONDS (120)",
+        ),
+        (
+            {"RECEIVE_WAIT_SECONDS": "20", "TIME_MARGIN_SECONDS": "20"},
+            "TIME_MARGIN_SECONDS (20) must be longer than RECEIVE_WAIT_SECONDS (20)",
+        ),
+    ],
+)
+def test_a_rule_between_two_variables_names_both_and_their_values(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings({**REQUIRED, **env})
+
+
+def _by_schema_name(settings: Settings) -> dict[str, Any]:
+    """The settings' values under the schema's names (the breaker's fields are breaker_*)."""
+    return {**asdict(settings), **{f"breaker_{k}": v for k, v in asdict(settings.breaker).items()}}
+
+
+def test_every_variable_of_the_schema_is_a_settings_field_with_the_schemas_default() -> None:
+    # GIVEN settings built by keyword, with only the resources
+    settings = Settings(dlq_url=DLQ, source_queue_url=SOURCE, parking_lot_url=PARKING, table_name="state")
+
+    # THEN each variable the Lambda reads has a field, whose default is the schema's
+    values = _by_schema_name(settings)
+    assert {setting.name: values.get(setting.name) for setting in LAMBDA_SETTINGS} == {
+        setting.name: setting.default for setting in LAMBDA_SETTINGS
+    }
+
+
+def test_breaker_policy_defaults_are_the_schemas() -> None:
+    # BreakerPolicy() is built with its own defaults in tests and the bench: they must not drift.
+    assert asdict(BreakerPolicy()) == {
+        name.removeprefix("breaker_"): BY_NAME[name].default
+        for name in BY_NAME
+        if name.startswith("breaker_")
+    }
+
+
+def test_each_setting_and_variable_is_named_once_in_the_schema() -> None:
+    names = [setting.name for setting in SCHEMA]
+    variables = [setting.env for setting in SCHEMA if setting.env]
+    assert len(names) == len(set(names)) and len(variables) == len(set(variables))

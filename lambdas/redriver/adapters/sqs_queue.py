@@ -18,11 +18,11 @@ from redriver.adapters.ports import (
     queue_key_from_url,
 )
 from redriver.model.envelope import MAX_MESSAGE_BYTES, DlqMessage, from_sqs
+from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-SQS_BATCH_LIMIT = 10
 # SQS's error codes for a queue that does not exist (JSON and query protocols).
 QUEUE_MISSING_CODES = {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
 
@@ -128,9 +128,9 @@ class SqsQueue:
 
     def _per_ten(self, operation: str, call: Any, entries: list[dict[str, Any]]) -> BatchResult:
         result = BatchResult()
-        for start in range(0, len(entries), SQS_BATCH_LIMIT):
+        for start in range(0, len(entries), SQS_MAX_BATCH_SIZE):
             response = self._call(
-                operation, call, QueueUrl=self.url, Entries=entries[start : start + SQS_BATCH_LIMIT]
+                operation, call, QueueUrl=self.url, Entries=entries[start : start + SQS_MAX_BATCH_SIZE]
             )
             _collect(response, result)
         return result
@@ -163,7 +163,7 @@ def _chunks_by_size(messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
     chunk_bytes = 0
     for message in messages:
         size = message.size
-        if chunk and (len(chunk) == SQS_BATCH_LIMIT or chunk_bytes + size > MAX_MESSAGE_BYTES):
+        if chunk and (len(chunk) == SQS_MAX_BATCH_SIZE or chunk_bytes + size > MAX_MESSAGE_BYTES):
             yield chunk
             chunk, chunk_bytes = [], 0
         chunk.append(message)

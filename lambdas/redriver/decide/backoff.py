@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-SQS_MAX_DELAY_SECONDS = 900
+from redriver.sqs_limits import SQS_MAX_DELAY_SECONDS
 
 
 def redrive_delay(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-SQS_RECEIVE_LIMIT = 10
+from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
+
+SQS_RECEIVE_LIMIT = SQS_MAX_BATCH_SIZE
 BACKLOG_CHECK_EVERY = 100
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from redriver.sqs_limits import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
+
 MARK_ATTRIBUTE = "dlq-redriver"
-MAX_MESSAGE_ATTRIBUTES = 10
-MAX_MESSAGE_BYTES = 1_048_576
+MAX_MESSAGE_ATTRIBUTES = SQS_MAX_MESSAGE_ATTRIBUTES
+MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES
 # Bytes reserved for the mark attribute (name, type and value, parking reason included); a message
 # is only marked when it still fits the size limit with this much added. Settings cap the history
 # length so a mark always fits (tested).

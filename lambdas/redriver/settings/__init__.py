@@ -1,0 +1,126 @@
+"""The re-driver's configuration, read from environment variables once, at cold start.
+
+What each variable accepts is defined in ``schema`` (shared with the CDK side); this module turns
+the environment into one typed, frozen ``Settings``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from redriver.decide.breaker import BreakerPolicy
+from redriver.settings.kinds import InvalidSetting, reraise_as
+from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
+from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, RESOURCE_ENV, URL_SEPARATOR, default
+
+__all__ = ["ConfigError", "Settings", "load_settings"]
+
+# Schema settings named breaker_* make up Settings.breaker, without the prefix.
+BREAKER_PREFIX = "breaker_"
+
+
+class ConfigError(InvalidSetting):
+    """A setting is missing or outside what the re-driver accepts."""
+
+
+def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:
+    policy = {name: value for name, value in values.items() if name.startswith(BREAKER_PREFIX)}
+    return BreakerPolicy(**{name.removeprefix(BREAKER_PREFIX): value for name, value in policy.items()})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The Lambda's settings; the defaults are the schema's."""
+
+    dlq_url: str
+    source_queue_url: str
+    parking_lot_url: str
+    table_name: str
+    # Further source queues of a shared DLQ; messages go back to the one SQS names as their source.
+    other_source_queue_urls: tuple[str, ...] = ()
+    max_redrives: int = default("max_redrives")
+    base_delay_seconds: int = default("base_delay_seconds")
+    max_delay_seconds: int = default("max_delay_seconds")
+    breaker: BreakerPolicy = _breaker({s.name: s.default for s in LAMBDA_SETTINGS})
+    canary_size: int = default("canary_size")
+    max_messages_per_run: int = default("max_messages_per_run")
+    max_redrives_per_second: int = default("max_redrives_per_second")
+    parallel_batches: int = default("parallel_batches")
+    source_backlog_limit: int = default("source_backlog_limit")
+    receive_wait_seconds: int = default("receive_wait_seconds")
+    dlq_visibility_timeout_seconds: int = default("dlq_visibility_timeout_seconds")
+    time_margin_seconds: int = default("time_margin_seconds")
+    state_ttl_days: int = default("state_ttl_days")
+    record_every_redrive: bool = default("record_every_redrive")
+
+    @property
+    def breaker_key(self) -> str:
+        return f"BREAKER#{self.source_queue_url}"
+
+    @property
+    def source_queue_urls(self) -> tuple[str, ...]:
+        return (self.source_queue_url, *self.other_source_queue_urls)
+
+    @property
+    def fifo(self) -> bool:
+        return is_fifo_url(self.dlq_url)
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Parse and validate the settings; raise ConfigError naming the bad variable and its range."""
+    env = os.environ if env is None else env
+    with reraise_as(ConfigError):
+        values = {setting.name: setting.from_env(env) for setting in LAMBDA_SETTINGS}
+        check_rules(values, label=lambda name: BY_NAME[name].env or name)
+        resources = _resources(env)
+    tunables = {name: v for name, v in values.items() if not name.startswith(BREAKER_PREFIX)}
+    return Settings(**resources, **tunables, breaker=_breaker(values))
+
+
+def _resources(env: Mapping[str, str]) -> dict[str, Any]:
+    """The queues and table the construct names; each queue in one role, all of one kind."""
+    names = RESOURCE_ENV
+    dlq_url = _queue_url(env, names["dlq_url"])
+    source_urls = _queue_urls(env, names["source_queue_url"])
+    parking_lot_url = _queue_url(env, names["parking_lot_url"])
+    labelled = [
+        (f"{names['dlq_url']} {dlq_url!r}", dlq_url),
+        *((f"{names['source_queue_url']} {url!r}", url) for url in source_urls),
+        (f"{names['parking_lot_url']} {parking_lot_url!r}", parking_lot_url),
+    ]
+    check_distinct_queues(labelled)
+    kinds = [(label, is_fifo_url(url)) for label, url in labelled]
+    check_queue_kinds(kinds[0], kinds[1:])
+    return {
+        "dlq_url": dlq_url,
+        "source_queue_url": source_urls[0],
+        "other_source_queue_urls": source_urls[1:],
+        "parking_lot_url": parking_lot_url,
+        "table_name": _required(env, names["table_name"]),
+    }
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise InvalidSetting(f"{name} is required and must not be empty")
+    return value
+
+
+def _queue_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """One queue URL, or several separated by commas."""
+    urls = tuple(url.strip() for url in _required(env, name).split(URL_SEPARATOR) if url.strip())
+    for url in urls:
+        if not url.startswith(("https://", "http://")):
+            raise InvalidSetting(f"{name} must hold SQS queue URLs (https://...), got {url!r}")
+    return urls
+
+
+def _queue_url(env: Mapping[str, str], name: str) -> str:
+    urls = _queue_urls(env, name)
+    if len(urls) != 1:
+        raise InvalidSetting(f"{name} must be one SQS queue URL, got {len(urls)}")
+    return urls[0]

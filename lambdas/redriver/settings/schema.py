@@ -1,0 +1,248 @@
+"""Every tunable setting of the re-driver, defined once.
+
+A setting has its construct / cdk.json name, the re-drive Lambda's environment variable (none for
+deploy-only settings), its type, default, allowed range and a one-line meaning; the rules between
+settings are in ``rules``. The Lambda parses its environment with the schema at cold start
+(``redriver.settings``); the CDK side validates construct props and cdk.json context with it at
+synth (``infra.settings``); the README's configuration table is rendered from it
+(``infra.readme_table``). Standard library only: it is cold-start code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redriver.settings.kinds import (
+    BoolSetting,
+    IntSetting,
+    RatioSetting,
+    ScheduleSetting,
+    Setting,
+)
+from redriver.sqs_limits import (
+    SQS_MAX_BATCH_SIZE,
+    SQS_MAX_DELAY_SECONDS,
+    SQS_MAX_RECEIVE_COUNT,
+    SQS_MAX_RECEIVE_WAIT_SECONDS,
+    SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,
+)
+
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
+LAMBDA_MIN_MEMORY_MB = 128
+LAMBDA_MAX_MEMORY_MB = 10_240
+# AWS's guidance for a queue that feeds Lambda: visibility timeout at least 6x the function's.
+VISIBILITY_TO_TIMEOUT_RATIO = 6
+# The construct hides the DLQ messages a run holds this much longer than a run can last, so a
+# message a run holds cannot reach an overlapping run.
+DLQ_VISIBILITY_MARGIN_SECONDS = 30
+# The resources' variables: set by the construct, required by the Lambda, no defaults.
+RESOURCE_ENV = {
+    "dlq_url": "DLQ_URL",
+    "source_queue_url": "SOURCE_QUEUE_URL",  # a shared DLQ's source queues, separated by commas
+    "parking_lot_url": "PARKING_LOT_URL",
+    "table_name": "DYNAMODB_TABLE_NAME",
+}
+URL_SEPARATOR = ","
+
+SCHEMA: tuple[Setting[Any], ...] = (
+    ScheduleSetting(
+        "schedule",
+        None,
+        default="rate(5 minutes)",
+        meaning="EventBridge schedule (`rate(...)` or `cron(...)`)",
+    ),
+    # The history in a message's mark grows by one entry per re-drive; 50 keeps it in budget.
+    IntSetting(
+        "max_redrives",
+        "MAX_REDRIVES",
+        default=5,
+        low=1,
+        high=50,
+        meaning="re-drives before a message is parked",
+    ),
+    IntSetting(
+        "base_delay_seconds",
+        "BASE_DELAY_SECONDS",
+        default=60,
+        low=0,
+        high=SQS_MAX_DELAY_SECONDS,
+        meaning="first re-drive's delay step",
+    ),
+    IntSetting(
+        "max_delay_seconds",
+        "MAX_DELAY_SECONDS",
+        default=SQS_MAX_DELAY_SECONDS,
+        low=0,
+        high=SQS_MAX_DELAY_SECONDS,
+        meaning="delay cap",
+    ),
+    IntSetting(
+        "breaker_failure_threshold",
+        "BREAKER_FAILURE_THRESHOLD",
+        default=3,
+        low=1,
+        high=100,
+        meaning="consecutive failed runs that open the breaker",
+    ),
+    IntSetting(
+        "breaker_cooldown_seconds",
+        "BREAKER_COOLDOWN_SECONDS",
+        default=60,
+        low=0,
+        high=86_400,
+        meaning="time OPEN before a canary probes",
+    ),
+    IntSetting(
+        "breaker_success_threshold",
+        "BREAKER_SUCCESS_THRESHOLD",
+        default=2,
+        low=1,
+        high=100,
+        meaning="healthy canaries that close it",
+    ),
+    RatioSetting(
+        "breaker_failure_ratio",
+        "BREAKER_FAILURE_RATIO",
+        default=0.5,
+        meaning="share of received messages that came back which makes a run failed",
+    ),
+    # Canaries are taken from one receive.
+    IntSetting(
+        "canary_size",
+        "CANARY_SIZE",
+        default=1,
+        low=1,
+        high=SQS_MAX_BATCH_SIZE,
+        meaning="messages per HALF_OPEN probe",
+    ),
+    IntSetting(
+        "max_messages_per_run",
+        "MAX_MESSAGES_PER_RUN",
+        default=500,
+        low=1,
+        high=100_000,
+        meaning="per-run limit",
+    ),
+    IntSetting(
+        "max_redrives_per_second",
+        "MAX_REDRIVES_PER_SECOND",
+        default=50,
+        low=1,
+        high=500,
+        meaning="token-bucket rate limit on re-drives",
+    ),
+    IntSetting(
+        "parallel_batches",
+        "PARALLEL_BATCHES",
+        default=4,
+        low=1,
+        high=16,
+        meaning="batches in flight at once within a run",
+    ),
+    IntSetting(
+        "source_backlog_limit",
+        "SOURCE_BACKLOG_LIMIT",
+        default=1000,
+        low=0,
+        high=10_000_000,
+        meaning="back-pressure: no re-drives while a source queue holds more; 0 turns it off",
+    ),
+    BoolSetting(
+        "record_every_redrive",
+        "RECORD_EVERY_REDRIVE",
+        default=False,
+        meaning="also write a table record for every re-drive of a marked message "
+        "(an audit trail, one write unit each)",
+    ),
+    IntSetting(
+        "receive_wait_seconds",
+        "RECEIVE_WAIT_SECONDS",
+        default=1,
+        low=0,
+        high=SQS_MAX_RECEIVE_WAIT_SECONDS,
+        meaning="long-poll wait of each DLQ receive",
+    ),
+    IntSetting(
+        "redriver_timeout_seconds",
+        None,
+        default=120,
+        low=30,
+        high=LAMBDA_MAX_TIMEOUT_SECONDS,
+        meaning="Lambda timeout; DLQ messages a run holds stay hidden this long "
+        f"+ {DLQ_VISIBILITY_MARGIN_SECONDS} s",
+    ),
+    IntSetting(
+        "redriver_memory_mb",
+        None,
+        default=256,
+        low=LAMBDA_MIN_MEMORY_MB,
+        high=LAMBDA_MAX_MEMORY_MB,
+        meaning="Lambda memory",
+    ),
+    # At most half of the longest Lambda timeout; RULES hold it to half of the actual one.
+    IntSetting(
+        "time_margin_seconds",
+        "TIME_MARGIN_SECONDS",
+        default=30,
+        low=1,
+        high=LAMBDA_MAX_TIMEOUT_SECONDS // 2,
+        meaning="stop taking batches when less time than this remains",
+    ),
+    IntSetting(
+        "max_receive_count",
+        None,
+        default=5,
+        low=1,
+        high=SQS_MAX_RECEIVE_COUNT,
+        meaning="default stack only: source queue's RedrivePolicy",
+    ),
+    IntSetting(
+        "consumer_timeout_seconds",
+        None,
+        default=30,
+        low=1,
+        high=LAMBDA_MAX_TIMEOUT_SECONDS,
+        meaning="default stack only: consumer timeout",
+    ),
+    IntSetting(
+        "source_visibility_timeout_seconds",
+        None,
+        default=0,
+        low=0,
+        high=SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,
+        meaning="default stack only: source queue visibility timeout",
+        shown_default=f"0 (= {VISIBILITY_TO_TIMEOUT_RATIO} × consumer timeout)",
+    ),
+    # Lambda-only: the construct derives it from redriver_timeout_seconds. Unset (the Lambda
+    # deployed without the construct): longer than the longest Lambda timeout.
+    IntSetting(
+        "dlq_visibility_timeout_seconds",
+        "DLQ_VISIBILITY_TIMEOUT_SECONDS",
+        default=960,
+        low=1,
+        high=SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,
+        meaning="how long a run keeps received DLQ messages hidden from other runs",
+        context=False,
+        shown_default=f"timeout + {DLQ_VISIBILITY_MARGIN_SECONDS} (set by the construct; 960 if unset)",
+    ),
+    IntSetting(
+        "state_ttl_days",
+        "STATE_TTL_DAYS",
+        default=14,
+        low=1,
+        high=365,
+        meaning="lifetime of message records in the table",
+        context=False,
+    ),
+)
+BY_NAME = {setting.name: setting for setting in SCHEMA}
+LAMBDA_SETTINGS = tuple(setting for setting in SCHEMA if setting.env)
+CONTEXT_SETTINGS = tuple(setting for setting in SCHEMA if setting.context)
+
+
+def default(name: str) -> Any:
+    return BY_NAME[name].default
+
+
+def dlq_visibility_timeout(redriver_timeout_seconds: int) -> int:
+    return redriver_timeout_seconds + DLQ_VISIBILITY_MARGIN_SECONDS

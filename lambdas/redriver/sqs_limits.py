@@ -1,0 +1,21 @@
+"""Limits of Amazon SQS the re-driver and its construct build on, each written once.
+
+From the SQS Developer Guide's quotas. The settings schema bounds its ranges with them, backoff
+caps delays with them, and the CDK side checks queue properties against them.
+"""
+
+# DelaySeconds of a message (SendMessage, SendMessageBatch) and of a queue: 0 to 15 minutes.
+SQS_MAX_DELAY_SECONDS = 900
+# VisibilityTimeout of a queue, a receive or ChangeMessageVisibility: 0 to 12 hours.
+SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43_200
+# WaitTimeSeconds of a long-poll ReceiveMessage: 0 to 20 seconds.
+SQS_MAX_RECEIVE_WAIT_SECONDS = 20
+# Messages one ReceiveMessage returns, or one batch call carries: 1 to 10.
+SQS_MAX_BATCH_SIZE = 10
+# Message attributes of one message, and bytes of one message (body and attributes) or batch.
+SQS_MAX_MESSAGE_ATTRIBUTES = 10
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+# maxReceiveCount of a RedrivePolicy: 1 to 1,000.
+SQS_MAX_RECEIVE_COUNT = 1_000
+# MessageRetentionPeriod of a queue created without one: 4 days.
+SQS_DEFAULT_RETENTION_SECONDS = 4 * 86_400

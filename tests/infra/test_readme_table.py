@@ -1,0 +1,30 @@
+"""README.md's configuration table is the one the settings schema renders."""
+
+from __future__ import annotations
+
+from infra.readme_table import HOW_TO_REGENERATE, README, render_rows, render_table, table_in
+from redriver.settings.schema import SCHEMA
+
+
+def test_readme_configuration_table_is_generated_from_the_schema() -> None:
+    assert table_in(README.read_text()) == render_table(), (
+        f"README.md's configuration table differs from the settings schema: {HOW_TO_REGENERATE}"
+    )
+
+
+def test_every_setting_has_a_row_with_its_variable_default_and_range() -> None:
+    rows = dict(zip((s.name for s in SCHEMA), render_rows(), strict=True))
+
+    assert rows["max_redrives"] == (
+        "| `max_redrives` | `MAX_REDRIVES` | 5 | re-drives before a message is parked (1-50) |"
+    )
+    assert rows["schedule"].startswith("| `schedule` | – | `rate(5 minutes)` |")
+    assert rows["record_every_redrive"].startswith(
+        "| `record_every_redrive` | `RECORD_EVERY_REDRIVE` | false |"
+    )
+    assert "at most half of `redriver_timeout_seconds`" in rows["time_margin_seconds"]
+    # set by the construct, not a construct setting
+    assert rows["state_ttl_days"].startswith("| – | `STATE_TTL_DAYS` | 14 |")
+    assert rows["dlq_visibility_timeout_seconds"].startswith(
+        "| – | `DLQ_VISIBILITY_TIMEOUT_SECONDS` | timeout + 30 (set by the construct; 960 if unset) |"
+    )
