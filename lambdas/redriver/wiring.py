@@ -12,12 +12,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from redriver.act.executor import Executor
+from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
+from redriver.act.redriving import RedriveSender
 from redriver.adapters.clients import AwsClients
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
+from redriver.decide.plan import Planner, PlanRules
+from redriver.decide.routing import Routes
+from redriver.run.batch import BatchHandler
+from redriver.run.loop import BatchLoop, LoopSettings
 from redriver.run.runner import Redriver
 from redriver.settings import Settings
+from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
 
 SECONDS_PER_DAY = 86_400
 
@@ -34,21 +42,65 @@ def compose_redriver(
 ) -> Redriver:
     """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
     (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock)."""
+    logger = logger or logging.getLogger("redriver")
     sqs = clients.sqs
-    return Redriver(
-        settings,
-        dlq=SqsQueue(settings.dlq_url, sqs),
-        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
-        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
-        state=StateTable(
-            settings.table_name,
-            clients.dynamodb,
-            ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
-            clock=clock,
-            pause=pause,
-        ),
-        logger=logger or logging.getLogger("redriver"),
+    dlq = SqsQueue(settings.dlq_url, sqs)
+    sources = [SqsQueue(url, sqs) for url in settings.source_queue_urls]
+    state = StateTable(
+        settings.table_name,
+        clients.dynamodb,
+        ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
         clock=clock,
-        rng=rng or random.Random(),
-        limiter=limiter,
+        pause=pause,
+    )
+    routes = Routes(tuple(queue.url for queue in sources))
+    redrives = RedriveSender(
+        sources=sources,
+        state=state,
+        # One batch may go at once; beyond that, re-drives flow at the configured rate.
+        limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE),
+        routes=routes,
+        fifo=settings.fifo,
+        record_every_redrive=settings.record_every_redrive,
+        logger=logger,
+    )
+    parking_lot = SqsQueue(settings.parking_lot_url, sqs)
+    parker = Parker(
+        parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=settings.fifo, logger=logger
+    )
+    executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
+    handler = BatchHandler(
+        planner=Planner(_plan_rules(settings, routes), rng or random.Random()),
+        executor=executor,
+        state=state,
+        sources={queue.url: queue for queue in sources},
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        clock=clock,
+    )
+    loop = BatchLoop(
+        dlq=dlq,
+        sources=sources,
+        handler=handler,
+        settings=LoopSettings(
+            receive_wait_seconds=settings.receive_wait_seconds,
+            dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
+            time_margin_seconds=settings.time_margin_seconds,
+            source_backlog_limit=settings.source_backlog_limit,
+        ),
+        logger=logger,
+    )
+    return Redriver(settings, state=state, loop=loop, executor=executor, logger=logger, clock=clock)
+
+
+def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
+    return PlanRules(
+        max_redrives=settings.max_redrives,
+        fifo=settings.fifo,
+        canary_size=settings.canary_size,
+        base_delay_seconds=settings.base_delay_seconds,
+        max_delay_seconds=settings.max_delay_seconds,
+        breaker=settings.breaker,
+        routes=routes,
     )

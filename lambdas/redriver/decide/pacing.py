@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
 
-SQS_RECEIVE_LIMIT = SQS_MAX_BATCH_SIZE
 BACKLOG_CHECK_EVERY = 100
 
 
@@ -21,9 +20,9 @@ def out_of_time(remaining_ms: int, margin_seconds: int) -> bool:
 def backlog_check_due(received: int, backlog_limit: int) -> bool:
     """Back-pressure is checked before the first batch and every BACKLOG_CHECK_EVERY messages
     after, so it costs little per message; a limit of 0 turns it off."""
-    return bool(backlog_limit) and received % BACKLOG_CHECK_EVERY < SQS_RECEIVE_LIMIT
+    return bool(backlog_limit) and received % BACKLOG_CHECK_EVERY < SQS_MAX_BATCH_SIZE
 
 
 def batch_size(received: int, limit: int) -> int:
     """How many messages the next receive asks for: a full batch, or what the limit leaves."""
-    return min(SQS_RECEIVE_LIMIT, limit - received)
+    return min(SQS_MAX_BATCH_SIZE, limit - received)

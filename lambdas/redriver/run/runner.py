@@ -7,27 +7,19 @@ message only after the message was sent somewhere else and the send succeeded.
 from __future__ import annotations
 
 import logging
-import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
-from redriver.act.parking import Parker
-from redriver.act.ratelimit import TokenBucket
-from redriver.act.redriving import RedriveSender
-from redriver.adapters.ports import Queue, StateStore
+from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
-from redriver.decide.pacing import SQS_RECEIVE_LIMIT
-from redriver.decide.plan import Planner, PlanRules
-from redriver.decide.routing import Routes
 from redriver.model.report import RunReport, Tally
-from redriver.run.batch import BatchHandler
 from redriver.run.gate import pass_gate
-from redriver.run.loop import BatchLoop, Drained, LoopSettings
+from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
 from redriver.settings import Settings
 
@@ -39,65 +31,19 @@ class Redriver:
         self,
         settings: Settings,
         *,
-        dlq: Queue,
-        sources: Sequence[Queue],
-        parking_lot: Queue,
         state: StateStore,
+        loop: BatchLoop,
+        executor: Executor,
         logger: logging.Logger | Any,
         clock: Callable[[], float],
-        rng: random.Random,
-        limiter: TokenBucket | None = None,
     ) -> None:
+        """Composed by ``redriver.wiring.compose_redriver``."""
         self.settings = settings
         self.state = state
+        self.loop = loop
+        self.executor = executor
         self.log = logger
         self.clock = clock
-        routes = Routes(tuple(queue.url for queue in sources))
-        rules = PlanRules(
-            max_redrives=settings.max_redrives,
-            fifo=settings.fifo,
-            canary_size=settings.canary_size,
-            base_delay_seconds=settings.base_delay_seconds,
-            max_delay_seconds=settings.max_delay_seconds,
-            breaker=settings.breaker,
-            routes=routes,
-        )
-        redrives = RedriveSender(
-            sources=sources,
-            state=state,
-            # One batch may go at once; beyond that, re-drives flow at the configured rate.
-            limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_RECEIVE_LIMIT),
-            routes=routes,
-            fifo=settings.fifo,
-            record_every_redrive=settings.record_every_redrive,
-            logger=logger,
-        )
-        parker = Parker(
-            parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=settings.fifo, logger=logger
-        )
-        self.executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
-        handler = BatchHandler(
-            planner=Planner(rules, rng),
-            executor=self.executor,
-            state=state,
-            sources={queue.url: queue for queue in sources},
-            routes=routes,
-            fifo=settings.fifo,
-            logger=logger,
-            clock=clock,
-        )
-        self.loop = BatchLoop(
-            dlq=dlq,
-            sources=sources,
-            handler=handler,
-            settings=LoopSettings(
-                receive_wait_seconds=settings.receive_wait_seconds,
-                dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
-                time_margin_seconds=settings.time_margin_seconds,
-                source_backlog_limit=settings.source_backlog_limit,
-            ),
-            logger=logger,
-        )
 
     def now(self) -> int:
         return int(self.clock())
