@@ -53,9 +53,12 @@ class Outcome:
     """The books after one faulted run and the healthy runs that followed it."""
 
     fault: str
-    call: int
+    call: int  # the first call a fault fired at (0: none fired)
     operation: str
     parallel_batches: int = 1
+    planned: int = 0  # faults planned; a later one need not fire once the first changed the flow
+    fired: int = 0
+    attempts: int = 1  # runs it took for the planned fault to fire (parallel: the calls interleave)
     messages: int = 0
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
@@ -75,7 +78,9 @@ def figures_line() -> str:
         f"{sum(o.messages for o in FIGURES)} messages, "
         f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
-        f"{dict(sorted(single.items()))}"
+        f"{dict(sorted(single.items()))}; planned faults that fired: "
+        f"{sum(o.fired for o in FIGURES)} of {sum(o.planned for o in FIGURES)} "
+        f"(each run's first did), {sum(o.attempts - 1 for o in FIGURES)} re-runs until a parallel one fired"
     )
 
 

@@ -5,8 +5,9 @@ Each case: seed the DLQ, run the re-driver with one fault planned, let time pass
 re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
 parking lot; nothing consumes here), duplicates only where a crash or a failed delete fell between a
 send and its delete (and then with one identity), counts never lower than before, and the breaker
-record the last of its writes, each one version on, with fields that fit its state. The figures
-are printed at the end of the session.
+record the last of its writes, each one version on, with fields that fit its state. Every planned
+fault must fire (the first of a schedule; the later ones may miss once it changed the flow). The
+figures are printed at the end of the session.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ PARALLEL_BATCHES = 4
 # Which call a number names varies between parallel runs, so these faults fit any call: a death,
 # a whole call failing (a read timeout and throttling take the same path as a 5xx), a partial batch.
 PARALLEL_FAULTS = [Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL]
+# Runs of a parallel case until its fault fires: a number names a call the run may not reach when
+# the workers interleave differently (none needed a second run so far).
+PARALLEL_ATTEMPTS = 3
 
 
 @dataclass
@@ -114,6 +118,8 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
             call=min(faults.fired, default=0),
             operation=faults.calls[min(faults.fired) - 1] if faults.fired else "-",
             parallel_batches=parallel_batches,
+            planned=len(plan),
+            fired=len(faults.fired),
         )
         if plan and not faults.fired:
             outcome.fault = "none (the run ended before the planned call)"
@@ -230,29 +236,37 @@ def test_every_enumerated_fault_point_loses_nothing() -> None:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.dictionaries(
-        keys=st.integers(min_value=1, max_value=24),
-        values=st.sampled_from([f for f in Fault if f is not Fault.CONDITIONAL]),
-        min_size=1,
-        max_size=3,
+@given(st.data())
+def test_random_fault_schedules_lose_nothing(data: st.DataObject) -> None:
+    # Call numbers a healthy run reaches, so the first planned fault always fires.
+    plan = data.draw(
+        st.dictionaries(
+            keys=st.integers(min_value=1, max_value=len(healthy_calls())),
+            values=st.sampled_from([f for f in Fault if f is not Fault.CONDITIONAL]),
+            min_size=1,
+            max_size=3,
+        ),
+        label="plan",
     )
-)
-def test_random_fault_schedules_lose_nothing(plan: dict[int, Fault]) -> None:
     outcome, _ = run_with_faults(plan)
     FIGURES.append(outcome)
+    assert outcome.call == min(plan), f"the first planned fault (call {min(plan)}) did not fire: {outcome}"
     assert not outcome.lost and not outcome.problems, outcome
 
 
 def test_every_fault_point_of_a_parallel_run_loses_nothing() -> None:
-    _, calls = run_with_faults({}, PARALLEL_BATCHES)
     failures = []
-    for index in range(1, len(calls) + 1):
+    for index in range(1, len(healthy_calls(PARALLEL_BATCHES)) + 1):
         for fault in PARALLEL_FAULTS:
-            outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
+            case = f"{fault.value} planned at call {index}"
+            for attempt in range(1, PARALLEL_ATTEMPTS + 1):
+                outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
+                outcome.attempts = attempt
+                if outcome.lost or outcome.problems:  # the books must hold even when it did not fire
+                    failures.append(f"{case}: lost {outcome.lost}, {outcome.problems}")
+                if outcome.call == index:
+                    break
             FIGURES.append(outcome)
-            if outcome.lost or outcome.problems:
-                failures.append(outcome)
-    assert not failures, "\n".join(
-        f"{o.fault} at call {o.call} ({o.operation}): lost {o.lost}, {o.problems}" for o in failures
-    )
+            if outcome.call != index:
+                failures.append(f"{case} never fired in {PARALLEL_ATTEMPTS} runs")
+    assert not failures, "\n".join(failures)
