@@ -22,15 +22,44 @@ class ClientProxy:
         return getattr(self._client, name)
 
 
-class AtomicReceive(ClientProxy):
-    """A client whose receives are serialized. SQS hides a message in the same step that returns
-    it; moto does not (two threads can both take a message before either marks it received), in
-    process or behind its server. Parallel batches against moto need this; against SQS they do not."""
+class Serialized(ClientProxy):
+    """A client whose chosen operations run one at a time across threads."""
+
+    def __init__(self, client: Any, *operations: str) -> None:
+        lock = threading.Lock()
+
+        def serialized(operation: Callable[..., Any]) -> Callable[..., Any]:
+            def call(**kwargs: Any) -> Any:
+                with lock:
+                    return operation(**kwargs)
+
+            return call
+
+        super().__init__(client, **{name: serialized(getattr(client, name)) for name in operations})
+
+
+class AtomicReceive(Serialized):
+    """SQS hides a message in the same step that returns it; moto does not (two threads can both
+    take a message before either marks it received), in process or behind its server, and its
+    receive scans the in-flight messages while another thread's delete changes them. Parallel
+    batches against moto need receives, deletes and visibility changes serialized; against SQS
+    they do not."""
 
     def __init__(self, client: Any) -> None:
-        super().__init__(client)
-        self._lock = threading.Lock()
+        super().__init__(
+            client,
+            "receive_message",
+            "delete_message",
+            "delete_message_batch",
+            "change_message_visibility",
+            "change_message_visibility_batch",
+        )
 
-    def receive_message(self, **kwargs: Any) -> Any:
-        with self._lock:
-            return self._client.receive_message(**kwargs)
+
+class AtomicConditionalWrites(Serialized):
+    """DynamoDB checks a write's condition and writes in one step; moto does not (two threads can
+    both pass ``version = :expected`` before either writes). Overlapping breaker writes against
+    moto need PutItem serialized; against DynamoDB they do not."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client, "put_item")

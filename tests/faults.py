@@ -18,6 +18,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from local_aws.clients import ClientProxy
+from redriver.adapters.state_table import StateTable
+from redriver.decide.breaker import BreakerPolicy, State
+
 
 class SimulatedCrash(BaseException):
     """The Lambda environment died: nothing after this point of the run happens."""
@@ -50,9 +54,12 @@ class Outcome:
     """The books after one faulted run and the healthy runs that followed it."""
 
     fault: str
-    call: int
+    call: int  # the first call a fault fired at (0: none fired)
     operation: str
     parallel_batches: int = 1
+    planned: int = 0  # faults planned; a later one need not fire once the first changed the flow
+    fired: int = 0
+    attempts: int = 1  # runs it took for the planned fault to fire (parallel: the calls interleave)
     messages: int = 0
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
@@ -72,7 +79,9 @@ def figures_line() -> str:
         f"{sum(o.messages for o in FIGURES)} messages, "
         f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
-        f"{dict(sorted(single.items()))}"
+        f"{dict(sorted(single.items()))}; planned faults that fired: "
+        f"{sum(o.fired for o in FIGURES)} of {sum(o.planned for o in FIGURES)} (a schedule's later "
+        f"ones may not), after {sum(o.attempts - 1 for o in FIGURES)} re-runs of parallel cases"
     )
 
 
@@ -86,6 +95,8 @@ class Faults:
     threads: list[str] = field(default_factory=list)
     fired: dict[int, Fault] = field(default_factory=dict)
     crashed: bool = False
+    # The items of the PutItem calls that succeeded (only the breaker is written with PutItem).
+    puts: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wrap(self, client: Any) -> FaultyClient:
@@ -105,6 +116,12 @@ class Faults:
             if fault is Fault.CRASH:
                 self.crashed = True
             return index, fault
+
+    def succeeded(self, name: str, kwargs: dict[str, Any]) -> None:
+        """Record a call that returned (an injected fault never reaches AWS)."""
+        if name == "put_item":
+            with self._lock:
+                self.puts.append(kwargs["Item"])
 
     def may_duplicate(self) -> bool:
         """Whether a fired fault fell between a send and its delete: a failed delete, or a crash
@@ -126,22 +143,25 @@ class Faults:
         return False
 
 
-class FaultyClient:
-    def __init__(self, real: Any, faults: Faults) -> None:
-        self._real = real
-        self._faults = faults
-        self.meta = real.meta
+class FaultyClient(ClientProxy):
+    """Numbers every call of the client and fails the one its plan names."""
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._real, name)
+    def __init__(self, real: Any, faults: Faults) -> None:
+        super().__init__(real)
+        self._faults = faults
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
         if not callable(method):
             return method
 
         def call(**kwargs: Any) -> Any:
             index, fault = self._faults.number(name)
-            if fault is None:
-                return method(**kwargs)
-            return _inject(fault, index, name, method, kwargs)
+            if fault is not None:
+                return _inject(fault, index, name, method, kwargs)
+            response = method(**kwargs)
+            self._faults.succeeded(name, kwargs)
+            return response
 
         return call
 
@@ -185,3 +205,57 @@ def _all_unprocessed(kwargs: dict[str, Any], key: str) -> Any:
     """DynamoDB processed nothing this time (throttled items come back as unprocessed)."""
     request = kwargs["RequestItems"]
     return {"Responses": {}, key: request} if key == "UnprocessedKeys" else {key: request}
+
+
+BREAKER_ATTRIBUTES = {"pk", "state", "failures", "successes", "changed_at", "version"}
+CANARY_ATTRIBUTES = {"canary_ids", "canary_verdict_at", "canary_groups", "canary_sent_at"}
+
+
+def breaker_problems(
+    dynamodb: Any, table_name: str, key: str, writes: list[dict[str, Any]], policy: BreakerPolicy
+) -> list[str]:
+    """What is wrong with the stored breaker record, given every PutItem of it that succeeded.
+
+    Each write moves the version on by exactly one (a skipped or repeated version is a lost or
+    unguarded update), the stored item is the last write byte for byte, the re-driver can read it,
+    and its fields fit its state: counts within their thresholds, a canary only on HALF_OPEN.
+    """
+    item = dynamodb.get_item(TableName=table_name, Key={"pk": {"S": key}}, ConsistentRead=True).get("Item")
+    ours = [w for w in writes if w.get("pk") == {"S": key}]
+    versions = sorted(int(w["version"]["N"]) for w in ours)
+    problems = []
+    if versions != list(range(1, len(ours) + 1)):
+        problems.append(f"the breaker writes that succeeded carry versions {versions}, not 1 to {len(ours)}")
+    if not ours:
+        return problems + ([f"a breaker record no write made: {item}"] if item else [])
+    last = max(ours, key=lambda w: int(w["version"]["N"]))
+    if item != last:
+        return [*problems, f"the stored breaker {item} is not the last write that succeeded, {last}"]
+    expected = BREAKER_ATTRIBUTES | (CANARY_ATTRIBUTES if CANARY_ATTRIBUTES & set(item) else set())
+    if set(item) != expected:
+        problems.append(f"breaker attributes {sorted(item)}, expected {sorted(expected)}")
+    try:
+        breaker = StateTable(table_name, dynamodb, ttl_seconds=1).load_breaker(key)
+    except (KeyError, ValueError) as exc:
+        return [*problems, f"the breaker record does not parse ({exc!r}): {item}"]
+    canary = breaker.canary
+    if min(breaker.failures, breaker.successes, breaker.changed_at) < 0:
+        problems.append(f"negative counts or time: {breaker}")
+    if breaker.state is State.CLOSED and (breaker.successes or breaker.failures >= policy.failure_threshold):
+        problems.append(f"a CLOSED breaker at {breaker.failures} failures, {breaker.successes} successes")
+    if breaker.state is not State.CLOSED and breaker.failures:
+        problems.append(f"failures counted on a {breaker.state.value} breaker: {breaker}")
+    if breaker.state is State.OPEN and breaker.successes:
+        problems.append(f"successes counted on an OPEN breaker: {breaker}")
+    if breaker.state is State.HALF_OPEN and breaker.successes >= policy.success_threshold:
+        problems.append(f"a HALF_OPEN breaker at {breaker.successes} successes did not close: {breaker}")
+    if canary is not None and breaker.state is not State.HALF_OPEN:
+        problems.append(f"a canary on a {breaker.state.value} breaker: {breaker}")
+    if canary is not None and (
+        not canary.identities
+        or len(set(canary.identities)) != len(canary.identities)
+        or len(canary.groups) not in (0, len(canary.identities))
+        or not breaker.changed_at <= canary.sent_at < canary.verdict_at
+    ):
+        problems.append(f"inconsistent canary: {breaker}")
+    return problems

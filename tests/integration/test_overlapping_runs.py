@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from local_aws.clients import AtomicReceive, ClientProxy
+from local_aws.clients import AtomicConditionalWrites, AtomicReceive, ClientProxy
 from local_aws.queues import drain, make_visible
-from redriver.decide.breaker import Breaker, BreakerPolicy, State
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.model.report import RunReport
-from tests.conftest import Aws, make_redriver, make_settings
+from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock
+from tests.faults import Faults, breaker_problems
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -35,10 +36,42 @@ def seed(aws: Aws) -> dict[str, int]:
     return counts
 
 
-def run_together(aws: Aws, clock: FakeClock, runs: int, **overrides: object) -> list[RunReport]:
+class FirstBatchesTogether:
+    """An SQS client on which a thread's first receive returns only once ``threads`` threads hold
+    their first batch: the runs (or workers) overlap for certain, where otherwise one thread could
+    drain the DLQ before the others start. Fewer threads receiving fails with BrokenBarrierError."""
+
+    def __init__(self, client: Any, threads: int) -> None:
+        self._client = client
+        self._together = threading.Barrier(threads)
+        self._received: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        response = self._client.receive_message(**kwargs)
+        if threading.get_ident() not in self._received:
+            self._received.add(threading.get_ident())
+            self._together.wait(timeout=30)
+        return response
+
+
+def run_together(
+    aws: Aws,
+    clock: FakeClock,
+    runs: int,
+    *,
+    dynamodb: Any = None,
+    first_batches_together: bool = False,
+    **overrides: object,
+) -> list[RunReport]:
     settings = make_settings(aws, max_redrives=MAX_REDRIVES, **overrides)
     sqs = AtomicReceive(aws.sqs)
-    redrivers = [make_redriver(aws, settings, clock, sqs=sqs) for _ in range(runs)]
+    if first_batches_together:
+        sqs = FirstBatchesTogether(sqs, runs)
+    writes = AtomicConditionalWrites(dynamodb or aws.dynamodb)  # conditional writes atomic, as in DynamoDB
+    redrivers = [make_redriver(aws, settings, clock, sqs=sqs, dynamodb=writes) for _ in range(runs)]
     start = threading.Barrier(runs)
 
     def run(redriver: object) -> RunReport:
@@ -55,11 +88,15 @@ def test_overlapping_runs_share_the_dlq_without_double_handling(
 ) -> None:
     counts = seed(aws)
 
-    reports = run_together(aws, clock, runs, breaker=BreakerPolicy(failure_threshold=100))
+    reports = run_together(
+        aws, clock, runs, first_batches_together=True, breaker=BreakerPolicy(failure_threshold=100)
+    )
 
     in_source = drain(aws.sqs, aws.source_url)
     parked = drain(aws.sqs, aws.parking_lot_url)
-    # every message handled by exactly one run: the DLQ visibility timeout hides it from the others
+    # every run held a batch at once, yet each message was handled by exactly one run: the DLQ
+    # visibility timeout hides it from the others
+    assert all(r.received >= 10 for r in reports), [r.received for r in reports]
     assert sum(r.received for r in reports) == len(counts)
     assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
     assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
@@ -75,19 +112,37 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
 ) -> None:
     # GIVEN an OPEN breaker whose cooldown is over, and a DLQ to probe
     settings = make_settings(aws)
-    state = make_redriver(aws, settings, clock).state
+    writes = Faults()  # no faults: it records the breaker writes that succeeded
+    dynamodb = writes.wrap(aws.dynamodb)
+    state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state
     state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
-    seed(aws)
+    counts = seed(aws)
     clock.advance(61)
 
-    reports = run_together(aws, clock, runs)
+    # WHEN the runs start together (the breaker writes conditional and atomic, as in DynamoDB)
+    reports = run_together(aws, clock, runs, dynamodb=dynamodb)
 
+    # THEN one run moved it to HALF_OPEN, one claimed the probe, and its one canary went out
     transitions = Counter(t for r in reports for t in r.breaker_transitions)
-    assert transitions["OPEN->HALF_OPEN"] == 1
-    assert sum(r.canaries for r in reports) <= 1
+    assert transitions == {"OPEN->HALF_OPEN": 1}
+    assert sum(r.canaries for r in reports) == 1
+    in_source = drain(aws.sqs, aws.source_url)
+    assert len(in_source) == 1
+    canary = Mark.from_json(in_source[0]["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    assert canary.count == counts[in_source[0]["Body"]] + 1
+    # and the stored breaker carries that canary, written once after the transition (version 3)
     stored = state.load_breaker(settings.breaker_key)
-    assert stored.state is State.HALF_OPEN and stored.version in (2, 3)
-    assert len(drain(aws.sqs, aws.source_url)) == sum(r.canaries for r in reports)
+    now = int(clock.now)
+    assert stored.state is State.HALF_OPEN and stored.version == 3
+    assert stored.canary == Canary(identities=(canary.identity,), verdict_at=now + CANARY_WINDOW, sent_at=now)
+    problems = breaker_problems(
+        aws.dynamodb, aws.table_name, settings.breaker_key, writes.puts, settings.breaker
+    )
+    assert problems == []
+    # nothing else left the DLQ
+    make_visible(aws.dlq_url)
+    left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
+    assert sorted(left + [in_source[0]["Body"]]) == sorted(counts)
 
 
 def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, clock: FakeClock) -> None:
@@ -96,7 +151,10 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
         aws, max_redrives=MAX_REDRIVES, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100)
     )
 
-    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs)).run(REMAINING)
+    # four workers, each holding its first batch at the same moment
+    sqs = FirstBatchesTogether(AtomicReceive(aws.sqs), 4)
+
+    report = make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
 
     in_source = drain(aws.sqs, aws.source_url)
     parked = drain(aws.sqs, aws.parking_lot_url)
@@ -107,11 +165,13 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
 
 
 def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, clock: FakeClock) -> None:
-    # GIVEN two failed runs behind us, and a DLQ of messages that all came back
+    # GIVEN two failed runs behind us, and a DLQ of messages that all came back: three batches
+    # for each of four workers
     settings = make_settings(aws, parallel_batches=4, max_redrives=10)
-    state = make_redriver(aws, settings, clock).state
+    dynamodb = AtomicConditionalWrites(aws.dynamodb)  # the workers' breaker writes atomic, as in DynamoDB
+    state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state
     state.save_breaker(settings.breaker_key, Breaker(failures=2, version=1), expected_version=0)
-    for i in range(40):
+    for i in range(120):
         mark = Mark(f"id-{i}", 1, 1, (int(clock.now) - 60,))
         aws.sqs.send_message(
             QueueUrl=aws.dlq_url,
@@ -119,11 +179,15 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
             MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}},
         )
 
-    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs)).run(REMAINING)
+    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs), dynamodb=dynamodb).run(REMAINING)
 
+    # THEN one transition, nothing re-driven, and no worker took a batch after its first
     assert report.breaker_transitions == ["CLOSED->OPEN"]
     assert report.redriven == 0
+    assert report.received <= 40  # a worker that went on would take the other 80
     assert state.load_breaker(settings.breaker_key).state is State.OPEN
+    make_visible(aws.dlq_url)
+    assert len(drain(aws.sqs, aws.dlq_url)) == 120
 
 
 def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock) -> None:
