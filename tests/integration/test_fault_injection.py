@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from local_aws.clients import AtomicReceive
+from local_aws.clients import AtomicQueueCalls
 from local_aws.queues import drain, make_visible
 from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
@@ -107,7 +107,7 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
             aws,
             fault_settings(aws, parallel_batches),
             clock,
-            sqs=AtomicReceive(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
+            sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
             dynamodb=faults.wrap(aws.dynamodb),
         )
         try:

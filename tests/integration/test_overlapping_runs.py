@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from local_aws.clients import AtomicConditionalWrites, AtomicReceive, ClientProxy
+from local_aws.clients import AtomicConditionalWrites, AtomicQueueCalls, ClientProxy
 from local_aws.queues import drain, make_visible
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
@@ -67,7 +67,7 @@ def run_together(
     **overrides: object,
 ) -> list[RunReport]:
     settings = make_settings(aws, max_redrives=MAX_REDRIVES, **overrides)
-    sqs = AtomicReceive(aws.sqs)
+    sqs = AtomicQueueCalls(aws.sqs)
     if first_batches_together:
         sqs = FirstBatchesTogether(sqs, runs)
     writes = AtomicConditionalWrites(dynamodb or aws.dynamodb)  # conditional writes atomic, as in DynamoDB
@@ -152,7 +152,7 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
     )
 
     # four workers, each holding its first batch at the same moment
-    sqs = FirstBatchesTogether(AtomicReceive(aws.sqs), 4)
+    sqs = FirstBatchesTogether(AtomicQueueCalls(aws.sqs), 4)
 
     report = make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
 
@@ -179,7 +179,9 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
             MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}},
         )
 
-    report = make_redriver(aws, settings, clock, sqs=AtomicReceive(aws.sqs), dynamodb=dynamodb).run(REMAINING)
+    report = make_redriver(aws, settings, clock, sqs=AtomicQueueCalls(aws.sqs), dynamodb=dynamodb).run(
+        REMAINING
+    )
 
     # THEN one transition, nothing re-driven, and no worker took a batch after its first
     assert report.breaker_transitions == ["CLOSED->OPEN"]
@@ -201,7 +203,7 @@ def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock
             raise RuntimeError("a bug in the first send")
         return aws.sqs.send_message_batch(**kwargs)
 
-    sqs = AtomicReceive(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
+    sqs = AtomicQueueCalls(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
     settings = make_settings(aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100))
 
     with pytest.raises(RuntimeError, match="first send"):
