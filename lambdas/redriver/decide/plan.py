@@ -90,9 +90,9 @@ class Planner:
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
 
     def _fifo_waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
-        if not self.rules.fifo:
-            return {}
         rules = self.rules
+        if not rules.fifo:
+            return {}
         return fifo.backoff_waits(
             batch, now=now, base_seconds=rules.base_delay_seconds, max_seconds=rules.max_delay_seconds
         )

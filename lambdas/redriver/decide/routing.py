@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from redriver.adapters.ports import queue_key_from_arn, queue_key_from_url
 from redriver.model.tracked import Tracked
@@ -21,8 +22,12 @@ class Routes:
         arn = tracked.message.source_arn
         if arn is None:
             return self.urls[0]
-        key = queue_key_from_arn(arn)
-        return next((url for url in self.urls if queue_key_from_url(url) == key), None)
+        return self._by_key.get(queue_key_from_arn(arn))
+
+    @cached_property
+    def _by_key(self) -> dict[str, str]:
+        # Asked several times per message (plan, records, send): keyed once.
+        return {queue_key_from_url(url): url for url in self.urls}
 
     def describe_source(self, tracked: Tracked) -> str:
         """Where the message came from, for records and reasons: a queue URL, or the ARN SQS gave."""

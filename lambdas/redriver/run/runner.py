@@ -17,9 +17,9 @@ from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
-from redriver.model.report import RunReport, Tally
+from redriver.model.report import RunReport, StopReason, Tally
 from redriver.run.gate import pass_gate
-from redriver.run.loop import BatchLoop, Drained
+from redriver.run.loop import BatchLoop
 from redriver.run.parallel import drain_in_parallel
 from redriver.settings import Settings
 
@@ -54,9 +54,7 @@ class Redriver:
         writer = BreakerWriter(self.state, settings.breaker_key, self.log)
         passage = pass_gate(self.state, writer, settings.breaker_key, settings.breaker, self.now())
         if passage.mode is Mode.SKIP:
-            return self._report(
-                passage.mode, passage.breaker, writer, Drained(Tally(), passage.breaker, passage.stop)
-            )
+            return self._report(passage.mode, passage.breaker, writer, passage.stop, Tally())
 
         limit = settings.max_messages_per_run
         if passage.mode is Mode.REDRIVE and settings.parallel_batches > 1:
@@ -83,7 +81,7 @@ class Redriver:
             tally += self._end_redrive_run(drained.breaker, tally, writer)
         elif passage.mode is Mode.VERDICT and drained.breaker.state is State.HALF_OPEN and not tally.errors:
             tally += self._judge_canary(drained.breaker, drained.canary_may_hide, writer)
-        return self._report(passage.mode, passage.breaker, writer, drained, tally)
+        return self._report(passage.mode, passage.breaker, writer, drained.stop, tally)
 
     def _end_redrive_run(self, breaker: Breaker, tally: Tally, writer: BreakerWriter) -> Tally:
         """The breaker's verdict on a REDRIVE run; written only when it changes the record."""
@@ -114,12 +112,12 @@ class Redriver:
 
     @staticmethod
     def _report(
-        mode: Mode, breaker: Breaker, writer: BreakerWriter, drained: Drained, tally: Tally | None = None
+        mode: Mode, breaker: Breaker, writer: BreakerWriter, stop: StopReason, tally: Tally
     ) -> RunReport:
         return RunReport(
             mode=mode,
             breaker_state=writer.last_state or breaker.state,
-            tally=drained.tally if tally is None else tally,
-            stopped_because=drained.stop,
+            tally=tally,
+            stopped_because=stop,
             breaker_transitions=list(writer.transitions),
         )
