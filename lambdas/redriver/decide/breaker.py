@@ -34,6 +34,7 @@ class BreakerPolicy:
     cooldown_seconds: int = 60
     success_threshold: int = 2
     failure_ratio: float = 0.5
+    minimum_volume: int = 3
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from redriver.model.failure import Failure
 from redriver.sqs_limits import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 
 MARK_ATTRIBUTE = "dlq-redriver"
@@ -31,19 +32,35 @@ MessageAttributes = Mapping[str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class Mark:
-    """The re-drive history of one logical message, keyed by an identity that survives sends."""
+    """The re-drive history of one logical message, keyed by an identity that survives sends.
+
+    The consumer kit adds ``failure`` when it dead-letters a message; the re-driver adds
+    ``verdict_key`` (where the kit reports the consumer's verdict) and ``probe`` (a probe's first
+    failure goes straight back to the DLQ) when it re-drives one.
+    """
 
     identity: str
     count: int = 0
     first_failed_at: int = 0
     redriven_at: tuple[int, ...] = ()
+    failure: Failure | None = None
+    verdict_key: str | None = None
+    probe: bool = False
 
     @property
     def last_redriven_at(self) -> int | None:
         return self.redriven_at[-1] if self.redriven_at else None
 
-    def after_redrive(self, now: int) -> Mark:
-        return replace(self, count=self.count + 1, redriven_at=(*self.redriven_at, now))
+    def after_redrive(self, now: int, *, verdict_key: str | None = None, probe: bool = False) -> Mark:
+        """The mark of the next re-drive; the last failure stays behind (the next one replaces it)."""
+        return replace(
+            self,
+            count=self.count + 1,
+            redriven_at=(*self.redriven_at, now),
+            failure=None,
+            verdict_key=verdict_key,
+            probe=probe,
+        )
 
     def to_json(self, **extra: Any) -> str:
         payload: dict[str, Any] = {
@@ -52,6 +69,12 @@ class Mark:
             "first": self.first_failed_at,
             "at": list(self.redriven_at),
         }
+        if self.failure is not None:
+            payload["err"] = self.failure.to_dict()
+        if self.verdict_key is not None:
+            payload["v"] = self.verdict_key
+        if self.probe:
+            payload["p"] = 1
         payload.update(extra)
         return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
@@ -65,8 +88,11 @@ class Mark:
                 count=int(payload["n"]),
                 first_failed_at=int(payload["first"]),
                 redriven_at=tuple(int(t) for t in payload["at"]),
+                failure=Failure.from_dict(payload["err"]) if "err" in payload else None,
+                verdict_key=str(payload["v"]) if "v" in payload else None,
+                probe=bool(payload.get("p")),
             )
-        except (TypeError, KeyError, ValueError) as exc:
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a re-drive mark: {text[:80]!r}") from exc
         if mark.count < 0 or not isinstance(payload["id"], str) or not mark.identity:
             raise ValueError(f"not a re-drive mark: {text[:80]!r}")

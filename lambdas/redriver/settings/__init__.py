@@ -55,6 +55,9 @@ class Settings:
     time_margin_seconds: int = default("time_margin_seconds")
     state_ttl_days: int = default("state_ttl_days")
     record_every_redrive: bool = default("record_every_redrive")
+    consumer_verdicts: bool = default("consumer_verdicts")
+    verdict_wait_seconds: int = default("verdict_wait_seconds")
+    slow_start_seconds: int = default("slow_start_seconds")
 
     @property
     def breaker_key(self) -> str:

@@ -53,6 +53,13 @@ RULES = (
         "the rest of the timeout is the run's working time",
     ),
     Rule(
+        "verdict_wait_seconds",
+        "at most half of",
+        "redriver_timeout_seconds",
+        lambda wait, timeout: 2 * wait <= timeout,
+        "a probe that waited must still have time to re-drive",
+    ),
+    Rule(
         "source_visibility_timeout_seconds",
         "0 or at least",
         "consumer_timeout_seconds",

@@ -106,6 +106,40 @@ SCHEMA: tuple[Setting[Any], ...] = (
         default=0.5,
         meaning="share of received messages that came back which makes a run failed",
     ),
+    # Mature breakers' minimum throughput: one or two messages that keep failing (poison) are not
+    # an outage.
+    IntSetting(
+        "breaker_minimum_volume",
+        "BREAKER_MINIMUM_VOLUME",
+        default=3,
+        low=1,
+        high=1000,
+        meaning="distinct messages that must have come back before the ratio can fail a run",
+    ),
+    BoolSetting(
+        "consumer_verdicts",
+        "CONSUMER_VERDICTS",
+        default=False,
+        meaning="the consumer reports verdicts with the consumer kit (`grant_consumer` sets it): "
+        "probes and the ramp wait for them",
+    ),
+    IntSetting(
+        "verdict_wait_seconds",
+        "VERDICT_WAIT_SECONDS",
+        default=20,
+        low=1,
+        high=300,
+        meaning="how long a probe or a ramp step waits inside a run for the consumer's verdicts",
+    ),
+    IntSetting(
+        "slow_start_seconds",
+        "SLOW_START_SECONDS",
+        default=60,
+        low=0,
+        high=LAMBDA_MAX_TIMEOUT_SECONDS,
+        meaning="without verdicts: seconds a run's re-drive rate takes to double from 1/s to the "
+        "rate limit; 0 turns slow start off",
+    ),
     # Canaries are taken from one receive.
     IntSetting(
         "canary_size",

@@ -1,0 +1,111 @@
+"""A consumer's verdict on one delivery, as the consumer kit writes it and the re-driver reads it.
+
+This module is the protocol between the two: the failure the kit carries in a message's mark
+(``err``), the verdict counters it adds to the state table for the re-driver's waves, and the keys
+of the table records both sides use. Neither side has a copy of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+# Longest error message kept in a mark; the class and fingerprint identify the failure anyway.
+MAX_ERROR_MESSAGE_CHARS = 240
+MAX_ERROR_CLASS_CHARS = 120
+# Verdict and failure records are read within minutes; a day is plenty.
+VERDICT_RECORD_TTL_SECONDS = 86_400
+
+VERDICT_RECORD_PREFIX = "VERDICTS#"
+FAILURE_RECORD_PREFIX = "FAILURE#"
+RETRY_RECORD_PREFIX = "RETRY#"
+
+
+class FailureKind(StrEnum):
+    TERMINAL = "terminal"  # it will never succeed as it is: park it, never re-drive it
+    TRANSIENT = "transient"  # trying again later may succeed: back off and re-drive
+
+
+class ConsumerVerdict(StrEnum):
+    """What the consumer made of one delivery of a re-driven message."""
+
+    OK = "ok"
+    TRANSIENT = "transient"
+    TERMINAL = "terminal"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the consumer failed a message: written by the consumer kit, carried in the mark."""
+
+    kind: FailureKind
+    error_class: str
+    message: str
+    fingerprint: str
+    at: int
+    attempt: int
+    source: str  # the ARN of the queue the consumer received it from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "class": self.error_class[:MAX_ERROR_CLASS_CHARS],
+            "msg": self.message[:MAX_ERROR_MESSAGE_CHARS],
+            "fp": self.fingerprint,
+            "at": self.at,
+            "try": self.attempt,
+            "src": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> Failure:
+        """Parse a failure; raise ValueError when it is not one the consumer kit wrote."""
+        try:
+            return cls(
+                kind=FailureKind(payload["kind"]),
+                error_class=str(payload["class"]),
+                message=str(payload["msg"]),
+                fingerprint=str(payload["fp"]),
+                at=int(payload["at"]),
+                attempt=int(payload["try"]),
+                source=str(payload["src"]),
+            )
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"not a consumer failure: {str(payload)[:80]!r}") from exc
+
+    @property
+    def terminal(self) -> bool:
+        return self.kind is FailureKind.TERMINAL
+
+    def describe(self) -> str:
+        """One line for a parking reason: what failed, and the group it belongs to."""
+        return f"{self.kind.value} error {self.error_class}: {self.message} (fingerprint {self.fingerprint})"
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """The verdicts the consumer kit reported under one verdict key (a wave of re-drives)."""
+
+    ok: int = 0
+    transient: int = 0
+    terminal: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.ok + self.transient + self.terminal
+
+
+def verdict_record_key(verdict_key: str) -> str:
+    return VERDICT_RECORD_PREFIX + verdict_key
+
+
+def failure_record_key(identity: str) -> str:
+    """Where the kit puts the failure of a message with no room for a mark (by content identity)."""
+    return FAILURE_RECORD_PREFIX + identity
+
+
+def retry_record_key(fingerprint: str) -> str:
+    """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
+    return RETRY_RECORD_PREFIX + fingerprint
