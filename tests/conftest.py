@@ -69,6 +69,8 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
         # moto's in-process receive is not atomic across threads (SQS's is): parallel batches are
         # tested on their own, with receives serialized as SQS does.
         "parallel_batches": 1,
+        # Slow start paces by time; it has tests of its own (tests/unit/test_ramp.py, the e2e recovery).
+        "slow_start_seconds": 0,
         "breaker": BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2),
     }
     values.update(overrides)
@@ -83,13 +85,13 @@ def make_redriver(
     dynamodb: Any = None,
     limiter: TokenBucket | None = None,
 ) -> Redriver:
-    """A re-driver on the fake clock, never sleeping, over ``aws``'s clients or the proxies given."""
+    """A re-driver on the fake clock (its pauses move it), over ``aws``'s clients or the proxies given."""
     return local_redriver(
         settings,
         sqs=sqs or aws.sqs,
         dynamodb=dynamodb or aws.dynamodb,
         clock=clock,
-        pause=lambda _: None,
+        pause=clock.advance,
         logger_name="redriver-tests",
         limiter=limiter,
     )

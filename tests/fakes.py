@@ -20,6 +20,7 @@ from redriver.adapters.ports import (
 )
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark
+from redriver.model.failure import VerdictCounts
 
 ACCOUNT = "123456789012"
 QUEUE_URL = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/"
@@ -138,6 +139,10 @@ class FakeStateStore:
     breaker: Breaker = Breaker()
     records: list[MessageRecord] = field(default_factory=list)
     marks: dict[str, Mark] = field(default_factory=dict)
+    retry_fingerprints: set[str] = field(default_factory=set)
+    # What the consumer kit reported, per verdict key; a list is read one entry per call, so a
+    # test can let verdicts arrive while the run polls.
+    verdicts: dict[str, list[VerdictCounts]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
 
     def load_breaker(self, key: str) -> Breaker:
@@ -154,6 +159,15 @@ class FakeStateStore:
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
         self.calls.append("load_marks")
         return {i: self.marks[i] for i in identities if i in self.marks}
+
+    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
+        self.calls.append("load_retry_marks")
+        return frozenset(set(fingerprints) & self.retry_fingerprints)
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        self.calls.append("load_verdicts")
+        arriving = self.verdicts.get(verdict_key) or [VerdictCounts()]
+        return arriving.pop(0) if len(arriving) > 1 else arriving[0]
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:
         if records:

@@ -91,7 +91,9 @@ def compose_redriver(
         ),
         logger=logger,
     )
-    return Redriver(settings, state=state, loop=loop, executor=executor, logger=logger, clock=clock)
+    return Redriver(
+        settings, state=state, loop=loop, executor=executor, logger=logger, clock=clock, pause=pause
+    )
 
 
 def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:

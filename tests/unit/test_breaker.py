@@ -18,13 +18,17 @@ from redriver.decide.breaker import (
     canary_passed,
     end_redrive_run,
     is_failed_run,
+    ratio_failed,
+    trips_now,
     with_canary,
+    without_canary,
 )
 
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
 T0 = 1_000
 OK = RunOutcome(received=10, returned=0, errors=0)
 BAD = RunOutcome(received=10, returned=10, errors=0)
+AWS_FAILED = RunOutcome(received=10, returned=0, errors=1)
 
 
 def half_open(successes: int = 0, verdict_at: int | None = None) -> Breaker:
@@ -115,13 +119,60 @@ def test_empty_run_changes_nothing_because_an_empty_dlq_proves_nothing() -> None
     assert end_redrive_run(Breaker(failures=2, version=5), RunOutcome(0, 0, 0), T0, POLICY) is None
 
 
-def test_failed_runs_accumulate_then_open_the_breaker_at_the_threshold() -> None:
+def test_runs_failed_by_aws_errors_accumulate_then_open_the_breaker_at_the_threshold() -> None:
     breaker = Breaker(version=0)
     for expected_failures in (1, 2):
-        breaker = end_redrive_run(breaker, BAD, T0, POLICY)
+        breaker = end_redrive_run(breaker, AWS_FAILED, T0, POLICY)
         assert (breaker.state, breaker.failures) == (State.CLOSED, expected_failures)
-    opened = end_redrive_run(breaker, BAD, T0 + 5, POLICY)
+    opened = end_redrive_run(breaker, AWS_FAILED, T0 + 5, POLICY)
     assert opened == Breaker(State.OPEN, failures=0, successes=0, changed_at=T0 + 5, version=3)
+
+
+def test_a_run_failed_by_ratio_opens_the_breaker_at_once() -> None:
+    # the first failed wave, not the third: waiting would send the backlog into the outage again
+    opened = end_redrive_run(Breaker(version=0), BAD, T0, POLICY)
+    assert opened == Breaker(State.OPEN, changed_at=T0, version=1)
+    assert trips_now(Breaker(version=0), BAD, POLICY)
+
+
+@pytest.mark.parametrize(
+    ("returned", "received", "failed"),
+    [
+        (1, 1, False),  # a lone poison message: 100 % of the run, but one message proves nothing
+        (2, 2, False),
+        (3, 3, True),  # the minimum volume (3) is reached
+        (3, 7, False),  # and the ratio still applies
+    ],
+)
+def test_the_ratio_needs_a_minimum_volume_of_returned_messages(
+    returned: int, received: int, failed: bool
+) -> None:
+    outcome = RunOutcome(received=received, returned=returned, errors=0)
+    assert ratio_failed(outcome, POLICY) is failed
+    assert trips_now(Breaker(version=0), outcome, POLICY) is failed
+
+
+@pytest.mark.parametrize(
+    ("ok", "transient", "failed"),
+    [(0, 2, False), (0, 3, True), (3, 3, True), (4, 3, False), (10, 0, False)],
+)
+def test_the_consumer_kits_transient_verdicts_fail_a_run_by_the_same_rule(
+    ok: int, transient: int, failed: bool
+) -> None:
+    outcome = RunOutcome(received=0, returned=0, errors=0, ok_verdicts=ok, transient_verdicts=transient)
+    assert ratio_failed(outcome, POLICY) is failed
+
+
+def test_a_canary_that_proved_nothing_releases_the_probe() -> None:
+    released = without_canary(half_open(successes=1, verdict_at=T0))
+    assert (released.state, released.canary, released.successes, released.version) == (
+        State.HALF_OPEN,
+        None,
+        1,
+        8,
+    )
+    with pytest.raises(ValueError, match="HALF_OPEN"):
+        without_canary(Breaker())
 
 
 def test_good_run_resets_failures() -> None:
@@ -146,8 +197,12 @@ AT_7 = Breaker(version=7)
     [
         pytest.param(lambda: AT_7.opened(T0), id="opened"),
         pytest.param(lambda: AT_7.closed(T0), id="closed"),
-        pytest.param(lambda: end_redrive_run(AT_7, BAD, T0, POLICY), id="failure-counted"),
-        pytest.param(lambda: end_redrive_run(replace(AT_7, failures=2), BAD, T0, POLICY), id="tripped"),
+        pytest.param(lambda: end_redrive_run(AT_7, AWS_FAILED, T0, POLICY), id="failure-counted"),
+        pytest.param(
+            lambda: end_redrive_run(replace(AT_7, failures=2), AWS_FAILED, T0, POLICY), id="tripped"
+        ),
+        pytest.param(lambda: end_redrive_run(AT_7, BAD, T0, POLICY), id="tripped-by-ratio"),
+        pytest.param(lambda: without_canary(half_open(verdict_at=T0)), id="canary-released"),
         pytest.param(lambda: end_redrive_run(replace(AT_7, failures=1), OK, T0, POLICY), id="reset"),
         pytest.param(lambda: with_canary(half_open(), Canary(("x",), T0)), id="canary"),
         pytest.param(lambda: begin_run(Breaker(State.OPEN, version=7), T0 + 60, POLICY)[0], id="half-open"),

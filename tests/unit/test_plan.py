@@ -11,7 +11,9 @@ from redriver.decide.identity import Tracking, track
 from redriver.decide.plan import BatchState, Planner, PlanRules
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage
-from redriver.model.intents import BatchPlan
+from redriver.model.envelope import Mark
+from redriver.model.failure import Failure, FailureKind
+from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.reasons import ParkCause
 from redriver.model.report import StopReason, Tally
 from tests.fakes import dlq_message, marked, queue_url
@@ -41,10 +43,12 @@ def plan(
     mode: Mode = Mode.REDRIVE,
     breaker: Breaker | None = None,
     so_far: Tally | None = None,
+    retry: frozenset[str] = frozenset(),
+    wave: WaveTag | None = None,
     **rule_overrides: object,
 ) -> BatchPlan:
     tracking = track(batch, {}, NOW)
-    state = BatchState(mode, breaker or Breaker(), so_far or Tally(received=len(batch)), NOW)
+    state = BatchState(mode, breaker or Breaker(), so_far or Tally(received=len(batch)), NOW, retry, wave)
     return Planner(rules(**rule_overrides), random.Random(7)).plan(tracking, state)
 
 
@@ -139,13 +143,22 @@ def test_a_batch_that_makes_the_run_the_one_that_opens_the_breaker_is_not_redriv
     assert bodies(p.tracked for p in result.park) == ["poison"]  # parking never touches the consumer
 
 
-def test_a_failed_run_short_of_the_threshold_still_redrives() -> None:
+def test_returns_below_the_minimum_volume_are_still_redriven() -> None:
+    # two messages that keep coming back are 100 % of the run, but may be poison, not an outage
     breaker = Breaker(failures=1, changed_at=NOW - 600)
-    batch = [marked(1, last_at=NOW - 60) for _ in range(4)]
+    batch = [marked(1, last_at=NOW - 60) for _ in range(2)]
 
     result = plan(batch, breaker=breaker)
 
-    assert not result.open_breaker and len(result.redrive) == 4
+    assert not result.open_breaker and len(result.redrive) == 2
+
+
+def test_a_batch_that_fails_by_ratio_opens_the_breaker_and_stays_in_the_dlq() -> None:
+    batch = [marked(1, last_at=NOW - 60) for _ in range(3)]
+
+    result = plan(batch, breaker=Breaker(changed_at=NOW - 600))
+
+    assert result.open_breaker and not result.redrive and len(result.leave) == 3
 
 
 def test_the_trip_counts_the_run_so_far_not_only_the_batch() -> None:
@@ -158,6 +171,67 @@ def test_the_trip_counts_the_run_so_far_not_only_the_batch() -> None:
 
     assert not alone.open_breaker
     assert after_a_bad_batch.open_breaker
+
+
+# -- the consumer kit's verdicts ----------------------------------------------------------------
+
+
+def failed(kind: FailureKind, *, count: int = 1, fingerprint: str = "fp-1", body: str = "x") -> DlqMessage:
+    """A message the consumer kit dead-lettered, re-driven ``count`` times before (the last at
+    NOW - 60, after the breaker's last change)."""
+    failure = Failure(kind, "InvalidOrder", "missing field 'items'", fingerprint, NOW - 5, 1, "arn:src")
+    history = tuple(range(NOW - 60 - count + 1, NOW - 59)) if count else ()
+    return dlq_message(body, mark=Mark(f"id-{body}", count, NOW - 900, history, failure))
+
+
+@pytest.mark.parametrize("mode", [Mode.REDRIVE, Mode.PROBE, Mode.VERDICT])
+def test_a_terminal_failure_is_parked_on_first_sight_with_the_consumers_error(mode: Mode) -> None:
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-c",), NOW), version=3)
+    result = plan([failed(FailureKind.TERMINAL, count=0)], mode=mode, breaker=breaker)
+
+    [parked] = result.park
+    assert parked.reason.cause is ParkCause.TERMINAL and result.redrive == () and result.canaries == ()
+    assert "InvalidOrder: missing field 'items' (fingerprint fp-1)" in parked.reason.why
+    assert parked.reason.failure == parked.tracked.mark.failure
+
+
+def test_a_terminal_failure_whose_fingerprint_is_marked_for_retry_is_redriven() -> None:
+    batch = [
+        failed(FailureKind.TERMINAL, fingerprint="fixed", body="a"),
+        failed(FailureKind.TERMINAL, body="b"),
+    ]
+
+    result = plan(batch, retry=frozenset({"fixed"}))
+
+    assert bodies(r.tracked for r in result.redrive) == ["a"]
+    assert bodies(p.tracked for p in result.park) == ["b"]
+
+
+def test_terminal_failures_are_not_counted_as_returned_but_transient_ones_are() -> None:
+    batch = [failed(FailureKind.TERMINAL, body=f"t{i}") for i in range(5)]
+    batch += [failed(FailureKind.TRANSIENT, body=f"r{i}") for i in range(2)]
+
+    result = plan(batch, breaker=Breaker(changed_at=NOW - 600))
+
+    assert result.returned == 2 and not result.open_breaker
+    assert len(result.park) == 5 and len(result.redrive) == 2
+
+
+def test_a_message_over_its_limit_is_parked_with_the_consumers_last_error() -> None:
+    result = plan([failed(FailureKind.TRANSIENT, count=3)])
+
+    [parked] = result.park
+    assert parked.reason.cause is ParkCause.OVER_LIMIT
+    assert parked.reason.why.startswith("failed after 3 re-drives (limit 3); consumer's transient error")
+
+
+def test_probes_go_with_no_delay_and_the_rest_of_a_wave_backs_off_with_its_tag() -> None:
+    probes = plan([marked(2)], wave=WaveTag("run/1", probe=True))
+    wave = plan([marked(2)], wave=WaveTag("run/1"))
+
+    assert [(r.delay_seconds, r.tag) for r in probes.redrive] == [(0, WaveTag("run/1", probe=True))]
+    [redrive] = wave.redrive
+    assert redrive.delay_seconds >= 60 and redrive.tag == WaveTag("run/1")
 
 
 # -- FIFO ---------------------------------------------------------------------------------------
@@ -210,10 +284,11 @@ def test_the_canary_is_the_message_that_failed_least_often_and_the_rest_stay() -
 def test_a_claimed_probe_sends_its_canaries_with_no_delay_and_a_lost_one_leaves_them() -> None:
     planned = plan([dlq_message("c")], mode=Mode.PROBE, breaker=HALF_OPEN)
 
-    claimed = planned.with_claimed_canaries()
+    claimed = planned.with_claimed_canaries("canary/1/id")
     lost = planned.with_probe_taken()
 
     assert [(r.tracked.message.body, r.delay_seconds) for r in claimed.redrive] == [("c", 0)]
+    assert {r.tag for r in claimed.redrive} == {WaveTag("canary/1/id", probe=True)}
     assert claimed.stop is StopReason.CANARY_SENT
     assert bodies(lost.leave) == ["c"] and lost.redrive == () and lost.stop is StopReason.PROBE_TAKEN
 

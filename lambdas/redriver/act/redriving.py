@@ -53,7 +53,14 @@ class RedriveSender:
         """Write-ahead records, the rate limit, then the sends; return a whole call's error."""
         if not redrives:
             return None
-        marks = [r.tracked.mark.after_redrive(books.now) for r in redrives]
+        marks = [
+            r.tracked.mark.after_redrive(
+                books.now,
+                verdict_key=r.tag.verdict_key if r.tag else None,
+                probe=bool(r.tag and r.tag.probe),
+            )
+            for r in redrives
+        ]
         # Written before the send: for messages counted only in the table, a count written after
         # would be lost by a crash in between, and the message could then loop forever. A marked
         # message carries its own count and history; recording it too is optional (it costs one

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark, message_size
+from redriver.model.failure import VerdictCounts
 from redriver.model.reasons import ParkReason
 
 # The code of entries that failed because their whole SendMessageBatch call failed.
@@ -143,7 +144,16 @@ class StateStore(Protocol):
         ...
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
-        """Marks recorded for these identities (absent or expired ones omitted)."""
+        """Marks recorded for these identities (absent or expired ones omitted), with the failure
+        the consumer kit recorded for messages that had no room for it."""
+        ...
+
+    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
+        """The fingerprints, of these, an operator marked for retry."""
+        ...
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        """The consumer kit's verdicts reported under ``verdict_key``."""
         ...
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,6 +14,14 @@ from redriver.adapters import AwsCallError
 from redriver.adapters.ports import MessageRecord
 from redriver.decide.breaker import Breaker, Canary, State
 from redriver.model.envelope import Mark
+from redriver.model.failure import (
+    FAILURE_RECORD_PREFIX,
+    Failure,
+    VerdictCounts,
+    failure_record_key,
+    retry_record_key,
+    verdict_record_key,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -77,14 +86,55 @@ class StateTable:
     # -- message records -----------------------------------------------------------------------
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
-        """Marks recorded for these identities (absent ones are omitted), expired ones ignored."""
+        """Marks recorded for these identities (absent ones are omitted), expired ones ignored,
+        with the failure the consumer kit recorded for a message that had no room for it."""
         wanted = sorted(set(identities))
-        found: dict[str, Mark] = {}
+        keys = [key for i in wanted for key in (_message_key(i), failure_record_key(i))]
+        marks: dict[str, Mark] = {}
+        failures: dict[str, Failure] = {}
+        for item in self._get_items(keys):
+            key = item["pk"]["S"]
+            if key.startswith(FAILURE_RECORD_PREFIX):
+                failures[key.removeprefix(FAILURE_RECORD_PREFIX)] = Failure.from_dict(
+                    json.loads(item["failure"]["S"])
+                )
+            else:
+                mark = _mark_from_item(item)
+                marks[mark.identity] = mark
+        for identity, failure in failures.items():
+            mark = marks.get(identity) or Mark(identity=identity, first_failed_at=failure.at)
+            marks[identity] = replace(mark, failure=failure)
+        return marks
+
+    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
+        """The fingerprints an operator marked for retry, of these."""
+        wanted = sorted(set(fingerprints))
+        items = self._get_items([retry_record_key(fp) for fp in wanted])
+        return frozenset(item["pk"]["S"].removeprefix(retry_record_key("")) for item in items)
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none)."""
+        response = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self.table_name,
+            Key={"pk": {"S": verdict_record_key(verdict_key)}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item") or {}
+        counts = {
+            name: int(item[name]["N"]) if name in item else 0 for name in ("ok", "transient", "terminal")
+        }
+        return VerdictCounts(**counts)
+
+    def _get_items(self, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """Consistent BatchGetItem of these keys, retrying unprocessed ones; expired items left out."""
         now = int(self._clock())
-        for start in range(0, len(wanted), BATCH_GET_LIMIT):
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), BATCH_GET_LIMIT):
             request: dict[str, Any] = {
                 self.table_name: {
-                    "Keys": [{"pk": {"S": _message_key(i)}} for i in wanted[start : start + BATCH_GET_LIMIT]],
+                    "Keys": [{"pk": {"S": key}} for key in keys[start : start + BATCH_GET_LIMIT]],
                     "ConsistentRead": True,
                 }
             }
@@ -92,9 +142,8 @@ class StateTable:
                 response = self._call("BatchGetItem", self._client.batch_get_item, RequestItems=request)
                 for item in response.get("Responses", {}).get(self.table_name, []):
                     # TTL deletion lags by up to days; an expired record must not count.
-                    if int(item["expires_at"]["N"]) > now:
-                        mark = _mark_from_item(item)
-                        found[mark.identity] = mark
+                    if "expires_at" not in item or int(item["expires_at"]["N"]) > now:
+                        found.append(item)
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -184,6 +233,8 @@ def _record_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
     }
     if record.reason is not None:
         item["reason"] = {"S": json.dumps(record.reason.to_dict())}
+        if record.reason.failure is not None:
+            item["failure"] = {"S": json.dumps(record.reason.failure.to_dict())}
     return item
 
 

@@ -45,6 +45,11 @@ class Canary:
     groups: tuple[str, ...] = ()
     sent_at: int = 0
 
+    @property
+    def verdict_key(self) -> str:
+        """Where the consumer kit reports the canaries' verdicts (one key per probe)."""
+        return f"canary/{self.sent_at}/{self.identities[0]}"
+
 
 @dataclass(frozen=True)
 class Breaker:
@@ -67,11 +72,14 @@ class Breaker:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What a REDRIVE run observed, for the breaker's verdict."""
+    """What a REDRIVE run observed, for the breaker's verdict: messages received from the DLQ and
+    those of them that came back, AWS errors, and the consumer's first-hand verdicts (the kit)."""
 
     received: int
     returned: int
     errors: int
+    ok_verdicts: int = 0
+    transient_verdicts: int = 0
 
 
 def begin_run(breaker: Breaker, now: int, policy: BreakerPolicy) -> tuple[Breaker, Mode]:
@@ -100,6 +108,13 @@ def canary_passed(breaker: Breaker, now: int, policy: BreakerPolicy) -> Breaker:
     return breaker._next(successes=successes, canary=None)
 
 
+def without_canary(breaker: Breaker) -> Breaker:
+    """The canary proved nothing about the consumer (it was poison): probe again with another."""
+    if breaker.state is not State.HALF_OPEN:
+        raise ValueError(f"only a HALF_OPEN breaker has a canary, not {breaker.state.value}")
+    return breaker._next(canary=None)
+
+
 def with_canary(breaker: Breaker, canary: Canary) -> Breaker:
     """Claim the HALF_OPEN probe for these messages; written before the canary is sent."""
     if breaker.state is not State.HALF_OPEN:
@@ -107,19 +122,40 @@ def with_canary(breaker: Breaker, canary: Canary) -> Breaker:
     return breaker._next(canary=canary)
 
 
-def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
-    """A REDRIVE run fails on an AWS error, or when enough of what it received had come back."""
-    if outcome.errors:
-        return True
+def ratio_failed(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
+    """Enough distinct messages failed again, and a large enough share: the consumer is broken.
+
+    Two signals, each with the minimum volume: messages that came back to the DLQ (out of those
+    received), and the consumer kit's transient verdicts (out of all its verdicts). Below the
+    minimum volume a run cannot fail by ratio, so one or two poison messages never trip it.
+    """
+    return _share_failed(outcome.returned, outcome.received, policy) or _share_failed(
+        outcome.transient_verdicts, outcome.transient_verdicts + outcome.ok_verdicts, policy
+    )
+
+
+def _share_failed(failed: int, out_of: int, policy: BreakerPolicy) -> bool:
     # Compare in whole numbers: 0.07 * 100 is 7.000000000000001 in floating point.
-    threshold = Fraction(str(policy.failure_ratio)) * outcome.received
-    return outcome.returned > 0 and outcome.returned >= threshold
+    threshold = Fraction(str(policy.failure_ratio)) * out_of
+    return failed >= max(policy.minimum_volume, 1) and failed >= threshold
+
+
+def is_failed_run(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
+    """A REDRIVE run fails on an AWS error, or when enough of what it re-drove failed again."""
+    return bool(outcome.errors) or ratio_failed(outcome, policy)
 
 
 def trips_now(breaker: Breaker, so_far: RunOutcome, policy: BreakerPolicy) -> bool:
-    """Whether a REDRIVE run's tally so far already makes it the failed run that opens the breaker:
-    then the batch in hand is not re-driven into the consumer the run has just judged broken."""
-    return is_failed_run(so_far, policy) and breaker.failures + 1 >= policy.failure_threshold
+    """Whether a REDRIVE run's tally so far opens the breaker: then the batch in hand is not
+    re-driven into the consumer the run has just judged broken.
+
+    A failure by ratio opens it at once, as mature breakers do once the minimum volume is there:
+    waiting for more failed runs would send the whole backlog into the outage again. AWS errors
+    open it after ``failure_threshold`` consecutive failed runs.
+    """
+    if ratio_failed(so_far, policy):
+        return True
+    return bool(so_far.errors) and breaker.failures + 1 >= policy.failure_threshold
 
 
 def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: BreakerPolicy) -> Breaker | None:
@@ -129,7 +165,9 @@ def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: Bre
     """
     if breaker.state is not State.CLOSED:
         return None
-    if is_failed_run(outcome, policy):
+    if ratio_failed(outcome, policy):
+        return breaker.opened(now)
+    if outcome.errors:
         failures = breaker.failures + 1
         if failures >= policy.failure_threshold:
             return breaker.opened(now)

@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 
-from redriver.decide.breaker import Canary
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, canary_passed, without_canary
+from redriver.model.failure import VerdictCounts
 from redriver.model.tracked import Tracked
 
 
@@ -61,3 +62,20 @@ def judge(canary: Canary, *, may_have_hidden: bool, now: int) -> Verdict:
     if now >= canary.verdict_at + (canary.verdict_at - canary.sent_at):
         return Verdict.FAILED
     return Verdict.POSTPONED
+
+
+def after_consumer_verdicts(
+    breaker: Breaker, verdicts: VerdictCounts, now: int, policy: BreakerPolicy
+) -> Breaker | None:
+    """The consumer kit's first-hand verdict on the canaries, or None while there is none.
+
+    A transient failure reopens the breaker; a success counts one; a terminal failure says the
+    canary was poison, not that the consumer is broken: the probe is released for another message.
+    """
+    if verdicts.transient:
+        return breaker.opened(now)
+    if verdicts.ok:
+        return canary_passed(breaker, now, policy)
+    if verdicts.terminal:
+        return without_canary(breaker)
+    return None

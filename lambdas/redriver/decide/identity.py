@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.tracked import Tracked
@@ -37,9 +37,18 @@ def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -
         else:
             identity = message.content_identity
             mark = recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
-        tracked = Tracked(message, mark)
+        tracked = Tracked(message, _current_failure_only(mark))
         if mark.identity in unique:
             duplicates.append(tracked)
         else:
             unique[mark.identity] = tracked
     return Tracking(list(unique.values()), duplicates)
+
+
+def _current_failure_only(mark: Mark) -> Mark:
+    """A failure recorded before the last re-drive belongs to an earlier delivery (a table record
+    outlives the message's next trip): it says nothing about this one."""
+    failure, last = mark.failure, mark.last_redriven_at
+    if failure is not None and last is not None and failure.at < last:
+        return replace(mark, failure=None)
+    return mark

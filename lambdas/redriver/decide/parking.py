@@ -14,6 +14,8 @@ def over_limit(tracked: Tracked, max_redrives: int) -> bool:
 
 def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, routes: Routes) -> ParkReason:
     mark = tracked.mark
+    if mark.failure is not None:
+        why = f"{why}; consumer's {mark.failure.describe()}"
     return ParkReason(
         cause=cause,
         why=why,
@@ -22,12 +24,24 @@ def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, route
         last_failed_at=now,
         source_queue=routes.describe_source(tracked),
         dlq_message_id=tracked.message_id,
+        failure=mark.failure,
     )
 
 
 def over_limit_reason(tracked: Tracked, max_redrives: int, *, now: int, routes: Routes) -> ParkReason:
     why = f"failed after {tracked.mark.count} re-drives (limit {max_redrives})"
     return park_reason(tracked, ParkCause.OVER_LIMIT, why, now=now, routes=routes)
+
+
+def terminal(tracked: Tracked, retry_fingerprints: frozenset[str]) -> bool:
+    """The consumer kit said it can never succeed: parked on first sight, never re-driven, unless
+    an operator marked its fingerprint for retry."""
+    failure = tracked.mark.failure
+    return failure is not None and failure.terminal and failure.fingerprint not in retry_fingerprints
+
+
+def terminal_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:
+    return park_reason(tracked, ParkCause.TERMINAL, "the consumer failed it for good", now=now, routes=routes)
 
 
 def unknown_source_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:

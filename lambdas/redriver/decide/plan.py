@@ -14,9 +14,15 @@ from redriver.decide import canary, fifo
 from redriver.decide.backoff import redrive_delay
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, RunOutcome, trips_now
 from redriver.decide.identity import Tracking
-from redriver.decide.parking import over_limit, over_limit_reason, unknown_source_reason
+from redriver.decide.parking import (
+    over_limit,
+    over_limit_reason,
+    terminal,
+    terminal_reason,
+    unknown_source_reason,
+)
 from redriver.decide.routing import Routes
-from redriver.model.intents import BatchPlan, Hold, Park, Redrive
+from redriver.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
 
@@ -42,6 +48,10 @@ class BatchState:
     breaker: Breaker
     so_far: Tally  # the run's (or worker's) tally, this batch's receive included
     now: int
+    # Fingerprints of terminal failures an operator marked for retry (of those in the batch).
+    retry_fingerprints: frozenset[str] = frozenset()
+    # REDRIVE with consumer verdicts: the tag the run's re-drives carry.
+    wave: WaveTag | None = None
 
 
 @dataclass(frozen=True)
@@ -68,18 +78,25 @@ class Planner:
         }
 
     def plan(self, tracking: Tracking, state: BatchState) -> BatchPlan:
-        """Poison and messages from unknown sources are parked in every mode (parking never touches
-        the consumer); what is due is then handled as the mode says."""
+        """Terminal failures, poison and messages from unknown sources are parked in every mode
+        (parking never touches the consumer); what is due is then handled as the mode says."""
         rules = self.rules
         batch = tracking.unique
         waits = self._fifo_waits(batch, state.now)
-        # A FIFO message still waiting out its backoff is counted when it is acted on, not twice.
+        # A FIFO message still waiting out its backoff is counted when it is acted on, not twice;
+        # a terminal failure says the message is bad, not that the consumer is broken.
         returned = sum(
-            1 for t in batch if t.redriven_since(state.breaker.changed_at) and t.message_id not in waits
+            1
+            for t in batch
+            if t.redriven_since(state.breaker.changed_at)
+            and t.message_id not in waits
+            and not (t.mark.failure and t.mark.failure.terminal)
         )
         park, due = [], []
         for t in batch:
-            if over_limit(t, rules.max_redrives):
+            if terminal(t, state.retry_fingerprints):
+                park.append(Park(t, terminal_reason(t, now=state.now, routes=rules.routes)))
+            elif over_limit(t, rules.max_redrives):
                 reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)
                 park.append(Park(t, reason))
             elif rules.routes.source_url(t) is None:
@@ -108,7 +125,13 @@ class Planner:
             return replace(base, leave=leave, open_breaker=True, stop=StopReason.BREAKER_OPENED)
         waits = due.fifo_waits
         hold = tuple(Hold(t, waits[t.message_id]) for t in due.messages if t.message_id in waits)
-        redrive = tuple(Redrive(t, self._delay_for(t)) for t in due.messages if t.message_id not in waits)
+        # Probes test the consumer now: like canaries, they go with no delay.
+        probing = state.wave is not None and state.wave.probe
+        redrive = tuple(
+            Redrive(t, 0 if probing else self._delay_for(t), state.wave)
+            for t in due.messages
+            if t.message_id not in waits
+        )
         return replace(base, redrive=redrive, hold=hold)
 
     def _delay_for(self, tracked: Tracked) -> int:

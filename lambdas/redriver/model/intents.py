@@ -11,9 +11,19 @@ from redriver.model.tracked import Tracked
 
 
 @dataclass(frozen=True)
+class WaveTag:
+    """Where the consumer kit reports the verdicts of a run's re-drives, and whether they are
+    probes (a probe's first failure goes straight back to the DLQ: its verdict is known)."""
+
+    verdict_key: str
+    probe: bool = False
+
+
+@dataclass(frozen=True)
 class Redrive:
     tracked: Tracked
     delay_seconds: int
+    tag: WaveTag | None = None
 
 
 @dataclass(frozen=True)
@@ -46,11 +56,12 @@ class BatchPlan:
     canary_may_hide: bool = False
     stop: StopReason = StopReason.NONE
 
-    def with_claimed_canaries(self) -> BatchPlan:
+    def with_claimed_canaries(self, verdict_key: str) -> BatchPlan:
         """The probe is this run's: the canaries go now, with no delay (the cooldown was theirs)."""
+        tag = WaveTag(verdict_key, probe=True)
         return replace(
             self,
-            redrive=tuple(Redrive(t, 0) for t in self.canaries),
+            redrive=tuple(Redrive(t, 0, tag) for t in self.canaries),
             stop=StopReason.CANARY_SENT,
         )
 

@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from redriver.model.failure import Failure
+
 
 class ParkCause(StrEnum):
     OVER_LIMIT = "over_limit"  # it came back MAX_REDRIVES times
     UNKNOWN_SOURCE = "unknown_source"  # SQS names a source queue that is not configured
     SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
+    TERMINAL = "terminal"  # the consumer kit classified its failure as terminal
 
 
 @dataclass(frozen=True)
@@ -22,10 +25,14 @@ class ParkReason:
     last_failed_at: int
     source_queue: str
     dlq_message_id: str
+    # The consumer's last failure, when the consumer kit reported it: the mark carries it as
+    # ``err``, the table record of a message without a mark as ``failure``.
+    failure: Failure | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``parked`` object of the mark: the fields operators read (the cause is in ``why``)."""
+        """The ``parked`` object of the mark: the fields operators read."""
         return {
+            "cause": self.cause.value,
             "why": self.why,
             "redrive_count": self.redrive_count,
             "first_failed_at": self.first_failed_at,

@@ -18,7 +18,7 @@ from redriver.decide.identity import counted_in_table, track
 from redriver.decide.plan import BatchState, Planner
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage
-from redriver.model.intents import BatchPlan
+from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
 
@@ -56,10 +56,17 @@ class BatchHandler:
         self.clock = clock
 
     def handle(
-        self, batch: list[DlqMessage], mode: Mode, breaker: Breaker, so_far: Tally, writer: BreakerWriter
+        self,
+        batch: list[DlqMessage],
+        mode: Mode,
+        breaker: Breaker,
+        so_far: Tally,
+        writer: BreakerWriter,
+        wave: WaveTag | None = None,
     ) -> Handled:
-        """Decide and act on one batch. ``so_far`` includes this batch's receive. AWS errors of
-        the planning reads propagate; those of acting end the batch with stop AWS_ERROR."""
+        """Decide and act on one batch. ``so_far`` includes this batch's receive; ``wave`` tags its
+        re-drives for the consumer kit's verdicts. AWS errors of the planning reads propagate;
+        those of acting end the batch with stop AWS_ERROR."""
         now = int(self.clock())
         counted = counted_in_table(batch)
         recorded = self.state.load_marks(counted) if counted else {}
@@ -71,8 +78,12 @@ class BatchHandler:
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
+        terminal_fingerprints = {
+            t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure and t.mark.failure.terminal
+        }
+        retry = self.state.load_retry_marks(terminal_fingerprints) if terminal_fingerprints else frozenset()
 
-        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now))
+        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now, retry, wave))
         errors = 0
         if plan.open_breaker:
             if plan.canaries_back:
@@ -106,7 +117,7 @@ class BatchHandler:
             return breaker, plan.with_probe_taken()
         for tracked in plan.canaries:
             log_decision(self.log, "canary", tracked, verdict_at=probe.verdict_at)
-        return claimed, plan.with_claimed_canaries()
+        return claimed, plan.with_claimed_canaries(probe.verdict_key)
 
     def _account_canaries(
         self, executed: Executed, breaker: Breaker, tally: Tally, writer: BreakerWriter

@@ -14,6 +14,7 @@ from redriver.decide.breaker import Breaker, Mode
 from redriver.decide.pacing import backlog_check_due, batch_size, limit_reached, out_of_time
 from redriver.model.report import StopReason, Tally
 from redriver.run.batch import BatchHandler
+from redriver.run.wave import Wave
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,11 @@ class BatchLoop:
         remaining_ms: Callable[[], int],
         writer: BreakerWriter,
         halt: threading.Event,
+        wave: Wave | None = None,
     ) -> Drained:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
-        holds, the breaker opens, AWS fails or another worker halts the run."""
+        holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
+        ``wave`` paces the batches (slow start) and may trip the breaker on the consumer's verdicts."""
         tally = Tally()
         held: dict[str, str] = {}
         may_hide = False
@@ -73,9 +76,26 @@ class BatchLoop:
             )
             if stop:
                 break
+            room, tag = batch_size(tally.received, limit), None
+            admitted = redriven = 0
             try:
+                if wave is not None:
+                    admission = wave.admit(lambda: halt.is_set() or self._out_of_time(remaining_ms))
+                    admitted = admission.room
+                    if admission.trip:
+                        self.log.warning("the consumer failed the probes: opening the circuit")
+                        breaker, errors = writer.transition(
+                            breaker, breaker.opened(int(self.handler.clock()))
+                        )
+                        tally += Tally(errors=errors)
+                        stop = StopReason.BREAKER_OPENED
+                        break
+                    if not admission.room:
+                        stop = StopReason.HALTED if halt.is_set() else StopReason.TIME_BUDGET
+                        break
+                    room, tag = min(room, admission.room), admission.tag
                 batch = self.dlq.receive(
-                    batch_size(tally.received, limit),
+                    room,
                     wait_seconds=self.settings.receive_wait_seconds,
                     visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
                 )
@@ -83,12 +103,16 @@ class BatchLoop:
                 if not batch:
                     stop = StopReason.DLQ_EMPTY
                     break
-                handled = self.handler.handle(batch, mode, breaker, tally, writer)
+                handled = self.handler.handle(batch, mode, breaker, tally, writer, tag)
+                redriven = handled.tally.redriven
             except AwsCallError as exc:
                 self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
                 tally += Tally(errors=1)
                 stop = StopReason.AWS_ERROR
                 break
+            finally:
+                if wave is not None and admitted:
+                    wave.settle(admitted, redriven)
             tally += handled.tally
             breaker = handled.breaker
             held.update((t.message_id, t.receipt_handle) for t in handled.leave)
@@ -103,11 +127,14 @@ class BatchLoop:
     ) -> StopReason:
         if limit_reached(tally.received, limit):
             return StopReason.PER_RUN_LIMIT
-        if out_of_time(remaining_ms(), self.settings.time_margin_seconds):
+        if self._out_of_time(remaining_ms):
             return StopReason.TIME_BUDGET
         if mode is Mode.REDRIVE and self._source_backlogged(tally.received):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
+
+    def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
+        return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
 
     def _source_backlogged(self, received: int) -> bool:
         """Back-pressure: is a source queue's backlog above the limit?"""

@@ -12,6 +12,7 @@ from redriver.act.breaker_writer import BreakerWriter
 from redriver.decide.breaker import Breaker, Mode
 from redriver.model.report import StopReason, Tally
 from redriver.run.loop import BatchLoop, Drained
+from redriver.run.wave import Wave
 
 
 def drain_in_parallel(
@@ -22,6 +23,7 @@ def drain_in_parallel(
     limit: int,
     remaining_ms: Callable[[], int],
     writer: BreakerWriter,
+    wave: Wave | None = None,
 ) -> Drained:
     """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
@@ -32,7 +34,13 @@ def drain_in_parallel(
     def work() -> Drained:
         try:
             return loop.drain(
-                Mode.REDRIVE, breaker, limit=share, remaining_ms=remaining_ms, writer=writer, halt=halt
+                Mode.REDRIVE,
+                breaker,
+                limit=share,
+                remaining_ms=remaining_ms,
+                writer=writer,
+                halt=halt,
+                wave=wave,
             )
         except BaseException:
             halt.set()  # this worker died: the others stop before their next batch

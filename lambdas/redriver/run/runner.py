@@ -1,14 +1,19 @@
-"""One scheduled run of the re-driver: pass the gate, drain the DLQ, then the breaker's verdict.
+"""One scheduled run of the re-driver: pass the gate, then the steps the breaker allows.
 
-The run talks to AWS only through the ports it is given (adapters/ports.py). It deletes a DLQ
-message only after the message was sent somewhere else and the send succeeded.
+A step is one mode's work (re-drive, probe, watch, judge the canary). When a step moves the
+breaker (a canary's verdict), the run goes on with the mode the new record allows: a canary that
+passed is followed by the next canary at once, and a breaker that closed by a re-drive, in the
+same invocation. The run talks to AWS only through the ports it is given (adapters/ports.py). It
+deletes a DLQ message only after the message was sent somewhere else and the send succeeded.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
@@ -17,11 +22,26 @@ from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
+from redriver.decide.pacing import out_of_time
 from redriver.model.report import RunReport, StopReason, Tally
 from redriver.run.gate import pass_gate
-from redriver.run.loop import BatchLoop
+from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
+from redriver.run.wave import VERDICT_POLL_SECONDS, SlowStart, Wave
 from redriver.settings import Settings
+
+# Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
+# re-drive at most.
+MAX_STEPS = 8
+
+
+@dataclass(frozen=True)
+class Step:
+    tally: Tally
+    breaker: Breaker
+    stop: StopReason = StopReason.NONE
+    # The mode the run goes on with, when the step moved the breaker to one that allows more.
+    then: Mode | None = None
 
 
 class Redriver:
@@ -36,6 +56,7 @@ class Redriver:
         executor: Executor,
         logger: logging.Logger | Any,
         clock: Callable[[], float],
+        pause: Callable[[float], None],
     ) -> None:
         """Composed by ``redriver.wiring.compose_redriver``."""
         self.settings = settings
@@ -44,6 +65,7 @@ class Redriver:
         self.executor = executor
         self.log = logger
         self.clock = clock
+        self.pause = pause
 
     def now(self) -> int:
         return int(self.clock())
@@ -53,47 +75,131 @@ class Redriver:
         settings = self.settings
         writer = BreakerWriter(self.state, settings.breaker_key, self.log)
         passage = pass_gate(self.state, writer, settings.breaker_key, settings.breaker, self.now())
-        if passage.mode is Mode.SKIP:
-            return self._report(passage.mode, passage.breaker, writer, passage.stop, Tally())
+        steps: dict[Mode, Callable[[Breaker, Callable[[], int], BreakerWriter], Step]] = {
+            Mode.REDRIVE: self._redrive,
+            Mode.PROBE: self._probe,
+            Mode.WATCH: self._watch,
+            Mode.VERDICT: self._verdict,
+        }
+        mode, breaker, stop, tally = passage.mode, passage.breaker, passage.stop, Tally()
+        for _ in range(MAX_STEPS):
+            if mode is Mode.SKIP or self._out_of_time(remaining_ms):
+                break
+            step = steps[mode](breaker, remaining_ms, writer)
+            tally, breaker, stop = tally + step.tally, step.breaker, step.stop
+            if step.then is None:
+                break
+            mode = step.then
+        return RunReport(
+            mode=passage.mode,
+            breaker_state=writer.last_state or passage.breaker.state,
+            tally=tally,
+            stopped_because=stop,
+            breaker_transitions=list(writer.transitions),
+        )
 
+    # -- steps -------------------------------------------------------------------------------
+
+    def _redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+        settings = self.settings
+        wave = Wave(
+            self._slow_start(),
+            verdict_key=f"run/{self.now()}/{uuid.uuid4().hex[:8]}",
+            state=self.state,
+            clock=self.clock,
+            pause=self.pause,
+            logger=self.log,
+        )
         limit = settings.max_messages_per_run
-        if passage.mode is Mode.REDRIVE and settings.parallel_batches > 1:
+        if settings.parallel_batches > 1:
             drained = drain_in_parallel(
                 self.loop,
-                passage.breaker,
+                breaker,
                 workers=settings.parallel_batches,
                 limit=limit,
                 remaining_ms=remaining_ms,
                 writer=writer,
+                wave=wave,
             )
         else:
             drained = self.loop.drain(
-                passage.mode,
-                passage.breaker,
+                Mode.REDRIVE,
+                breaker,
                 limit=limit,
                 remaining_ms=remaining_ms,
                 writer=writer,
                 halt=threading.Event(),
+                wave=wave,
             )
+        tally = self._released(drained)
+        verdicts = wave.verdicts
+        outcome = RunOutcome(
+            received=tally.received,
+            returned=tally.returned,
+            errors=tally.errors,
+            ok_verdicts=verdicts.ok,
+            transient_verdicts=verdicts.transient,
+        )
+        after = circuit.end_redrive_run(drained.breaker, outcome, self.now(), settings.breaker)
+        if after is not None:
+            _, errors = writer.transition(drained.breaker, after)
+            tally += Tally(errors=errors)
+        return Step(tally, drained.breaker, drained.stop)
 
-        tally = drained.tally + Tally(errors=self.executor.release(drained.held))
-        if passage.mode is Mode.REDRIVE:
-            tally += self._end_redrive_run(drained.breaker, tally, writer)
-        elif passage.mode is Mode.VERDICT and drained.breaker.state is State.HALF_OPEN and not tally.errors:
-            tally += self._judge_canary(drained.breaker, drained.canary_may_hide, writer)
-        return self._report(passage.mode, passage.breaker, writer, drained.stop, tally)
+    def _probe(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+        drained = self._drain(Mode.PROBE, breaker, remaining_ms, writer)
+        step = Step(self._released(drained), drained.breaker, drained.stop)
+        if drained.stop is not StopReason.CANARY_SENT or not self.settings.consumer_verdicts:
+            return step
+        return self._await_canary_verdict(step, remaining_ms, writer)
 
-    def _end_redrive_run(self, breaker: Breaker, tally: Tally, writer: BreakerWriter) -> Tally:
-        """The breaker's verdict on a REDRIVE run; written only when it changes the record."""
-        outcome = RunOutcome(received=tally.received, returned=tally.returned, errors=tally.errors)
-        after = circuit.end_redrive_run(breaker, outcome, self.now(), self.settings.breaker)
+    def _watch(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+        """The canary's window is not over: only the consumer kit's verdict can say more now.
+        The DLQ is not scanned: a failing canary cannot be back before its window ends."""
+        return self._consumer_verdict_on_canary(Step(Tally(), breaker), writer)
+
+    def _verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+        """The canary's window is over: its verdict from the kit, else a scan that stops at it."""
+        if self.settings.consumer_verdicts:
+            heard = self._consumer_verdict_on_canary(Step(Tally(), breaker), writer)
+            if heard.breaker is not breaker:
+                return heard
+        drained = self._drain(Mode.VERDICT, breaker, remaining_ms, writer)
+        tally = self._released(drained)
+        step = Step(tally, drained.breaker, drained.stop)
+        if drained.breaker.state is not State.HALF_OPEN or tally.errors:
+            return step
+        return self._judge_canary(step, drained.canary_may_hide, writer)
+
+    # -- the canary's verdict ----------------------------------------------------------------
+
+    def _await_canary_verdict(
+        self, step: Step, remaining_ms: Callable[[], int], writer: BreakerWriter
+    ) -> Step:
+        """A probe run waits a bounded time inside its invocation for the kit's verdict; without
+        one, the canary's window decides in a later run."""
+        deadline = self.clock() + self.settings.verdict_wait_seconds
+        while not self._out_of_time(remaining_ms):
+            heard = self._consumer_verdict_on_canary(step, writer)
+            if heard.breaker is not step.breaker or self.clock() >= deadline:
+                return heard
+            self.pause(VERDICT_POLL_SECONDS)
+        return step
+
+    def _consumer_verdict_on_canary(self, step: Step, writer: BreakerWriter) -> Step:
+        breaker = step.breaker
+        if not self.settings.consumer_verdicts or breaker.canary is None:
+            return step
+        verdicts = self.state.load_verdicts(breaker.canary.verdict_key)
+        after = canary.after_consumer_verdicts(breaker, verdicts, self.now(), self.settings.breaker)
         if after is None:
-            return Tally()
-        _, errors = writer.transition(breaker, after)
-        return Tally(errors=errors)
+            return step
+        self.log.info("the consumer judged the canary", extra={"verdicts": vars(verdicts)})
+        return self._moved(step, breaker, after, writer)
 
-    def _judge_canary(self, breaker: Breaker, may_have_hidden: bool, writer: BreakerWriter) -> Tally:
+    def _judge_canary(self, step: Step, may_have_hidden: bool, writer: BreakerWriter) -> Step:
         """The scan after the canary's window did not find it (and hit no error)."""
+        breaker = step.breaker
         probe = breaker.canary
         assert probe is not None, "a HALF_OPEN breaker in VERDICT has a canary"
         now = self.now()
@@ -106,18 +212,45 @@ class Redriver:
             after = breaker.opened(now)
         else:
             self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
-            return Tally()
-        _, errors = writer.transition(breaker, after)
-        return Tally(errors=errors)
+            return step
+        return self._moved(step, breaker, after, writer)
 
-    @staticmethod
-    def _report(
-        mode: Mode, breaker: Breaker, writer: BreakerWriter, stop: StopReason, tally: Tally
-    ) -> RunReport:
-        return RunReport(
-            mode=mode,
-            breaker_state=writer.last_state or breaker.state,
-            tally=tally,
-            stopped_because=stop,
-            breaker_transitions=list(writer.transitions),
+    def _moved(self, step: Step, before: Breaker, after: Breaker, writer: BreakerWriter) -> Step:
+        """Write the breaker's move; the run goes on with the mode the new record allows."""
+        breaker, errors = writer.transition(before, after)
+        tally = step.tally + Tally(errors=errors)
+        if breaker is not after:
+            return Step(tally, breaker, step.stop)
+        _, mode = circuit.begin_run(after, self.now(), self.settings.breaker)
+        return Step(tally, after, step.stop, then=mode)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _drain(
+        self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter
+    ) -> Drained:
+        return self.loop.drain(
+            mode,
+            breaker,
+            limit=self.settings.max_messages_per_run,
+            remaining_ms=remaining_ms,
+            writer=writer,
+            halt=threading.Event(),
+        )
+
+    def _released(self, drained: Drained) -> Tally:
+        """The drain's tally, after giving back what it received but did not act on."""
+        return drained.tally + Tally(errors=self.executor.release(drained.held))
+
+    def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
+        return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
+
+    def _slow_start(self) -> SlowStart:
+        settings = self.settings
+        return SlowStart(
+            consumer_verdicts=settings.consumer_verdicts,
+            verdict_wait_seconds=settings.verdict_wait_seconds,
+            slow_start_seconds=settings.slow_start_seconds,
+            max_rate=settings.max_redrives_per_second,
+            breaker=settings.breaker,
         )

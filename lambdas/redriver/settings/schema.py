@@ -82,7 +82,8 @@ SCHEMA: tuple[Setting[Any], ...] = (
         default=3,
         low=1,
         high=100,
-        meaning="consecutive failed runs that open the breaker",
+        meaning="consecutive runs failed by AWS errors that open the breaker "
+        "(a failure by ratio opens it at once)",
     ),
     IntSetting(
         "breaker_cooldown_seconds",
