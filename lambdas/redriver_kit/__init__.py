@@ -1,0 +1,40 @@
+"""The consumer kit: a Python SQS consumer classifies its failures, dead-letters what will never
+succeed at once (with the reason in the re-driver's mark), and reports re-driven messages'
+verdicts to the re-driver.
+
+    from redriver_kit import ConsumerKit, TerminalError, TransientError
+
+    kit = ConsumerKit.from_environment(terminal=[InvalidOrder], transient=[DownstreamUnavailable])
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    def lambda_handler(event, context):
+        return kit.process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+"""
+
+from redriver.model.failure import FailureKind
+from redriver_kit.classify import Classifier, TerminalError, TransientError
+from redriver_kit.config import (
+    ENV_DLQ_URL,
+    ENV_MAX_RECEIVE_COUNT,
+    ENV_TABLE_NAME,
+    KitConfig,
+    KitConfigError,
+)
+from redriver_kit.fingerprint import fingerprint
+from redriver_kit.kit import ConsumerKit
+
+__all__ = [
+    "ENV_DLQ_URL",
+    "ENV_MAX_RECEIVE_COUNT",
+    "ENV_TABLE_NAME",
+    "Classifier",
+    "ConsumerKit",
+    "FailureKind",
+    "KitConfig",
+    "KitConfigError",
+    "TerminalError",
+    "TransientError",
+    "fingerprint",
+]

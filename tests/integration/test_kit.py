@@ -1,0 +1,591 @@
+"""The consumer kit in a Powertools consumer, in-process against moto: what reaches the DLQ, the
+state table and the batch response for every kind of failure."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from local_aws.clients import ClientProxy
+from local_aws.events import LambdaContext
+from local_aws.queues import drain, make_visible
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
+from redriver.model.failure import (
+    VERDICT_RECORD_TTL_SECONDS,
+    Failure,
+    FailureKind,
+    failure_record_key,
+    verdict_record_key,
+)
+from redriver_kit import ConsumerKit, TerminalError, TransientError
+from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from tests.conftest import MAX_RECEIVE_COUNT, Aws, create_aws
+from tests.factories import FakeClock
+
+NOW = 1_800_000_000
+TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
+
+
+class InvalidOrder(Exception):
+    pass
+
+
+class DownstreamUnavailable(Exception):
+    pass
+
+
+OUTCOMES: dict[str, Callable[[], Exception]] = {
+    "terminal": lambda: InvalidOrder("order o-1 is invalid"),
+    "transient": lambda: DownstreamUnavailable("downstream 503"),
+    "unknown": lambda: KeyError("customer_id"),
+    "raised-terminal": lambda: TerminalError("bad"),
+    "raised-transient": lambda: TransientError("later"),
+}
+
+
+class Consumer:
+    """A record handler whose outcome is the body's ``do`` field; remembers what it processed."""
+
+    def __init__(self) -> None:
+        self.processed: list[str] = []
+
+    def __call__(self, record: SQSRecord) -> str:
+        outcome = json.loads(record.body)["do"]
+        if outcome in OUTCOMES:
+            raise OUTCOMES[outcome]()
+        self.processed.append(record.body)
+        return "done"
+
+
+class Calls(ClientProxy):
+    """Counts the client's operations (and forwards them)."""
+
+    def __init__(self, client: Any, **overrides: Callable[..., Any]) -> None:
+        super().__init__(client, **overrides)
+        self.counts: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        operation = super().__getattr__(name)
+        if not callable(operation):
+            return operation
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.counts[name] += 1
+            return operation(*args, **kwargs)
+
+        return counted
+
+
+def fails(*_: Any, **__: Any) -> Any:
+    raise ClientError({"Error": {"Code": "InternalError", "Message": "boom"}}, "Operation")
+
+
+def body(do: str, n: int = 0) -> str:
+    return json.dumps({"do": do, "n": n})
+
+
+def make_kit(aws: Aws, *, sqs: Any = None, dynamodb: Any = None, **rules: Any) -> ConsumerKit:
+    env = {
+        ENV_DLQ_URL: aws.dlq_url,
+        ENV_TABLE_NAME: aws.table_name,
+        ENV_MAX_RECEIVE_COUNT: str(MAX_RECEIVE_COUNT),
+    }
+    rules.setdefault("terminal", [InvalidOrder])
+    rules.setdefault("transient", [DownstreamUnavailable])
+    return ConsumerKit.from_environment(
+        env=env, sqs=sqs or aws.sqs, dynamodb=dynamodb or aws.dynamodb, clock=FakeClock(NOW), **rules
+    )
+
+
+def lambda_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The event Lambda's SQS event source mapping builds: binary attribute values in base64."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {"dataType": value["DataType"], **_event_value(value)}
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+    }
+
+
+def _event_value(value: dict[str, Any]) -> dict[str, str]:
+    if "BinaryValue" in value:
+        return {"binaryValue": base64.b64encode(value["BinaryValue"]).decode("ascii")}
+    return {"stringValue": value["StringValue"]}
+
+
+def receive(aws: Aws, times: int = 1) -> list[dict[str, Any]]:
+    """What the event source mapping would hand the function on the ``times``-th delivery."""
+    messages: list[dict[str, Any]] = []
+    for _ in range(times):
+        make_visible(aws.source_url)
+        messages = aws.sqs.receive_message(
+            QueueUrl=aws.source_url,
+            MaxNumberOfMessages=10,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )["Messages"]
+    return messages
+
+
+def send(aws: Aws, text: str, attributes: dict[str, Any] | None = None, **extra: Any) -> None:
+    aws.sqs.send_message(
+        QueueUrl=aws.source_url, MessageBody=text, MessageAttributes=attributes or {}, **extra
+    )
+
+
+def redriven(mark: Mark) -> dict[str, Any]:
+    return {MARK_ATTRIBUTE: string_attribute(mark.to_json())}
+
+
+def run(
+    kit: ConsumerKit, aws: Aws, consumer: Consumer, messages: list[dict[str, Any]], processor: Any = None
+) -> list[str]:
+    """One invocation; the MessageIds it fails (all of them when Powertools fails the invocation
+    because every record failed)."""
+    try:
+        response = kit.process_partial_response(
+            event=lambda_event(messages, aws.source_arn),
+            record_handler=consumer,
+            processor=processor or BatchProcessor(event_type=EventType.SQS),
+            context=LambdaContext(),
+        )
+    except BatchProcessingError:
+        return [m["MessageId"] for m in messages]
+    return [item["itemIdentifier"] for item in response["batchItemFailures"]]
+
+
+def mark_of(message: dict[str, Any]) -> Mark:
+    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+
+
+def item(aws: Aws, key: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = aws.dynamodb.get_item(
+        TableName=aws.table_name, Key={"pk": {"S": key}}
+    ).get("Item")
+    return found
+
+
+@pytest.fixture
+def fifo_aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws(fifo=True)
+
+
+# -- terminal failures --------------------------------------------------------------------------
+
+
+def test_a_terminal_failure_is_dead_lettered_at_once_with_its_attributes_and_the_failure(aws: Aws) -> None:
+    # GIVEN a message with string, number and binary attributes and a trace header
+    attributes = {
+        "tenant": {"DataType": "String", "StringValue": "t-1"},
+        "priority": {"DataType": "Number", "StringValue": "3"},
+        "blob": {"DataType": "Binary.gzip", "BinaryValue": b"\x00\x01\xff"},
+    }
+    send(
+        aws, body("terminal"), attributes, MessageSystemAttributes={"AWSTraceHeader": string_attribute(TRACE)}
+    )
+    messages = receive(aws)
+
+    # WHEN its first delivery fails terminally
+    failed = run(make_kit(aws), aws, Consumer(), messages)
+
+    # THEN it is handled, and in the DLQ as it was, with the failure in a fresh mark
+    assert failed == []
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    assert dead["Body"] == body("terminal")
+    assert {k: v for k, v in dead["MessageAttributes"].items() if k != MARK_ATTRIBUTE} == attributes
+    assert dead["Attributes"]["AWSTraceHeader"] == TRACE
+    mark = mark_of(dead)
+    assert (mark.identity, mark.count, mark.first_failed_at) == (messages[0]["MessageId"], 0, NOW)
+    assert mark.failure is not None
+    assert mark.failure.to_dict() == {
+        "kind": "terminal",
+        "class": f"{__name__}.InvalidOrder",
+        "msg": "order o-1 is invalid",
+        "fp": mark.failure.fingerprint,
+        "at": NOW,
+        "try": 1,
+        "src": aws.source_arn,
+    }
+
+
+def test_the_dead_lettered_message_reads_as_the_re_driver_reads_it(aws: Aws) -> None:
+    send(aws, body("terminal"))
+    messages = receive(aws)
+
+    run(make_kit(aws), aws, Consumer(), messages)
+
+    parsed = from_sqs(drain(aws.sqs, aws.dlq_url)[0])
+    assert parsed.mark is not None and parsed.mark.identity == messages[0]["MessageId"]
+    assert parsed.mark.failure is not None and parsed.mark.failure.terminal
+
+
+def test_a_terminal_failure_with_no_room_for_the_mark_goes_unchanged_with_a_failure_record(aws: Aws) -> None:
+    # GIVEN a message that already has 10 attributes
+    attributes = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
+    send(aws, body("terminal"), attributes)
+
+    # WHEN it fails terminally
+    failed = run(make_kit(aws), aws, Consumer(), receive(aws))
+
+    # THEN it is in the DLQ unchanged, and its failure is in the table under its content identity
+    assert failed == []
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    assert dead["Body"] == body("terminal") and dead["MessageAttributes"] == attributes
+    record = item(aws, failure_record_key(from_sqs(dead).content_identity))
+    assert record is not None
+    failure = Failure.from_dict(json.loads(record["failure"]["S"]))
+    assert (failure.kind, failure.error_class, failure.attempt) == (
+        FailureKind.TERMINAL,
+        f"{__name__}.InvalidOrder",
+        1,
+    )
+    assert int(record["expires_at"]["N"]) == NOW + VERDICT_RECORD_TTL_SECONDS
+
+
+def test_a_too_large_message_also_goes_unchanged_with_a_failure_record(aws: Aws) -> None:
+    large = json.dumps({"do": "terminal", "pad": "x" * (1_048_576 - 2_000)})
+    send(aws, large)
+
+    assert run(make_kit(aws), aws, Consumer(), receive(aws)) == []
+
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    assert MARK_ATTRIBUTE not in dead.get("MessageAttributes", {})
+    assert item(aws, failure_record_key(from_sqs(dead).content_identity)) is not None
+
+
+def test_a_failed_dlq_send_leaves_the_record_failed_for_sqs_to_retry(aws: Aws) -> None:
+    send(aws, body("terminal"))
+    messages = receive(aws)
+
+    failed = run(make_kit(aws, sqs=ClientProxy(aws.sqs, send_message=fails)), aws, Consumer(), messages)
+
+    assert failed == [messages[0]["MessageId"]]
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+def test_a_failed_failure_record_write_sends_nothing_and_leaves_the_record_failed(aws: Aws) -> None:
+    send(aws, body("terminal"), {f"a{i}": string_attribute(str(i)) for i in range(10)})
+    messages = receive(aws)
+
+    kit = make_kit(aws, dynamodb=ClientProxy(aws.dynamodb, put_item=fails))
+    failed = run(kit, aws, Consumer(), messages)
+
+    assert failed == [messages[0]["MessageId"]]
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+def test_a_redriven_message_keeps_its_identity_and_history_and_drops_verdict_key_and_probe(aws: Aws) -> None:
+    mark = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130), verdict_key="w-1", probe=True)
+    send(aws, body("terminal"), redriven(mark))
+
+    run(make_kit(aws), aws, Consumer(), receive(aws))
+
+    after = mark_of(drain(aws.sqs, aws.dlq_url)[0])
+    assert (after.identity, after.count, after.first_failed_at, after.redriven_at) == (
+        "id-1",
+        2,
+        100,
+        (110, 130),
+    )
+    assert (after.verdict_key, after.probe) == (None, False)
+    assert after.failure is not None and after.failure.terminal
+
+
+# -- transient failures -------------------------------------------------------------------------
+
+
+def test_a_transient_failure_before_the_last_attempt_is_left_to_sqs(aws: Aws) -> None:
+    send(aws, body("transient"))
+    messages = receive(aws)
+
+    failed = run(make_kit(aws), aws, Consumer(), messages)
+
+    assert failed == [messages[0]["MessageId"]]
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+def test_a_transient_failure_on_the_last_attempt_is_dead_lettered_with_the_reason(aws: Aws) -> None:
+    send(aws, body("transient"))
+    messages = receive(aws, times=MAX_RECEIVE_COUNT)
+
+    failed = run(make_kit(aws), aws, Consumer(), messages)
+
+    assert failed == []
+    failure = mark_of(drain(aws.sqs, aws.dlq_url)[0]).failure
+    assert failure is not None
+    assert (failure.kind, failure.attempt, failure.message) == (
+        FailureKind.TRANSIENT,
+        MAX_RECEIVE_COUNT,
+        "downstream 503",
+    )
+
+
+def test_a_probe_failing_transiently_is_dead_lettered_at_once(aws: Aws) -> None:
+    send(aws, body("transient"), redriven(Mark("id-1", count=1, redriven_at=(100,), probe=True)))
+
+    failed = run(make_kit(aws), aws, Consumer(), receive(aws))
+
+    assert failed == []
+    after = mark_of(drain(aws.sqs, aws.dlq_url)[0])
+    assert after.failure is not None and after.failure.kind is FailureKind.TRANSIENT and not after.probe
+
+
+@pytest.mark.parametrize(
+    ("rules", "kind"),
+    [({}, FailureKind.TERMINAL), ({"unknown": FailureKind.TRANSIENT}, FailureKind.TRANSIENT)],
+    ids=["default", "configured"],
+)
+def test_an_unknown_exception_is_terminal_by_default_and_transient_when_configured(
+    aws: Aws, rules: dict[str, Any], kind: FailureKind
+) -> None:
+    send(aws, body("unknown"))
+    messages = receive(aws)
+
+    failed = run(make_kit(aws, **rules), aws, Consumer(), messages)
+
+    dead = drain(aws.sqs, aws.dlq_url)
+    if kind is FailureKind.TERMINAL:
+        assert failed == [] and mark_of(dead[0]).failure.kind is kind  # type: ignore[union-attr]
+    else:
+        assert failed == [messages[0]["MessageId"]] and dead == []
+
+
+def test_successes_and_failures_share_a_batch(aws: Aws) -> None:
+    for outcome in ("ok", "terminal", "transient", "ok"):
+        send(aws, body(outcome))
+    messages = receive(aws)
+    consumer = Consumer()
+
+    failed = run(make_kit(aws), aws, consumer, messages)
+
+    transient = [m["MessageId"] for m in messages if json.loads(m["Body"])["do"] == "transient"]
+    assert failed == transient and len(consumer.processed) == 2
+    assert [json.loads(m["Body"])["do"] for m in drain(aws.sqs, aws.dlq_url)] == ["terminal"]
+
+
+# -- verdicts of re-driven messages -------------------------------------------------------------
+
+
+def test_verdicts_of_a_wave_are_one_update_with_counts_and_fingerprints(aws: Aws) -> None:
+    # GIVEN first deliveries of re-driven messages of one wave: 2 succeed, 1 transient, 1 terminal
+    for n, outcome in enumerate(("ok", "ok", "transient", "terminal")):
+        send(aws, body(outcome, n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
+    dynamodb = Calls(aws.dynamodb)
+    kit = make_kit(aws, dynamodb=dynamodb)
+
+    # WHEN the batch runs
+    run(kit, aws, Consumer(), receive(aws))
+
+    # THEN one UpdateItem holds the counts and both failures' fingerprints
+    record = item(aws, verdict_record_key("w-1"))
+    assert record is not None
+    assert dynamodb.counts == Counter({"update_item": 1})
+    assert {name: record[name]["N"] for name in ("ok", "transient", "terminal")} == {
+        "ok": "2",
+        "transient": "1",
+        "terminal": "1",
+    }
+    assert len(record["fingerprints"]["SS"]) == 2
+    assert int(record["expires_at"]["N"]) == NOW + VERDICT_RECORD_TTL_SECONDS
+
+
+def test_ten_redriven_messages_of_one_wave_cost_one_table_call(aws: Aws) -> None:
+    for n in range(10):
+        send(aws, body("ok", n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
+    dynamodb = Calls(aws.dynamodb)
+
+    run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws))
+
+    assert dynamodb.counts == Counter({"update_item": 1})
+    assert item(aws, verdict_record_key("w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
+
+
+def test_verdicts_add_up_across_batches_and_waves_are_kept_apart(aws: Aws) -> None:
+    kit = make_kit(aws)
+    for wave in ("w-1", "w-2", "w-1"):
+        send(aws, body("ok"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key=wave)))
+        run(kit, aws, Consumer(), receive(aws))
+        drain(aws.sqs, aws.source_url)
+
+    assert item(aws, verdict_record_key("w-1"))["ok"] == {"N": "2"}  # type: ignore[index]
+    assert item(aws, verdict_record_key("w-2"))["ok"] == {"N": "1"}  # type: ignore[index]
+
+
+def test_a_later_delivery_of_a_redriven_message_gives_no_verdict(aws: Aws) -> None:
+    send(aws, body("ok"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key="w-1")))
+    dynamodb = Calls(aws.dynamodb)
+
+    run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws, times=2))
+
+    assert item(aws, verdict_record_key("w-1")) is None and dynamodb.counts == Counter()
+
+
+def test_messages_never_redriven_give_no_verdict_and_cost_no_table_call(aws: Aws) -> None:
+    send(aws, body("ok"))
+    dynamodb = Calls(aws.dynamodb)
+
+    run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws))
+
+    assert dynamodb.counts == Counter()
+
+
+def test_a_failed_verdict_write_is_logged_and_leaves_the_batch_result_unchanged(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
+    send(aws, body("ok"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key="w-1")))
+    send(aws, body("transient"), redriven(Mark("id-2", count=1, redriven_at=(100,), verdict_key="w-1")))
+    messages = receive(aws)
+    kit = make_kit(aws, dynamodb=ClientProxy(aws.dynamodb, update_item=fails))
+
+    failed = run(kit, aws, Consumer(), messages)
+
+    assert failed == [m["MessageId"] for m in messages if "transient" in m["Body"]]
+    logs = [r for r in caplog.records if r.getMessage() == "verdict write failed"]
+    assert [(r.verdict_key, r.ok, r.transient, r.levelname) for r in logs] == [("w-1", 1, 1, "WARNING")]
+    assert len(kit.verdicts) == 0
+
+
+def test_verdicts_are_written_even_when_the_whole_batch_fails(aws: Aws) -> None:
+    send(aws, body("transient"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key="w-1")))
+
+    with pytest.raises(BatchProcessingError):
+        make_kit(aws).process_partial_response(
+            event=lambda_event(receive(aws), aws.source_arn),
+            record_handler=Consumer(),
+            processor=BatchProcessor(event_type=EventType.SQS),
+        )
+
+    assert item(aws, verdict_record_key("w-1"))["transient"] == {"N": "1"}  # type: ignore[index]
+
+
+# -- FIFO -----------------------------------------------------------------------------------------
+
+
+def send_group(aws: Aws, outcomes: list[str], group: str = "g-1") -> None:
+    for n, outcome in enumerate(outcomes):
+        send(aws, body(outcome, n), MessageGroupId=group, MessageDeduplicationId=f"{group}-{n}")
+
+
+def test_fifo_a_terminal_failure_mid_group_is_dead_lettered_and_the_rest_processed_in_order(
+    fifo_aws: Aws,
+) -> None:
+    aws = fifo_aws
+    send_group(aws, ["ok", "terminal", "ok"])
+    consumer = Consumer()
+
+    failed = run(make_kit(aws), aws, consumer, receive(aws), SqsFifoPartialProcessor())
+
+    assert failed == []
+    assert [json.loads(b)["n"] for b in consumer.processed] == [0, 2]
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    assert dead["Attributes"]["MessageGroupId"] == "g-1" and json.loads(dead["Body"])["n"] == 1
+    assert mark_of(dead).failure is not None
+
+
+def test_fifo_a_transient_failure_fails_the_rest_unprocessed(fifo_aws: Aws) -> None:
+    aws = fifo_aws
+    send_group(aws, ["ok", "transient", "ok"])
+    messages = receive(aws)
+    consumer = Consumer()
+
+    failed = run(make_kit(aws), aws, consumer, messages, SqsFifoPartialProcessor())
+
+    assert failed == [m["MessageId"] for m in messages[1:]]
+    assert [json.loads(b)["n"] for b in consumer.processed] == [0]
+    assert drain(aws.sqs, aws.dlq_url) == []
+
+
+def test_fifo_skip_group_on_error_fails_only_the_group_of_a_transient_failure(fifo_aws: Aws) -> None:
+    aws = fifo_aws
+    send_group(aws, ["transient", "ok"], group="g-1")
+    send_group(aws, ["terminal", "ok"], group="g-2")
+    messages = receive(aws)
+    consumer = Consumer()
+
+    failed = run(make_kit(aws), aws, consumer, messages, SqsFifoPartialProcessor(skip_group_on_error=True))
+
+    assert failed == [m["MessageId"] for m in messages if m["Attributes"]["MessageGroupId"] == "g-1"]
+    assert consumer.processed == [body("ok", 1)]  # g-2's second message, after g-2's first was dead-lettered
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    assert dead["Attributes"]["MessageGroupId"] == "g-2"
+
+
+def test_fifo_a_retried_dead_letter_send_is_deduplicated(fifo_aws: Aws) -> None:
+    aws = fifo_aws
+    send_group(aws, ["terminal"])
+    messages = receive(aws)
+    kit = make_kit(aws)
+
+    run(kit, aws, Consumer(), messages)
+    run(kit, aws, Consumer(), messages)  # e.g. the delete after the first run never happened
+
+    assert len(drain(aws.sqs, aws.dlq_url)) == 1
+
+
+# -- API ------------------------------------------------------------------------------------------
+
+
+def test_no_client_is_created_until_a_call_needs_one(aws: Aws) -> None:
+    env = {ENV_DLQ_URL: aws.dlq_url, ENV_TABLE_NAME: aws.table_name, ENV_MAX_RECEIVE_COUNT: "2"}
+    kit = ConsumerKit.from_environment(env=env)
+
+    send(aws, body("ok"))
+    run(kit, aws, Consumer(), receive(aws))
+
+    assert (kit.aws._sqs, kit.aws._dynamodb) == (None, None)
+
+
+def test_wrap_passes_the_lambda_context_to_a_handler_that_takes_it(aws: Aws) -> None:
+    seen: list[Any] = []
+
+    def handler(record: SQSRecord, lambda_context: Any) -> None:
+        seen.append(lambda_context)
+
+    send(aws, body("ok"))
+    context = LambdaContext()
+    make_kit(aws).process_partial_response(
+        event=lambda_event(receive(aws), aws.source_arn),
+        record_handler=handler,
+        processor=BatchProcessor(event_type=EventType.SQS),
+        context=context,
+    )
+
+    assert seen == [context]
+
+
+def test_wrap_and_flush_work_without_process_partial_response(aws: Aws) -> None:
+    send(aws, body("terminal"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key="w-1")))
+    kit = make_kit(aws)
+    processor = BatchProcessor(event_type=EventType.SQS)
+    records = lambda_event(receive(aws), aws.source_arn)["Records"]
+
+    with processor(records, kit.wrap(Consumer())):
+        processor.process()
+    written = kit.flush_verdicts()
+
+    assert processor.response() == {"batchItemFailures": []} and written == 1
+    assert item(aws, verdict_record_key("w-1"))["terminal"] == {"N": "1"}  # type: ignore[index]
