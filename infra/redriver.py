@@ -7,9 +7,12 @@ from collections.abc import Sequence
 from aws_cdk import Duration, Fn, RemovalPolicy, Token
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
 from infra.defaults import secure_queue, secure_table
 from infra.functions import (
     POWERTOOLS_LAYER_VERSION,
@@ -19,20 +22,27 @@ from infra.functions import (
     python_function,
 )
 from infra.settings import RedriverSettings, SettingsError
+from redriver.model.failure import FAILURE_RECORD_PREFIX, VERDICT_RECORD_PREFIX
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
-from redriver.settings.schema import RESOURCE_ENV, URL_SEPARATOR
+from redriver.settings.schema import BY_NAME, RESOURCE_ENV, URL_SEPARATOR
 from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 
 PARKING_LOT_RETENTION = Duration.days(14)
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
+# What the consumer kit writes to the state table: its verdict and failure records, nothing else.
+CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
+CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
+CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
+MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 
 
 class SqsRedriver(Construct):
     """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
 
-    Attributes: ``parking_lot``, ``state_table``, ``function``, ``schedule_rule``.
+    Attributes: ``parking_lot``, ``state_table``, ``function``, ``schedule_rule``, and
+    ``consumer_kit_layer`` (the stack's consumer kit layer, see ``grant_consumer``).
     """
 
     def __init__(
@@ -53,6 +63,8 @@ class SqsRedriver(Construct):
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
         _validate_queues(sources, dead_letter_queue)
+        self.source_queues: tuple[sqs.IQueue, ...] = tuple(sources)
+        self.dead_letter_queue = dead_letter_queue
 
         self.parking_lot = secure_queue(
             self,
@@ -129,6 +141,89 @@ class SqsRedriver(Construct):
             "Serverless::Serverless-EventBusDLQ",
             "A scheduled tick that cannot be delivered carries no data; the next tick replaces it.",
         )
+        self.consumer_kit_layer = consumer_kit_layer(self)
+
+    def grant_consumer(
+        self,
+        function: lambda_.Function,
+        *,
+        queue: sqs.IQueue | None = None,
+        max_receive_count: int | None = None,
+    ) -> None:
+        """Let ``function``, a consumer of ``queue``, run the consumer kit, and tell the re-driver.
+
+        The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (plus KMS
+        for an encrypted DLQ: it dead-letters terminal failures itself), and ``PutItem`` and
+        ``UpdateItem`` on the state table limited to the keys ``VERDICTS#...`` and ``FAILURE#...``
+        (no reads, no other records). Its environment gets the DLQ's URL, the table's name and the
+        queue's maxReceiveCount, and the stack's consumer kit layer is added to it (the layer is for
+        RUNTIME on arm64: CDK refuses it on another runtime).
+
+        ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
+        default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
+        queue's RedrivePolicy maxReceiveCount, read from the queue when it is defined in this app
+        (an explicit value must then agree with it) and required when the queue is imported.
+
+        It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
+        with a consumer that reports verdicts, probes wait for them.
+
+        Raises SettingsError, naming the parameter, for a queue that is not a source of this
+        re-driver or a missing, out-of-range or contradicting ``max_receive_count``.
+        """
+        if not isinstance(function, lambda_.Function):
+            raise SettingsError(
+                "grant_consumer: function must be a lambda_.Function defined in this app (its "
+                f"environment and layers are set here), got {type(function).__name__}"
+            )
+        receive_count = self._consumer_max_receive_count(queue, max_receive_count)
+        # Only SendMessage (grant_send_messages adds GetQueueAttributes and GetQueueUrl, which the
+        # kit never calls: it has the URL); the key's grant follows for a KMS-encrypted DLQ.
+        self.dead_letter_queue.grant(function, "sqs:SendMessage")
+        if self.dead_letter_queue.encryption_master_key is not None:
+            self.dead_letter_queue.encryption_master_key.grant_encrypt_decrypt(function)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(CONSUMER_TABLE_ACTIONS),
+                resources=[self.state_table.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {
+                        "dynamodb:LeadingKeys": [f"{prefix}*" for prefix in CONSUMER_RECORD_PREFIXES]
+                    }
+                },
+            )
+        )
+        function.add_environment(ENV_DLQ_URL, self.dead_letter_queue.queue_url)
+        function.add_environment(ENV_TABLE_NAME, self.state_table.table_name)
+        function.add_environment(ENV_MAX_RECEIVE_COUNT, str(receive_count))
+        function.add_layers(consumer_kit_layer(function))
+        # add_environment replaces the value settings.lambda_environment() put there.
+        self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+
+    def _consumer_max_receive_count(self, queue: sqs.IQueue | None, explicit: int | None) -> int:
+        """The maxReceiveCount of the consumer's queue: its RedrivePolicy's, or ``explicit``."""
+        queue = queue or self.source_queues[0]
+        if not any(queue is source for source in self.source_queues):
+            raise SettingsError(
+                "grant_consumer: queue must be this re-driver's source_queue or one of its "
+                "other_source_queues: only their messages come back through its DLQ"
+            )
+        known = _max_receive_count(queue)
+        if explicit is None:
+            if known is None:
+                raise SettingsError(
+                    "grant_consumer: max_receive_count is required for a queue whose RedrivePolicy "
+                    "is not defined in this app (an imported queue): pass its maxReceiveCount, "
+                    f"{MAX_RECEIVE_COUNT.accepts}"
+                )
+            return known
+        with reraise_as(SettingsError):
+            checked = MAX_RECEIVE_COUNT.check(explicit, "grant_consumer: max_receive_count")
+        if known is not None and checked != known:
+            raise SettingsError(
+                f"grant_consumer: max_receive_count ({checked}) contradicts the queue's "
+                f"RedrivePolicy maxReceiveCount ({known}); omit it to use the queue's"
+            )
+        return checked
 
     @classmethod
     def from_queue_arns(
@@ -198,6 +293,14 @@ def _validate_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sq
     if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
         if source_queue.dead_letter_queue.queue is not dead_letter_queue:
             raise SettingsError(f"{label}'s RedrivePolicy points to a different dead_letter_queue")
+
+
+def _max_receive_count(queue: sqs.IQueue) -> int | None:
+    """The RedrivePolicy maxReceiveCount of a queue defined in this app; None if not visible."""
+    if not isinstance(queue, sqs.Queue) or queue.dead_letter_queue is None:
+        return None
+    count = queue.dead_letter_queue.max_receive_count
+    return None if Token.is_unresolved(count) else int(count)
 
 
 def _retention_seconds(queue: sqs.IQueue) -> int | None:

@@ -70,6 +70,8 @@ class RedriverStack(Stack):
             layer=powertools_layer(self),
         )
         grant_item_access(self.consumer, self.idempotency_table)
+        # The kit's permissions, environment and layer; the re-driver then waits for its verdicts.
+        self.redriver.grant_consumer(self.consumer)
         self.consumer.add_event_source(
             event_sources.SqsEventSource(self.source_queue, batch_size=10, report_batch_item_failures=True)
         )

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
+import boto3
 import moto.sqs.models as moto_sqs_models
 import pytest
+from moto import mock_aws
 from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import SQSBackend, sqs_backends
 
+from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from local_aws import ACCOUNT, REGION
+from local_aws.cloudformation import deploy
 from local_aws.server import speed_up_moto_sqs
 from tests.conftest import Aws
+
+KIT_ENV = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)
 
 
 @pytest.fixture(autouse=True)
@@ -58,3 +67,33 @@ def test_speed_up_keeps_the_clock_and_what_is_visible(aws: Aws) -> None:
     received = aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10, VisibilityTimeout=60)
     assert [m["Body"] for m in received["Messages"]] == ["now"]
     assert "Messages" not in aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10)
+
+
+def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_published() -> None:
+    # The default stack as `cdk deploy` would create it, in moto's CloudFormation. moto drops a
+    # function's Layers (the template test checks the attachment); the layer version itself is
+    # published from the zipped asset the fake bootstrap uploaded.
+    with mock_aws():
+        deployment = deploy({})
+        [kit_layer] = boto3.client("lambda").list_layers(CompatibleRuntime="python3.14")["Layers"]
+        s3 = boto3.client("s3")
+        [bucket] = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        zipped = {
+            obj["Key"]: set(
+                zipfile.ZipFile(
+                    io.BytesIO(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+                ).namelist()
+            )
+            for obj in s3.list_objects_v2(Bucket=bucket)["Contents"]
+            if obj["Key"].endswith(".zip")
+        }
+
+    assert {name: deployment.consumer.environment.get(name) for name in KIT_ENV} == {
+        ENV_DLQ_URL: deployment.dlq_url,
+        ENV_TABLE_NAME: deployment.state_table,
+        ENV_MAX_RECEIVE_COUNT: "5",
+    }
+    assert deployment.redriver.environment["CONSUMER_VERDICTS"] == "true"
+    assert "RedriverConsumerKitLayer" in kit_layer["LayerName"]
+    [layer_files] = [names for names in zipped.values() if "python/redriver/model/envelope.py" in names]
+    assert [name for name in layer_files if "__pycache__" in name or name.endswith(".pyc")] == []
