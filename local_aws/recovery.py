@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from local_aws.consumers import ConsumerFactory, order_body, plain_order_consumer
 from local_aws.journal import Journal
 from local_aws.queues import queue_counts
-from local_aws.simulation import SIM_EPOCH, World, open_world
+from local_aws.simulated_time import SIM_EPOCH
+from local_aws.simulation import World, open_world
 
 MINUTE = 60.0
 

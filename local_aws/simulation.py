@@ -35,10 +35,9 @@ from typing import Any
 import boto3
 from freezegun import freeze_time
 from moto import mock_aws
-from moto.sqs.models import sqs_backends
 
-from local_aws import ACCOUNT, REGION
-from local_aws.clients import AtomicQueueCalls, ClientProxy, Counted
+from local_aws import REGION
+from local_aws.clients import AtomicQueueCalls, Counted
 from local_aws.cloudformation import Deployment, Synthesized, deploy_synthesized, synthesize_app
 from local_aws.compose import local_redriver
 from local_aws.consumers import Consumer, ConsumerFactory, order_id_of
@@ -46,61 +45,25 @@ from local_aws.environment import environment
 from local_aws.events import sqs_event
 from local_aws.journal import Delivery, Journal, Parking, Run
 from local_aws.server import moto_sqs_sped_up
+from local_aws.simulated_time import (
+    SIM_EPOCH,
+    UNFROZEN,
+    SimulatedClock,
+    SimulatedLongPoll,
+    moto_queue,
+    next_visible_ms,
+    schedule_seconds,
+)
 from redriver.act.ratelimit import TokenBucket
 from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.settings import Settings, load_settings
 from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
-
-SIM_EPOCH = 1_795_305_600  # 2026-11-22T00:00:00Z: where simulated time starts
-SCHEDULE_SECONDS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86_400, "days": 86_400}
 
 
 @cache
 def default_stack() -> Synthesized:
     """The default stack (cdk.json's context), synthesized once per process."""
     return synthesize_app({})
-
-
-class SimulatedClock:
-    """Epoch seconds, in whole milliseconds, that move only when the world moves them; freezegun
-    makes ``time.time`` and ``datetime`` (moto's clock) say the same."""
-
-    def __init__(self, freezer: Any, start_ms: int) -> None:
-        self._freezer = freezer
-        self.start_ms = start_ms
-        self.now_ms = start_ms
-
-    def __call__(self) -> float:
-        return self.now_ms / 1000
-
-    @property
-    def elapsed(self) -> float:
-        """Simulated seconds since the world started."""
-        return (self.now_ms - self.start_ms) / 1000
-
-    def move_to(self, ms: int) -> None:
-        if ms < self.now_ms:
-            raise ValueError(f"the simulated clock does not go back ({ms} < {self.now_ms})")
-        self.now_ms = ms
-        self._freezer.move_to(datetime.fromtimestamp(ms / 1000, UTC))
-
-
-class SimulatedLongPoll(ClientProxy):
-    """A long poll in simulated time: moto's in-process long poll waits on the real clock (and
-    never ends on a frozen one). An empty receive that asked to wait lets the world move for the
-    wait, then looks once more (SQS would answer as soon as a message arrives)."""
-
-    def __init__(self, client: Any, pause: Callable[[float], None]) -> None:
-        super().__init__(client)
-        self._pause = pause
-
-    def receive_message(self, **kwargs: Any) -> Any:
-        wait = int(kwargs.pop("WaitTimeSeconds", 0))
-        response = self._client.receive_message(WaitTimeSeconds=0, **kwargs)
-        if response.get("Messages") or not wait:
-            return response
-        self._pause(wait)
-        return self._client.receive_message(WaitTimeSeconds=0, **kwargs)
 
 
 class World:
@@ -204,19 +167,13 @@ class World:
         """Per queue (source, dlq, parking lot), the keys of the messages it holds, read from moto's
         backend without receiving them."""
         return {
-            role: [self._key(m.body) for m in _moto_queue(url)._messages]
+            role: [self._key(m.body) for m in moto_queue(url)._messages]
             for role, url in (
                 ("source", self.deployment.source_url),
                 ("dlq", self.deployment.dlq_url),
                 ("parking_lot", self.deployment.parking_lot_url),
             )
         }
-
-    def next_visible_ms(self, queue_url: str, *, not_before: int) -> int | None:
-        """The first whole millisecond, at or after ``not_before``, when a message of the queue is
-        visible (moto: after ``visible_at``, and at or after ``delayed_until``); None if empty."""
-        times = [_wake_ms(m.visible_at, m.delayed_until) for m in _moto_queue(queue_url)._messages]
-        return max(min(times), not_before) if times else None
 
     # -- the clock's moves ---------------------------------------------------------------------
 
@@ -234,7 +191,7 @@ class World:
         now = self.clock.now_ms
         # After an empty poll, only a later change can give the poller something.
         not_before = now + 1 if self._empty_poll_at_ms == now else now
-        visible = self.next_visible_ms(self.deployment.source_url, not_before=not_before)
+        visible = next_visible_ms(self.deployment.source_url, not_before=not_before)
         return None if visible is None else max(visible, self._poller_ready_ms)
 
     def _poll(self) -> None:
@@ -262,10 +219,10 @@ class World:
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
             )
         at = self.clock.elapsed
-        self.journal.deliveries.extend(
-            Delivery(at, self._key(m["Body"]), m["MessageId"], _mark(m).get("n", 0), m["MessageId"] not in failed)
-            for m in messages
-        )
+        for m in messages:
+            redrives = int(_mark(m).get("n", 0))
+            ok = m["MessageId"] not in failed
+            self.journal.deliveries.append(Delivery(at, self._key(m["Body"]), m["MessageId"], redrives, ok))
         self._poller_ready_ms = now + self._call_ms
 
     def _scheduled_run(self) -> None:
@@ -339,7 +296,7 @@ def open_world(
     with (
         environment({"AWS_DEFAULT_REGION": REGION}, unset=["AWS_ENDPOINT_URL", "AWS_PROFILE"]),
         mock_aws(),
-        freeze_time(datetime.fromtimestamp(SIM_EPOCH, UTC), tick=False) as freezer,
+        freeze_time(datetime.fromtimestamp(SIM_EPOCH, UTC), tick=False, ignore=UNFROZEN) as freezer,
         moto_sqs_sped_up(),
     ):
         deployment = deploy_synthesized(app)
@@ -353,26 +310,7 @@ def open_world(
         )
 
 
-def schedule_seconds(expression: str) -> int:
-    """The period of a ``rate(N unit)`` schedule expression."""
-    amount, _, unit = expression.removeprefix("rate(").removesuffix(")").partition(" ")
-    if not expression.startswith("rate(") or unit not in SCHEDULE_SECONDS:
-        raise ValueError(f"the world plays rate(...) schedules only, got {expression!r}")
-    return int(amount) * SCHEDULE_SECONDS[unit]
-
-
-def _moto_queue(queue_url: str) -> Any:
-    return sqs_backends[ACCOUNT][REGION].queues[queue_url.rsplit("/", 1)[-1]]
-
-
-def _wake_ms(visible_at: float, delayed_until: float) -> int:
-    """moto's tests, in float ms: visible when now > visible_at; delayed while now < delayed_until.
-    The tolerance absorbs float noise; an early wake costs one empty poll and a 1 ms step."""
-    return max(math.floor(visible_at + 1e-6) + 1, math.ceil(delayed_until - 1e-6))
-
-
 def _mark(message: dict[str, Any]) -> dict[str, Any]:
     value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue")
     mark: dict[str, Any] = json.loads(value) if value else {}
     return mark
-
