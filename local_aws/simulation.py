@@ -178,14 +178,15 @@ class World:
     # -- the clock's moves ---------------------------------------------------------------------
 
     def _advance(self, target_ms: int, until: Callable[[], bool]) -> None:
-        """Play the consumer up to ``target_ms`` (event to event), then set the clock there."""
+        """Play the consumer up to ``target_ms`` (event to event), then set the clock there; or stop
+        where ``until()`` starts to hold."""
         while not until():
             due = self._next_poll_ms()
             if due is None or due > target_ms:
-                break
+                self.clock.move_to(max(target_ms, self.clock.now_ms))
+                return
             self.clock.move_to(max(due, self.clock.now_ms))
             self._poll()
-        self.clock.move_to(max(target_ms, self.clock.now_ms))
 
     def _next_poll_ms(self) -> int | None:
         now = self.clock.now_ms
