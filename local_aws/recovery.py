@@ -47,8 +47,10 @@ class RecoveryFigures:
     breaker_timeline: tuple[tuple[float, str], ...]  # (minute, state) at each change, read after runs
     breaker_opened_at_minutes: float | None
     breaker_final: str
-    closed_minutes_after_recovery: float | None  # first CLOSED reading after recovery, if it opened
-    settled_minutes_after_recovery: float | None  # every good order fulfilled and the DLQ empty
+    # The first CLOSED reading after the breaker first opened, from the recovery (the outage's end;
+    # t=0 without an outage). None: it never opened, or never closed again.
+    closed_minutes_after_recovery: float | None
+    settled_minutes_after_recovery: float | None  # outages: every good order fulfilled, DLQ empty
     lost: tuple[str, ...]  # good orders neither fulfilled, nor parked, nor in a queue
     parked_and_fulfilled: tuple[str, ...]
     redriver_requests: int
@@ -122,7 +124,7 @@ def _scenario(
         world.send(bodies)
         good_keys = {world.key_of(b) for b in good}
         settled = Settled(world, good_keys)
-        world.run(until=settled.check if stop_when_settled else settled.observe, for_seconds=hours * 3600)
+        world.run(until=settled.check if stop_when_settled else lambda: False, for_seconds=hours * 3600)
         left = {key for keys in world.keys_in_queues().values() for key in keys}
         simulated = world.clock.elapsed
         requests = world.requests
@@ -136,7 +138,7 @@ def _scenario(
         outage_minutes=outage_minutes,
         simulated=simulated,
         wall=time.perf_counter() - started,
-        settled_at=settled.at,
+        settled_at=settled.at if stop_when_settled else None,
         left_in_queues=left,
         requests=requests,
     )
@@ -149,11 +151,6 @@ class Settled:
         self._world = world
         self._good = good_keys
         self.at: float | None = None
-
-    def observe(self) -> bool:
-        """Record the moment; never stop the world."""
-        self.check()
-        return False
 
     def check(self) -> bool:
         if self.at is not None:
@@ -191,7 +188,11 @@ def _figures(
     timeline = journal.breaker_changes()
     opened = next((at for at, state in timeline if state == "OPEN"), None)
     closed_after = next(
-        (at for at, state in timeline if state == "CLOSED" and at >= recovery and opened is not None),
+        (
+            at
+            for at, state in timeline
+            if state == "CLOSED" and opened is not None and at > opened and at >= recovery
+        ),
         None,
     )
     return RecoveryFigures(
