@@ -3,6 +3,10 @@ server, counting every AWS request with botocore event hooks; optionally with a 
 to every request (closer to real AWS than moto's local calls).
 
     python -m bench [--sizes 200 500] [--repeats 3] [--latency-ms 0 20] [--limiter-rates 10 50 200] [--json]
+
+`--recovery` runs, instead, the recovery scenarios in simulated time (bench/recovery.py):
+
+    python -m bench --recovery [--scenarios outage-60 outage-120 poison lone-poison] [--json]
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from bench import recovery
 from bench.cold_start import cold_starts, lambda_environment, runtime_python
 from bench.measurements import DESIGNS, limiter_messages, limiter_rate, measure
+from bench.recovery import SCENARIOS
 from bench.report import progress_line, render
 from local_aws.server import moto_server
 
@@ -26,11 +32,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency-ms", type=int, nargs="+", default=[0, 20])
     parser.add_argument("--limiter-rates", type=int, nargs="*", default=[10, 50, 200])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--recovery", action="store_true", help="run the recovery scenarios in simulated time instead"
+    )
+    parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.recovery:
+        print(recovery.render(recovery.run(args.scenarios), as_json=args.json))
+        return 0
     runtime_python()  # fail now, not after the drains, when the runtime venv is not built
 
     rows: list[dict[str, Any]] = []

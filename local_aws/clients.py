@@ -4,6 +4,7 @@ replace, and the one moto needs for parallel receives."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,28 @@ class ClientProxy:
         if name in self._overrides:
             return self._overrides[name]
         return getattr(self._client, name)
+
+
+class Counted(ClientProxy):
+    """A client that counts the calls made through it, by operation (the client's method name),
+    in ``calls``; shared by threads. Calls still go through the client (or proxy) it wraps."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = super().__getattr__(name)
+        if name.startswith("_") or name in {"meta", "exceptions"} or not callable(attribute):
+            return attribute
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls[name] += 1
+            return attribute(*args, **kwargs)
+
+        return counted
 
 
 class Serialized(ClientProxy):

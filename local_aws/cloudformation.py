@@ -72,7 +72,31 @@ def synthesize(context: dict[str, Any], outdir: Path) -> tuple[str, dict[str, An
     return STACK_NAME, template, assets
 
 
-def fake_bootstrap(assets: dict[str, Any], outdir: Path) -> None:
+@dataclass(frozen=True)
+class Synthesized:
+    """A synthesized app, held in memory: deployable into any number of fresh moto accounts
+    without synthesizing again (synthesis costs seconds, a deployment into moto much less)."""
+
+    stack_name: str
+    template: dict[str, Any]
+    asset_objects: dict[str, bytes]  # object key in the bootstrap bucket -> zipped asset
+
+
+def synthesize_app(context: dict[str, Any]) -> Synthesized:
+    """Synthesize with ``context`` into a temporary directory and keep what a deployment needs."""
+    with tempfile.TemporaryDirectory(prefix="cdk.out-") as directory:
+        outdir = Path(directory)
+        stack_name, template, assets = synthesize(context, outdir)
+        objects: dict[str, bytes] = {}
+        for asset in assets["files"].values():
+            source = outdir / asset["source"]["path"]
+            body = _zip_folder(source) if source.is_dir() else source.read_bytes()
+            for destination in asset["destinations"].values():
+                objects[destination["objectKey"]] = body
+    return Synthesized(stack_name, template, objects)
+
+
+def fake_bootstrap(asset_objects: dict[str, bytes]) -> None:
     """What `cdk bootstrap` + asset publishing would leave: the version parameter and zipped assets."""
     boto3.client("ssm").put_parameter(
         Name=f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version", Value=BOOTSTRAP_VERSION, Type="String"
@@ -80,11 +104,8 @@ def fake_bootstrap(assets: dict[str, Any], outdir: Path) -> None:
     s3 = boto3.client("s3")
     bucket = f"cdk-{BOOTSTRAP_QUALIFIER}-assets-{ACCOUNT}-{REGION}"
     s3.create_bucket(Bucket=bucket)
-    for asset in assets["files"].values():
-        source = outdir / asset["source"]["path"]
-        body = _zip_folder(source) if source.is_dir() else source.read_bytes()
-        for destination in asset["destinations"].values():
-            s3.put_object(Bucket=bucket, Key=destination["objectKey"], Body=body)
+    for key, body in asset_objects.items():
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
 def _zip_folder(folder: Path) -> bytes:
@@ -101,18 +122,20 @@ def deploy(context: dict[str, Any]) -> Deployment:
 
     moto skips what it does not emulate (queue policies, async invoke configuration) with a warning.
     """
-    with tempfile.TemporaryDirectory(prefix="cdk.out-") as directory:
-        outdir = Path(directory)
-        stack_name, template, assets = synthesize(context, outdir)
-        fake_bootstrap(assets, outdir)
+    return deploy_synthesized(synthesize_app(context))
+
+
+def deploy_synthesized(app: Synthesized) -> Deployment:
+    """Deploy an app synthesized before into moto's CloudFormation, and read the result back."""
+    fake_bootstrap(app.asset_objects)
     cloudformation = boto3.client("cloudformation")
     cloudformation.create_stack(
-        StackName=stack_name, TemplateBody=json.dumps(template), Capabilities=["CAPABILITY_IAM"]
+        StackName=app.stack_name, TemplateBody=json.dumps(app.template), Capabilities=["CAPABILITY_IAM"]
     )
-    status = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]["StackStatus"]
+    status = cloudformation.describe_stacks(StackName=app.stack_name)["Stacks"][0]["StackStatus"]
     if status != "CREATE_COMPLETE":
-        raise RuntimeError(f"stack {stack_name} did not deploy into moto: {status}")
-    return read_deployment(stack_name)
+        raise RuntimeError(f"stack {app.stack_name} did not deploy into moto: {status}")
+    return read_deployment(app.stack_name)
 
 
 def read_deployment(stack_name: str) -> Deployment:

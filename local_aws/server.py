@@ -49,6 +49,25 @@ def speed_up_moto_sqs() -> None:
 
 
 @contextmanager
+def moto_sqs_sped_up() -> Iterator[None]:
+    """``speed_up_moto_sqs`` for a while (in-process moto), stock moto again afterwards."""
+    saved = (
+        SQSBackend.is_message_valid_based_on_retention_period,
+        moto_sqs_models.unix_time,  # type: ignore[attr-defined]
+        moto_sqs_models.unix_time_millis,  # type: ignore[attr-defined]
+    )
+    speed_up_moto_sqs()
+    try:
+        yield
+    finally:
+        (
+            SQSBackend.is_message_valid_based_on_retention_period,  # type: ignore[method-assign]
+            moto_sqs_models.unix_time,  # type: ignore[attr-defined]
+            moto_sqs_models.unix_time_millis,  # type: ignore[attr-defined]
+        ) = saved
+
+
+@contextmanager
 def moto_server() -> Iterator[str]:
     """Start moto on 127.0.0.1 (a free port) and point every boto3 client of this process at it;
     yield its endpoint. os.environ is restored on exit."""

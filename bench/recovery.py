@@ -1,0 +1,96 @@
+"""`python -m bench --recovery`: outages, poison and recovery over hours of simulated time
+(local_aws.recovery), the real re-driver and the default stack on in-process moto; a table of what
+users live through.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from local_aws.recovery import RecoveryFigures, lone_poison, outage, poison
+from local_aws.simulation import default_stack
+
+SCENARIOS: dict[str, Callable[[], RecoveryFigures]] = {
+    "outage-60": lambda: outage(300, 60),
+    "outage-120": lambda: outage(300, 120),
+    "poison": lambda: poison(10, 40),
+    "lone-poison": lone_poison,
+}
+
+ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
+    ("good / poison messages", lambda f: f"{f.good} / {f.poison}"),
+    ("outage (min)", lambda f: f"{f.outage_minutes:g}"),
+    ("simulated (min)", lambda f: f.simulated_minutes),
+    ("re-driver runs", lambda f: f.runs),
+    ("deliveries, all", lambda f: f"{f.deliveries:,}"),
+    ("deliveries of re-driven messages", lambda f: f"{f.redriven_deliveries:,}"),
+    ("... while the downstream was down", lambda f: f"{f.redriven_deliveries_in_outage:,}"),
+    ("... most for one message, while down", lambda f: f.most_redriven_deliveries_in_outage),
+    ("good orders fulfilled", lambda f: f.fulfilled),
+    ("fulfilled more than once", lambda f: f.duplicates),
+    ("good parked", lambda f: f.good_parked),
+    ("poison parked", lambda f: f"{f.poison_parked} of {f.poison}"),
+    ("poison parked at (min)", lambda f: _listed(f.poison_parked_at_minutes)),
+    ("poison re-drives before parking", lambda f: _listed(f.poison_redrives_before_parking)),
+    ("breaker first OPEN at (min)", lambda f: _maybe(f.breaker_opened_at_minutes)),
+    ("breaker changes (min: state)", lambda f: _timeline(f.breaker_timeline)),
+    ("breaker at the end", lambda f: f.breaker_final),
+    ("recovery -> breaker CLOSED (min)", lambda f: _maybe(f.closed_minutes_after_recovery)),
+    ("recovery -> all fulfilled, DLQ empty (min)", lambda f: _maybe(f.settled_minutes_after_recovery)),
+    ("lost / parked and fulfilled", lambda f: f"{len(f.lost)} / {len(f.parked_and_fulfilled)}"),
+    ("re-driver AWS requests", lambda f: f"{f.redriver_requests:,}"),
+    ("wall time (s, deployment included)", lambda f: f.wall_seconds),
+]
+
+
+def run(names: list[str] | None = None, *, progress: bool = True) -> list[RecoveryFigures]:
+    figures = []
+    # moto's "no CloudFormation support for QueuePolicy", as a warning and a log line per deployment
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        started = time.perf_counter()
+        default_stack()  # synthesized once, deployed into a fresh moto per scenario
+        if progress:
+            print(f"default stack synthesized: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        for name in names or list(SCENARIOS):
+            result = SCENARIOS[name]()
+            if progress:
+                print(f"{result.scenario}: {result.wall_seconds} s", file=sys.stderr)
+            figures.append(result)
+    return figures
+
+
+def render(figures: list[RecoveryFigures], *, as_json: bool) -> str:
+    if as_json:
+        return json.dumps([asdict(f) for f in figures], indent=2)
+    lines = [
+        "| | " + " | ".join(f.scenario for f in figures) + " |",
+        "|---|" + "---|" * len(figures),
+    ]
+    lines += [f"| {label} | " + " | ".join(str(cell(f)) for f in figures) + " |" for label, cell in ROWS]
+    lines.append("")
+    lines += [
+        f"requests by operation, {f.scenario}: " + ", ".join(f"{op} {n}" for op, n in f.requests_by_operation)
+        for f in figures
+    ]
+    return "\n".join(lines)
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _listed(values: tuple[float, ...] | tuple[int, ...]) -> str:
+    return ", ".join(f"{v:g}" for v in values) or "-"
+
+
+def _timeline(changes: tuple[tuple[float, str], ...]) -> str:
+    return "; ".join(f"{at:g}: {state}" for at, state in changes) or "-"
