@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, AssetHashType, BundlingOptions, ILocalBundling, RemovalPolicy, Stack
+from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import LAMBDAS_DIR
 from infra.functions import RUNTIME
 
-# The consumer's environment, as the kit reads it. The kit exports the same names from
-# redriver_kit.config; once it is in this branch, these three lines become
-# `from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME`.
-ENV_DLQ_URL = "REDRIVER_DLQ_URL"
-ENV_TABLE_NAME = "REDRIVER_TABLE_NAME"
-ENV_MAX_RECEIVE_COUNT = "REDRIVER_MAX_RECEIVE_COUNT"
+# The consumer's environment, as the kit reads it.
+from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+
+__all__ = ["ENV_DLQ_URL", "ENV_MAX_RECEIVE_COUNT", "ENV_TABLE_NAME", "consumer_kit_layer"]
 
 KIT_PACKAGE = "redriver_kit"
 PROTOCOL_PACKAGE = "redriver"
@@ -56,14 +54,15 @@ class _CopyPackages:
 
 
 def consumer_kit_code(source_dir: Path = LAMBDAS_DIR) -> lambda_.AssetCode:
-    """The layer's content from ``source_dir``: the re-driver package, and the kit if it is there.
+    """The layer's content from ``source_dir``: the kit and the re-driver package.
 
     Hashed by its output, so the layer changes only when the copied files do, not when a consumer's
     handler next to them does.
     """
-    if not (source_dir / PROTOCOL_PACKAGE / "__init__.py").is_file():
-        raise FileNotFoundError(f"no {PROTOCOL_PACKAGE} package in {source_dir}")
-    packages = tuple(p for p in (KIT_PACKAGE, PROTOCOL_PACKAGE) if (source_dir / p).is_dir())
+    packages = (KIT_PACKAGE, PROTOCOL_PACKAGE)
+    for package in packages:
+        if not (source_dir / package / "__init__.py").is_file():
+            raise FileNotFoundError(f"no {package} package in {source_dir}")
     return lambda_.Code.from_asset(
         str(source_dir),
         asset_hash_type=AssetHashType.OUTPUT,
@@ -96,10 +95,4 @@ def consumer_kit_layer(scope: Construct) -> lambda_.LayerVersion:
         # Code only, no data; Lambda keeps a deleted version's copy for the functions still using it.
         removal_policy=RemovalPolicy.DESTROY,
     )
-    if not (LAMBDAS_DIR / KIT_PACKAGE).is_dir():
-        Annotations.of(layer).add_warning_v2(
-            "redriver:consumerKitMissing",
-            f"lambdas/{KIT_PACKAGE} is missing: the layer holds only {PROTOCOL_PACKAGE}, and a consumer "
-            f"importing {KIT_PACKAGE} fails unless its own code asset has it",
-        )
     return layer

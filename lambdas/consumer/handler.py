@@ -1,4 +1,7 @@
-"""Example consumer: a Powertools batch processor over the source queue, reporting partial failures.
+"""Example consumer: a Powertools batch processor over the source queue, reporting partial failures,
+with the re-driver's consumer kit: an invalid order (InvalidOrder) is terminal and goes to the DLQ
+at once with its reason; a downstream outage (DownstreamUnavailable) is transient and retried; the
+verdicts of re-driven orders reach the re-driver first-hand.
 
 Each order is fulfilled at most once: Powertools idempotency keyed on the order id (the business
 key, not the MessageId, which changes on every re-drive) answers a repeated order with the first
@@ -15,7 +18,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import (
@@ -25,7 +28,15 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from consumer.orders import Order, SimulatedDownstream, load_failure_injection, parse_order
+from consumer.orders import (
+    DownstreamUnavailable,
+    InvalidOrder,
+    Order,
+    SimulatedDownstream,
+    load_failure_injection,
+    parse_order,
+)
+from redriver_kit import ConsumerKit
 
 # Longer than an order can spend in the queues (the DLQ keeps messages 14 days).
 FULFILMENT_MEMORY_SECONDS = 15 * 86_400
@@ -33,6 +44,7 @@ FULFILMENT_MEMORY_SECONDS = 15 * 86_400
 logger = Logger()
 metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.SQS)
+kit = ConsumerKit.from_environment(terminal=[InvalidOrder], transient=[DownstreamUnavailable])
 
 
 def load_idempotency_table(env: Mapping[str, str]) -> str:
@@ -80,6 +92,6 @@ def record_handler(record: SQSRecord) -> str:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _, config = _fulfilment()
     config.register_lambda_context(context)
-    return process_partial_response(
+    return kit.process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

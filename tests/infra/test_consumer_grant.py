@@ -163,16 +163,15 @@ def test_redriver_waits_for_verdicts_once_a_consumer_is_granted(
     )
 
 
-def test_bundled_layer_holds_the_redriver_package_under_python_without_bytecode(
+def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
     bundle = asset_dir(assembly_dir, template, stack.redriver.consumer_kit_layer)
-    present = {p for p in (KIT_PACKAGE, PROTOCOL_PACKAGE) if (LAMBDAS_DIR / p).is_dir()}
-
     assert (bundle / "python/redriver/model/envelope.py").is_file()
+    assert (bundle / "python/redriver_kit/kit.py").is_file()
     assert (bundle / "python/redriver/sqs_limits.py").is_file()
     assert {p.name for p in bundle.iterdir()} == {"python"}
-    assert {p.name for p in (bundle / "python").iterdir()} == present
+    assert {p.name for p in (bundle / "python").iterdir()} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
     assert [p for p in bundle.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"] == []
 
 
