@@ -3,6 +3,7 @@ source mapping and of an EventBridge schedule."""
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ class LambdaContext:
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The event Lambda's SQS event source mapping builds from received messages."""
+    """The event Lambda's SQS event source mapping builds from received messages (binary attribute
+    values in base64, as Lambda sends them)."""
     return {
         "Records": [
             {
@@ -43,7 +45,11 @@ def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
                     name: {
                         "dataType": value["DataType"],
                         **({"stringValue": value["StringValue"]} if "StringValue" in value else {}),
-                        **({"binaryValue": value["BinaryValue"]} if "BinaryValue" in value else {}),
+                        **(
+                            {"binaryValue": base64.b64encode(value["BinaryValue"]).decode("ascii")}
+                            if "BinaryValue" in value
+                            else {}
+                        ),
                     }
                     for name, value in (m.get("MessageAttributes") or {}).items()
                 },

@@ -61,7 +61,9 @@ def test_fifo_redrive_keeps_the_group_and_sends_no_per_message_delay(fifo: Aws, 
 
 def test_fifo_gets_a_fresh_deduplication_id_on_every_redrive(fifo: Aws, clock: FakeClock) -> None:
     # GIVEN a FIFO consumer that keeps failing: a reused deduplication id would be dropped silently
-    settings = make_settings(fifo, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100))
+    settings = make_settings(
+        fifo, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+    )
     redriver = make_redriver(fifo, settings, clock)
     send_fifo(fifo, "order-1", group="g")
     counts = []
@@ -184,7 +186,9 @@ def test_two_different_fifo_messages_with_one_content_identity_are_both_parked(
             MessageDeduplicationId=f"d-{group}",
             MessageAttributes=ten,
         )
-    settings = make_settings(fifo, max_redrives=1, breaker=BreakerPolicy(failure_threshold=100))
+    settings = make_settings(
+        fifo, max_redrives=1, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+    )
     identity = DlqMessage("x", "r", "refresh", ten).content_identity
     make_redriver(fifo, settings, clock).state.save_records(
         [MessageRecord(Mark(identity, 1, 1, (1,)), RecordStatus.REDRIVEN, fifo.source_url)]

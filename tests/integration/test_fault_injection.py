@@ -26,7 +26,7 @@ from local_aws.clients import AtomicQueueCalls
 from local_aws.queues import drain, make_visible
 from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import BreakerPolicy, State
+from redriver.decide.breaker import Breaker, BreakerPolicy, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
 from tests.factories import FakeClock
@@ -83,14 +83,23 @@ def fill(aws: Aws, seeded: list[Seeded]) -> None:
 
 
 def fault_settings(aws: Aws, parallel_batches: int = 1) -> Any:
-    # The breaker must not stop the healthy runs from draining (threshold 100), but it must write:
-    # with a low ratio the seeded returns make the faulted run a failed one, so PutItem is a step.
+    # The breaker must not stop the healthy runs from draining (no ratio trip below 1,000 returns,
+    # 100 failed runs), but it must write: the breaker is seeded with a failure (seed_breaker), so a
+    # run resets it, or counts one more, and PutItem is a step.
     return make_settings(
         aws,
         max_redrives=MAX_REDRIVES,
         parallel_batches=parallel_batches,
-        breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2),
+        breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2, minimum_volume=1000),
     )
+
+
+def seed_breaker(aws: Aws, settings: Any) -> list[dict[str, Any]]:
+    """A breaker with one failed run behind it; returns its write, for the books of the breaker."""
+    seeder = Faults()
+    table = StateTable(aws.table_name, seeder.wrap(aws.dynamodb), ttl_seconds=1)
+    table.save_breaker(settings.breaker_key, Breaker(failures=1, version=1), expected_version=0)
+    return seeder.puts
 
 
 def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[Outcome, list[str]]:
@@ -100,6 +109,7 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
         aws = create_aws()
         seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1))
         fill(aws, seeded)
+        seeded_breaker = seed_breaker(aws, fault_settings(aws))
         clock = FakeClock()
         faults = Faults(plan=dict(plan))
         faulty_sqs = faults.wrap(aws.sqs)
@@ -130,7 +140,7 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
             make_visible(aws.dlq_url)
             clock.advance(60)
             healthy.run(REMAINING)
-        check_books(aws, seeded, faults, faults.puts + recorder.puts, outcome)
+        check_books(aws, seeded, faults, seeded_breaker + faults.puts + recorder.puts, outcome)
         return outcome, faults.calls
 
 

@@ -12,8 +12,10 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
 from local_aws.queues import depth, drain
+from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.settings import ConfigError
-from tests.conftest import Aws
+from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.factories import order_body
 
 
@@ -35,6 +37,14 @@ def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     }.items():
         monkeypatch.setenv(name, value)
     return import_fresh("redriver.handler")
+
+
+@pytest.fixture(autouse=True)
+def consumer_kit_environment(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What grant_consumer sets on the consumer function."""
+    monkeypatch.setenv(ENV_DLQ_URL, aws.dlq_url)
+    monkeypatch.setenv(ENV_TABLE_NAME, aws.table_name)
+    monkeypatch.setenv(ENV_MAX_RECEIVE_COUNT, str(MAX_RECEIVE_COUNT))
 
 
 def test_scheduled_invocation_redrives_and_emits_metrics(
@@ -70,16 +80,27 @@ def test_bad_configuration_fails_at_cold_start_naming_the_variable(
         import_fresh("redriver.handler")
 
 
-def test_consumer_reports_only_the_failed_records(aws: Aws) -> None:
+def test_consumer_sends_an_invalid_order_to_the_dlq_at_once_and_reports_a_transient_failure(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a downstream that is down, and an order that can never be valid
+    monkeypatch.setenv("DOWNSTREAM_FAILURE_RATE", "1")
     consumer = import_fresh("consumer.handler")
     for body in (order_body("good"), '{"order_id": "broken"}'):
         aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=body)
-    messages = aws.sqs.receive_message(QueueUrl=aws.source_url, MaxNumberOfMessages=10)["Messages"]
-    poison_id = next(m["MessageId"] for m in messages if "broken" in m["Body"])
+    messages = aws.sqs.receive_message(
+        QueueUrl=aws.source_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    transient_id = next(m["MessageId"] for m in messages if "good" in m["Body"])
 
     response = consumer.lambda_handler(sqs_event(messages, aws.source_arn), LambdaContext())
 
-    assert response == {"batchItemFailures": [{"itemIdentifier": poison_id}]}
+    # THEN only the transient failure is retried; the invalid order is in the DLQ with its reason
+    assert response == {"batchItemFailures": [{"itemIdentifier": transient_id}]}
+    [dead] = drain(aws.sqs, aws.dlq_url)
+    mark = json.loads(dead["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    assert dead["Body"] == '{"order_id": "broken"}'
+    assert (mark["err"]["kind"], mark["err"]["class"]) == ("terminal", "consumer.orders.InvalidOrder")
 
 
 def test_consumer_fails_the_invocation_when_a_downstream_outage_fails_every_record(

@@ -3,7 +3,6 @@ state table and the batch response for every kind of failure."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.events import LambdaContext
+from local_aws.events import sqs_event as lambda_event
 from local_aws.queues import drain, make_visible
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
 from redriver.model.failure import (
@@ -105,35 +105,6 @@ def make_kit(aws: Aws, *, sqs: Any = None, dynamodb: Any = None, **rules: Any) -
     return ConsumerKit.from_environment(
         env=env, sqs=sqs or aws.sqs, dynamodb=dynamodb or aws.dynamodb, clock=FakeClock(NOW), **rules
     )
-
-
-def lambda_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    """The event Lambda's SQS event source mapping builds: binary attribute values in base64."""
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {
-                    name: {"dataType": value["DataType"], **_event_value(value)}
-                    for name, value in (m.get("MessageAttributes") or {}).items()
-                },
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": "us-east-1",
-            }
-            for m in messages
-        ]
-    }
-
-
-def _event_value(value: dict[str, Any]) -> dict[str, str]:
-    if "BinaryValue" in value:
-        return {"binaryValue": base64.b64encode(value["BinaryValue"]).decode("ascii")}
-    return {"stringValue": value["StringValue"]}
 
 
 def receive(aws: Aws, times: int = 1) -> list[dict[str, Any]]:

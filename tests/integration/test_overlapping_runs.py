@@ -89,7 +89,11 @@ def test_overlapping_runs_share_the_dlq_without_double_handling(
     counts = seed(aws)
 
     reports = run_together(
-        aws, clock, runs, first_batches_together=True, breaker=BreakerPolicy(failure_threshold=100)
+        aws,
+        clock,
+        runs,
+        first_batches_together=True,
+        breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )
 
     in_source = drain(aws.sqs, aws.source_url)
@@ -148,7 +152,10 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
 def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, clock: FakeClock) -> None:
     counts = seed(aws)
     settings = make_settings(
-        aws, max_redrives=MAX_REDRIVES, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100)
+        aws,
+        max_redrives=MAX_REDRIVES,
+        parallel_batches=4,
+        breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )
 
     # four workers, each holding its first batch at the same moment
@@ -204,7 +211,9 @@ def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock
         return aws.sqs.send_message_batch(**kwargs)
 
     sqs = AtomicQueueCalls(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
-    settings = make_settings(aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100))
+    settings = make_settings(
+        aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+    )
 
     with pytest.raises(RuntimeError, match="first send"):
         make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)

@@ -11,6 +11,7 @@ from local_aws.queues import depth, drain
 from redriver.act.ratelimit import TokenBucket
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.settings import Settings
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock, always, consume, never, order_body
 
@@ -69,7 +70,9 @@ def test_redrive_returns_body_and_attributes_unchanged_plus_the_mark(aws: Aws, c
 
 def test_redrive_count_survives_round_trips_until_the_message_is_parked(aws: Aws, clock: FakeClock) -> None:
     # GIVEN a consumer that always fails one order, and a breaker that will not get in the way
-    settings = make_settings(aws, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100))
+    settings = make_settings(
+        aws, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+    )
     redriver = make_redriver(aws, settings, clock)
     fail_into_dlq(aws, order_body("poison"))
     identities = set()
@@ -153,26 +156,40 @@ def test_redrive_delay_grows_exponentially_with_the_count(aws: Aws, clock: FakeC
     assert aws.sqs.receive_message(QueueUrl=aws.source_url).get("Messages") is None
 
 
-def test_breaker_opens_when_redriven_messages_keep_coming_back(aws: Aws, clock: FakeClock) -> None:
+def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, make_settings(aws), clock)
     fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(5)))
 
     reports = []
-    for _ in range(4):
+    for _ in range(2):
         reports.append(redriver.run(REMAINING))
         consume(aws.sqs, aws.source_url, always)  # the consumer is still broken
         clock.advance(10)
 
-    assert [r.returned for r in reports] == [0, 5, 5, 5]
+    assert [r.returned for r in reports] == [0, 5]
     assert reports[-1].breaker_transitions == ["CLOSED->OPEN"]
     assert stored_breaker(aws)["state"] == {"S": "OPEN"}
     # the run that opened it re-drove nothing more into the broken consumer
-    assert [r.redriven for r in reports] == [5, 5, 5, 0]
+    assert [r.redriven for r in reports] == [5, 0]
     assert depth(aws.sqs, aws.dlq_url) == 5
 
 
+def test_a_lone_message_that_keeps_failing_never_opens_the_breaker(aws: Aws, clock: FakeClock) -> None:
+    redriver = make_redriver(aws, make_settings(aws, max_redrives=4), clock)
+    fail_into_dlq(aws, order_body("poison"))
+
+    reports = []
+    for _ in range(5):
+        reports.append(redriver.run(REMAINING))
+        consume(aws.sqs, aws.source_url, always)
+
+    assert [r.mode for r in reports] == [Mode.REDRIVE] * 5
+    assert [r.redriven for r in reports] == [1, 1, 1, 1, 0] and reports[-1].parked == 1
+    assert stored_breaker(aws) is None
+
+
 def test_open_breaker_blocks_redrive(aws: Aws, clock: FakeClock) -> None:
-    redriver = make_redriver(aws, make_settings(aws), clock)
+    redriver = make_redriver(aws, single_message_breaker(aws), clock)
     fail_into_dlq(aws, order_body("o-1"))
     for _ in range(4):
         redriver.run(REMAINING)
@@ -182,6 +199,12 @@ def test_open_breaker_blocks_redrive(aws: Aws, clock: FakeClock) -> None:
 
     assert report.mode is Mode.SKIP and report.received == 0
     assert depth(aws.sqs, aws.dlq_url) == 1 and depth(aws.sqs, aws.source_url) == 0
+
+
+def single_message_breaker(aws: Aws, **overrides: object) -> Settings:
+    """Settings whose breaker fails a run on one returned message (a minimum volume of 1)."""
+    policy = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, minimum_volume=1)
+    return make_settings(aws, breaker=policy, **overrides)
 
 
 def open_the_breaker(aws: Aws, clock: FakeClock, redriver) -> None:
@@ -204,21 +227,21 @@ def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: 
     assert (first.mode, first.canaries, first.redriven) == (Mode.PROBE, 1, 1)
     assert consume(aws.sqs, aws.source_url, never)[0]
 
-    # a run inside the verdict window only watches
+    # a run inside the verdict window only watches, without a receive
     clock.advance(CANARY_WINDOW - 1)
-    assert redriver.run(REMAINING).mode is Mode.WATCH
+    watch = redriver.run(REMAINING)
+    assert (watch.mode, watch.received) == (Mode.WATCH, 0)
 
-    # THEN a canary that stays away past its window, and is not found in the DLQ, is a success
+    # THEN a canary that stays away past its window, and is not found in the DLQ, is a success,
+    # and the same run sends the next canary at once
     clock.advance(2)
     verdict = redriver.run(REMAINING)
-    assert (verdict.mode, verdict.received, verdict.breaker_state) == (Mode.VERDICT, 3, State.HALF_OPEN)
-    second = redriver.run(REMAINING)
-    assert (second.mode, second.canaries) == (Mode.PROBE, 1)
+    assert (verdict.mode, verdict.canaries, verdict.breaker_state) == (Mode.VERDICT, 1, State.HALF_OPEN)
     consume(aws.sqs, aws.source_url, never)
     clock.advance(CANARY_WINDOW + 1)
-    # the second success closes it, and the next run drains the DLQ
-    assert redriver.run(REMAINING).breaker_transitions == ["HALF_OPEN->CLOSED"]
-    assert redriver.run(REMAINING).redriven == 2
+    # the second success closes it, and the same run drains the DLQ
+    closing = redriver.run(REMAINING)
+    assert (closing.breaker_transitions, closing.redriven) == (["HALF_OPEN->CLOSED"], 2)
     consume(aws.sqs, aws.source_url, never)
     assert depth(aws.sqs, aws.dlq_url) == 0
 
@@ -240,7 +263,9 @@ def test_a_canary_found_back_when_its_window_ends_reopens_the_breaker(aws: Aws, 
     assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
 
 
-def test_a_canary_that_comes_back_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
+def test_a_canary_that_came_back_is_found_when_its_window_ends_not_by_scans_before(
+    aws: Aws, clock: FakeClock
+) -> None:
     redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
     fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(3)))
     open_the_breaker(aws, clock, redriver)
@@ -249,25 +274,31 @@ def test_a_canary_that_comes_back_reopens_the_breaker(aws: Aws, clock: FakeClock
 
     consume(aws.sqs, aws.source_url, always)  # still broken: the canary returns to the DLQ
     clock.advance(5)
-    report = redriver.run(REMAINING)
+    watch = redriver.run(REMAINING)
+    clock.advance(CANARY_WINDOW)
+    verdict = redriver.run(REMAINING)
 
-    assert report.mode is Mode.WATCH
-    assert report.breaker_transitions == ["HALF_OPEN->OPEN"]
-    assert report.redriven == 0
+    assert (watch.mode, watch.received, watch.breaker_transitions) == (Mode.WATCH, 0, [])
+    assert (verdict.mode, verdict.breaker_transitions, verdict.redriven) == (
+        Mode.VERDICT,
+        ["HALF_OPEN->OPEN"],
+        0,
+    )
     assert depth(aws.sqs, aws.dlq_url) == 3
 
 
 def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
     aws: Aws, clock: FakeClock
 ) -> None:
-    # GIVEN max 4 re-drives: 3 happen while the breaker opens, the 4th is the canary
-    redriver = make_redriver(aws, make_settings(aws, max_redrives=4), clock)
+    # GIVEN max 2 re-drives: 1 happens before the breaker opens, the 2nd is the canary
+    redriver = make_redriver(aws, single_message_breaker(aws, max_redrives=2), clock)
     fail_into_dlq(aws, order_body("o-1"))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
     assert redriver.run(REMAINING).canaries == 1
 
     consume(aws.sqs, aws.source_url, always)
+    clock.advance(CANARY_WINDOW + 1)
     report = redriver.run(REMAINING)
 
     assert report.parked == 1
@@ -275,7 +306,7 @@ def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
 
 
 def test_an_empty_dlq_does_not_close_a_half_open_breaker(aws: Aws, clock: FakeClock) -> None:
-    redriver = make_redriver(aws, make_settings(aws), clock)
+    redriver = make_redriver(aws, single_message_breaker(aws), clock)
     fail_into_dlq(aws, order_body("o-1"))
     open_the_breaker(aws, clock, redriver)
     drain(aws.sqs, aws.dlq_url)
@@ -292,7 +323,9 @@ def test_message_with_ten_attributes_is_counted_in_the_table_and_parked_intact(
     aws: Aws, clock: FakeClock
 ) -> None:
     attributes = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
-    settings = make_settings(aws, max_redrives=2, breaker=BreakerPolicy(failure_threshold=100))
+    settings = make_settings(
+        aws, max_redrives=2, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+    )
     redriver = make_redriver(aws, settings, clock)
     aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody="ten", MessageAttributes=attributes)
     consume(aws.sqs, aws.source_url, always)

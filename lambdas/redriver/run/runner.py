@@ -83,7 +83,10 @@ class Redriver:
         }
         mode, breaker, stop, tally = passage.mode, passage.breaker, passage.stop, Tally()
         for _ in range(MAX_STEPS):
-            if mode is Mode.SKIP or self._out_of_time(remaining_ms):
+            if mode is Mode.SKIP:
+                break
+            if self._out_of_time(remaining_ms):
+                stop = stop or StopReason.TIME_BUDGET
                 break
             step = steps[mode](breaker, remaining_ms, writer)
             tally, breaker, stop = tally + step.tally, step.breaker, step.stop
