@@ -13,35 +13,25 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
 from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
-from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
 from redriver.decide.pacing import out_of_time
 from redriver.model.report import RunReport, StopReason, Tally
+from redriver.run.canary_verdict import CanaryJudge, Step
 from redriver.run.gate import pass_gate
 from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
-from redriver.run.wave import VERDICT_POLL_SECONDS, SlowStart, Wave
+from redriver.run.wave import SlowStart, Wave
 from redriver.settings import Settings
 
 # Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
 # re-drive at most.
 MAX_STEPS = 8
-
-
-@dataclass(frozen=True)
-class Step:
-    tally: Tally
-    breaker: Breaker
-    stop: StopReason = StopReason.NONE
-    # The mode the run goes on with, when the step moved the breaker to one that allows more.
-    then: Mode | None = None
 
 
 class Redriver:
@@ -66,6 +56,7 @@ class Redriver:
         self.log = logger
         self.clock = clock
         self.pause = pause
+        self.judge = CanaryJudge(settings, state=state, clock=clock, pause=pause, logger=logger)
 
     def now(self) -> int:
         return int(self.clock())
@@ -154,17 +145,17 @@ class Redriver:
         step = Step(self._released(drained), drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT or not self.settings.consumer_verdicts:
             return step
-        return self._await_canary_verdict(step, remaining_ms, writer)
+        return self.judge.await_verdict(step, lambda: self._out_of_time(remaining_ms), writer)
 
     def _watch(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
         """The canary's window is not over: only the consumer kit's verdict can say more now.
         The DLQ is not scanned: a failing canary cannot be back before its window ends."""
-        return self._consumer_verdict_on_canary(Step(Tally(), breaker), writer)
+        return self.judge.hear(Step(Tally(), breaker), writer)
 
     def _verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
         """The canary's window is over: its verdict from the kit, else a scan that stops at it."""
         if self.settings.consumer_verdicts:
-            heard = self._consumer_verdict_on_canary(Step(Tally(), breaker), writer)
+            heard = self.judge.hear(Step(Tally(), breaker), writer)
             if heard.breaker is not breaker:
                 return heard
         drained = self._drain(Mode.VERDICT, breaker, remaining_ms, writer)
@@ -172,60 +163,7 @@ class Redriver:
         step = Step(tally, drained.breaker, drained.stop)
         if drained.breaker.state is not State.HALF_OPEN or tally.errors:
             return step
-        return self._judge_canary(step, drained.canary_may_hide, writer)
-
-    # -- the canary's verdict ----------------------------------------------------------------
-
-    def _await_canary_verdict(
-        self, step: Step, remaining_ms: Callable[[], int], writer: BreakerWriter
-    ) -> Step:
-        """A probe run waits a bounded time inside its invocation for the kit's verdict; without
-        one, the canary's window decides in a later run."""
-        deadline = self.clock() + self.settings.verdict_wait_seconds
-        while not self._out_of_time(remaining_ms):
-            heard = self._consumer_verdict_on_canary(step, writer)
-            if heard.breaker is not step.breaker or self.clock() >= deadline:
-                return heard
-            self.pause(VERDICT_POLL_SECONDS)
-        return step
-
-    def _consumer_verdict_on_canary(self, step: Step, writer: BreakerWriter) -> Step:
-        breaker = step.breaker
-        if not self.settings.consumer_verdicts or breaker.canary is None:
-            return step
-        verdicts = self.state.load_verdicts(breaker.canary.verdict_key)
-        after = canary.after_consumer_verdicts(breaker, verdicts, self.now(), self.settings.breaker)
-        if after is None:
-            return step
-        self.log.info("the consumer judged the canary", extra={"verdicts": vars(verdicts)})
-        return self._moved(step, breaker, after, writer)
-
-    def _judge_canary(self, step: Step, may_have_hidden: bool, writer: BreakerWriter) -> Step:
-        """The scan after the canary's window did not find it (and hit no error)."""
-        breaker = step.breaker
-        probe = breaker.canary
-        assert probe is not None, "a HALF_OPEN breaker in VERDICT has a canary"
-        now = self.now()
-        verdict = canary.judge(probe, may_have_hidden=may_have_hidden, now=now)
-        if verdict is canary.Verdict.PASSED:
-            self.log.info("canary stayed away: one success")
-            after = circuit.canary_passed(breaker, now, self.settings.breaker)
-        elif verdict is canary.Verdict.FAILED:
-            self.log.warning("canary hidden behind its FIFO group for two windows: opening the circuit")
-            after = breaker.opened(now)
-        else:
-            self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
-            return step
-        return self._moved(step, breaker, after, writer)
-
-    def _moved(self, step: Step, before: Breaker, after: Breaker, writer: BreakerWriter) -> Step:
-        """Write the breaker's move; the run goes on with the mode the new record allows."""
-        breaker, errors = writer.transition(before, after)
-        tally = step.tally + Tally(errors=errors)
-        if breaker is not after:
-            return Step(tally, breaker, step.stop)
-        _, mode = circuit.begin_run(after, self.now(), self.settings.breaker)
-        return Step(tally, after, step.stop, then=mode)
+        return self.judge.after_scan(step, drained.canary_may_hide, writer)
 
     # -- helpers -----------------------------------------------------------------------------
 
