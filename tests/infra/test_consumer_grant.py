@@ -206,8 +206,12 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
-def test_a_source_folder_without_the_redriver_package_fails_at_synth(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no redriver package"):
+@pytest.mark.parametrize("missing", [KIT_PACKAGE, PROTOCOL_PACKAGE])
+def test_a_source_folder_without_either_package_fails_at_synth(tmp_path: Path, missing: str) -> None:
+    for package in {KIT_PACKAGE, PROTOCOL_PACKAGE} - {missing}:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    with pytest.raises(FileNotFoundError, match=f"no {missing} package"):
         consumer_kit_code(tmp_path)
 
 
