@@ -256,3 +256,23 @@ def test_a_healthy_consumer_answers_the_probes_and_the_run_drains_at_full_rate(
     assert (report.redriven, report.breaker_state) == (25, State.CLOSED)
     assert sorted(consumer.fulfilled) == sorted(f"o-{i}" for i in range(25))
     assert clock() - started <= 5  # the probes' verdicts took a poll or two, not the verdict wait
+
+
+def test_poison_with_no_room_for_the_mark_is_parked_with_the_error_the_kit_recorded(
+    aws: Aws, clock: FakeClock, consumer: OrderConsumer
+) -> None:
+    # GIVEN an invalid order with 10 attributes: its failure can only go to the table
+    attributes = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
+    aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=POISON, MessageAttributes=attributes)
+    consumer.poll()
+
+    report = redriver_hearing(aws, clock, consumer).run(REMAINING)
+
+    # THEN it is parked on first sight, intact, and its table record says why
+    assert (report.parked, report.redriven) == (1, 0)
+    [parked] = drain(aws.sqs, aws.parking_lot_url)
+    assert parked["Body"] == POISON and parked["MessageAttributes"] == attributes
+    records = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    [record] = [r for r in records if r["pk"]["S"].startswith("MSG#")]
+    assert json.loads(record["reason"]["S"])["cause"] == "terminal"
+    assert json.loads(record["failure"]["S"])["class"].endswith("InvalidOrder")

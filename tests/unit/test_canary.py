@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from redriver.decide.breaker import Canary
-from redriver.decide.canary import Verdict, claim, judge
+import pytest
+
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
+from redriver.decide.canary import Verdict, after_consumer_verdicts, claim, judge
 from redriver.decide.identity import track
+from redriver.model.failure import VerdictCounts
 from tests.fakes import dlq_message
 
 NOW = 1_800_000_000
@@ -31,3 +34,29 @@ def test_a_canary_that_may_hide_behind_its_group_is_judged_after_a_second_window
     assert judge(CANARY, may_have_hidden=True, now=NOW) is Verdict.POSTPONED
     assert judge(CANARY, may_have_hidden=True, now=NOW + window - 1) is Verdict.POSTPONED
     assert judge(CANARY, may_have_hidden=True, now=NOW + window) is Verdict.FAILED
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "state", "successes", "canary_left"),
+    [
+        (VerdictCounts(ok=1), State.HALF_OPEN, 1, False),  # one success of two
+        (VerdictCounts(transient=1), State.OPEN, 0, False),  # still broken
+        (VerdictCounts(ok=1, transient=1), State.OPEN, 0, False),  # a failure outweighs
+        (VerdictCounts(terminal=1), State.HALF_OPEN, 0, False),  # poison: probe released
+    ],
+)
+def test_the_consumer_kits_verdict_on_a_canary_moves_the_breaker(
+    verdicts: VerdictCounts, state: State, successes: int, canary_left: bool
+) -> None:
+    breaker = Breaker(State.HALF_OPEN, changed_at=0, version=3, canary=Canary(("id-1",), 100, sent_at=10))
+
+    after = after_consumer_verdicts(breaker, verdicts, 50, BreakerPolicy(success_threshold=2))
+
+    assert after is not None
+    assert (after.state, after.successes, after.canary is not None) == (state, successes, canary_left)
+
+
+def test_no_verdict_yet_leaves_the_canary_in_flight() -> None:
+    breaker = Breaker(State.HALF_OPEN, version=3, canary=Canary(("id-1",), 100, sent_at=10))
+    assert after_consumer_verdicts(breaker, VerdictCounts(), 50, BreakerPolicy()) is None
+    assert breaker.canary is not None and breaker.canary.verdict_key == "canary/10/id-1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from redriver.model.envelope import (
     message_size,
     string_attribute,
 )
+from redriver.model.failure import Failure, FailureKind
 
 LARGEST_MARKABLE = MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))
@@ -141,7 +143,7 @@ def test_content_identity_ignores_attribute_order(values: dict[str, str]) -> Non
     assert message("b", forward).content_identity == message("b", backward).content_identity
 
 
-def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() -> None:
+def test_a_mark_with_the_longest_history_a_failure_and_a_parking_reason_fits_the_budget() -> None:
     # GIVEN the longest history settings allow (MAX_REDRIVES <= 50), a hash identity, 10-digit times
     mark = Mark("sha256:" + "f" * 64, 0, 1_800_000_000)
     for i in range(50):
@@ -154,6 +156,18 @@ def test_a_mark_with_the_longest_history_and_a_parking_reason_fits_the_budget() 
         "source_queue": "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46,  # 100 chars
         "dlq_message_id": "0f8e7c1a-7d2b-4a38-9c41-5e6f7a8b9c0d",
     }
+    # and the longest failure the consumer kit can write: non-ASCII costs up to 12 bytes escaped
+    failure = Failure(
+        FailureKind.TRANSIENT,
+        "pkg." * 60 + "Error",
+        "\U0001f4a5" * 1000,
+        "f" * 16,
+        1_800_099_999,
+        1000,
+        "arn:aws:sqs:ap-southeast-2:123456789012:" + "q" * 80,
+    )
+    mark = replace(mark, failure=failure)
+    reason["why"] += f"; consumer's {failure.describe()}"
     # WHEN it is written as the message attribute
     size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason)))
     # THEN it fits the bytes reserved for it

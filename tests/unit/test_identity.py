@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from redriver.decide.identity import counted_in_table, track
 from redriver.decide.routing import Routes
-from redriver.model.envelope import Mark, string_attribute
+from redriver.model.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
+from redriver.model.failure import Failure, FailureKind
 from tests.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000
@@ -47,3 +50,14 @@ def test_a_message_goes_back_to_the_source_sqs_names_else_to_the_first() -> None
     assert routes.source_url(unnamed) == queue_url("orders")
     assert routes.source_url(unknown) is None
     assert routes.describe_source(unknown) == "arn:aws:sqs:us-east-1:123456789012:legacy"
+
+
+def test_a_recorded_failure_older_than_the_last_redrive_belongs_to_an_earlier_delivery() -> None:
+    # GIVEN a message counted only in the table, whose failure record outlived its next re-drive
+    big = dlq_message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES + 1))
+    failure = Failure(FailureKind.TERMINAL, "E", "m", "fp", at=100, attempt=1, source="arn")
+    old = Mark(big.content_identity, 1, 50, (200,), failure)
+    new = replace(old, failure=replace(failure, at=300))
+
+    assert track([big], {old.identity: old}, NOW).unique[0].mark.failure is None
+    assert track([big], {new.identity: new}, NOW).unique[0].mark.failure == new.failure

@@ -7,14 +7,19 @@ of the table records both sides use. Neither side has a copy of it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 # Longest error message kept in a mark; the class and fingerprint identify the failure anyway.
+# Bounded in characters and, as JSON (non-ASCII is escaped: up to 12 bytes a character), in bytes,
+# so a mark with a failure and a parking reason still fits its budget (tested).
 MAX_ERROR_MESSAGE_CHARS = 240
+MAX_ERROR_MESSAGE_JSON_BYTES = 480
 MAX_ERROR_CLASS_CHARS = 120
+MAX_ERROR_CLASS_JSON_BYTES = 240
 # Verdict and failure records are read within minutes; a day is plenty.
 VERDICT_RECORD_TTL_SECONDS = 86_400
 
@@ -51,8 +56,8 @@ class Failure:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind.value,
-            "class": self.error_class[:MAX_ERROR_CLASS_CHARS],
-            "msg": self.message[:MAX_ERROR_MESSAGE_CHARS],
+            "class": bounded(self.error_class, MAX_ERROR_CLASS_CHARS, MAX_ERROR_CLASS_JSON_BYTES),
+            "msg": bounded(self.message, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_MESSAGE_JSON_BYTES),
             "fp": self.fingerprint,
             "at": self.at,
             "try": self.attempt,
@@ -81,7 +86,8 @@ class Failure:
 
     def describe(self) -> str:
         """One line for a parking reason: what failed, and the group it belongs to."""
-        return f"{self.kind.value} error {self.error_class}: {self.message} (fingerprint {self.fingerprint})"
+        fields = self.to_dict()
+        return f"{self.kind.value} error {fields['class']}: {fields['msg']} (fingerprint {self.fingerprint})"
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,14 @@ class VerdictCounts:
     @property
     def total(self) -> int:
         return self.ok + self.transient + self.terminal
+
+
+def bounded(text: str, max_chars: int, max_json_bytes: int) -> str:
+    """``text`` cut to ``max_chars`` characters, and shorter still until its JSON form fits."""
+    text = text[:max_chars]
+    while len(json.dumps(text)) > max_json_bytes:
+        text = text[: len(text) * 3 // 4]
+    return text
 
 
 def verdict_record_key(verdict_key: str) -> str:
