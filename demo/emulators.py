@@ -7,6 +7,7 @@ the environment the deployed function has, and invoked here: by an SQS event-sou
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import time
@@ -39,17 +40,42 @@ class InProcessFunction:
             return self._handler(event, context)
 
 
+# What an event source saw of one batch: the messages it received, and the ids of those that failed.
+DeliveryObserver = Callable[[list[dict[str, Any]], set[str]], None]
+
+
+def wait_with(redriver: InProcessFunction, pause: Callable[[float], None]) -> None:
+    """Make the re-driver's waits (a probe waiting for the canary's verdict, slow start waiting for
+    the verdicts of a re-drive step) call ``pause`` instead of sleeping.
+
+    In AWS the consumer runs in its own execution environments while a re-driver run waits; here
+    both share one thread, so the run's waits must let the event source poll, or no verdict could
+    ever come. The handler composes its re-driver on the first invocation with
+    ``redriver.wiring.compose_redriver``; its ``pause`` is the seam (tests use it the same way).
+    Call this before the first invocation.
+    """
+    namespace = vars(redriver.module)  # KeyError: the handler no longer composes its re-driver so
+    namespace["compose_redriver"] = functools.partial(namespace["compose_redriver"], pause=pause)
+
+
 class SqsEventSource:
     """One poll of an SQS event source mapping with ReportBatchItemFailures."""
 
     def __init__(
-        self, sqs: Any, queue_url: str, queue_arn: str, function: InProcessFunction, batch_size: int
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        function: InProcessFunction,
+        batch_size: int,
+        on_delivery: DeliveryObserver = lambda messages, failed: None,
     ):
         self._sqs = sqs
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._function = function
         self._batch_size = batch_size
+        self._on_delivery = on_delivery
         self.invocation_errors = 0
 
     def poll(self) -> int:
@@ -72,8 +98,10 @@ class SqsEventSource:
                 f"invocation of {self._function.config.name} failed: {'; '.join(causes)}",
                 file=self._function.log,
             )
+            self._on_delivery(messages, {m["MessageId"] for m in messages})
             return len(messages)
         failed = {failure["itemIdentifier"] for failure in response.get("batchItemFailures", [])}
+        self._on_delivery(messages, failed)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self._sqs.delete_message_batch(
