@@ -207,7 +207,8 @@ class Scenario:
         self.transitions: list[str] = []
         self.summaries: list[dict[str, Any]] = []
         self.timeline: list[tuple[float, str]] = []
-        self.transient_errors: dict[str, str] = {}  # good order -> the class of its last transient error
+        self.transient_errors: dict[str, str] = {}  # good order -> the class of its last downstream error
+        self._count_downstream_errors()
         self.redriven_orders: set[str] = set()  # good orders delivered with a re-drive mark (n >= 1)
         self.poison_deliveries: dict[str, int] = {}
         self.poison_failed_at: dict[str, float] = {}
@@ -266,8 +267,9 @@ class Scenario:
             self.progress.sent += len(batch)
 
     def _delivered(self, messages: list[dict[str, Any]], failed: set[str]) -> None:
-        """The event source's batch: poison deliveries, good orders that came back re-driven and
-        the transient error that had failed them."""
+        """The event source's batch: poison deliveries, and good orders that came back re-driven.
+        (``failed`` is of no use here: the kit dead-letters a failed order itself and reports it
+        done.)"""
         at = self._elapsed()
         for message in messages:
             order_id = str(json.loads(message["Body"]).get("order_id"))
@@ -275,14 +277,23 @@ class Scenario:
                 self.poison_deliveries[order_id] = self.poison_deliveries.get(order_id, 0) + 1
                 self.poison_failed_at.setdefault(order_id, at)
                 continue
-            # The kit dead-letters a failed order itself (the batch reports it done): what failed it
-            # travels in the mark, and shows when the re-driver sends it back.
-            mark = _mark(message)
-            error = mark.get("err") or {}
-            if error.get("kind") == "transient":
-                self.transient_errors[order_id] = str(error.get("class"))
-            if mark.get("n", 0) >= 1:
+            if _mark(message).get("n", 0) >= 1:
                 self.redriven_orders.add(order_id)
+
+    def _count_downstream_errors(self) -> None:
+        """Note which orders the consumer's downstream refused, and with what error (the kit
+        dead-letters them with it, and the re-driver's mark drops it when it re-drives)."""
+        downstream = self.consumer.module.downstream
+        submit = downstream.submit
+
+        def submit_noting_errors(order: Any) -> Any:
+            try:
+                return submit(order)
+            except Exception as error:
+                self.transient_errors[order.order_id] = type(error).__name__
+                raise
+
+        downstream.submit = submit_noting_errors
 
     def _record_run(self, at: float, summary: dict[str, Any]) -> None:
         progress = self.progress

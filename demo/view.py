@@ -95,19 +95,19 @@ def print_report(report: Report) -> None:
 
 def _print_poison(report: Report) -> None:
     console.print(
-        f"\n[bold]Poison[/]: {len(report.poison_parked)} of {report.poison_orders} parked, "
-        "each on the consumer kit's verdict at its first failure"
+        f"\n[bold]Poison[/]: {len(report.poison_parked)} of {report.poison_orders} parked at their "
+        "first failure (the consumer kit's terminal verdict)"
     )
     for p in report.poison_parked:
         console.print(
-            f"  {p.order_id}  failed at {p.failed_at:5.1f} s (delivery {p.attempt}), parked at "
-            f"{p.parked_at:5.1f} s, cause [bold]{p.cause}[/], re-driven {p.redriven} times\n"
-            f"      {p.error_class}: {p.message}  [dim]fingerprint[/] {p.fingerprint}"
+            f"  {p.order_id}  failed at {p.failed_at:.1f} s (delivery {p.attempt}), parked at "
+            f"{p.parked_at:.1f} s: cause [bold]{p.cause}[/], re-driven {p.redriven} times\n"
+            f"          {p.error_class.rpartition('.')[2]}: {p.message}  [{p.fingerprint}]"
         )
     groups = ", ".join(f"{fp} x{count}" for fp, count in sorted(report.fingerprints.items()))
     console.print(
-        f"  grouped by fingerprint: {groups or 'none'} "
-        f"({len(report.fingerprints)} fingerprint(s) for the {report.poison_bugs} bug(s) injected)"
+        f"  grouped by fingerprint: {groups or 'none'}: {len(report.fingerprints)} fingerprint(s) "
+        f"for the {report.poison_bugs} bug(s) the producer put in"
     )
 
 
@@ -116,7 +116,7 @@ def _print_outage(report: Report) -> None:
     console.print(f"\n[bold]Outage[/] from {start:.1f} s to {end:.1f} s (downstream unavailable)")
     errors = ", ".join(f"{name} x{count}" for name, count in sorted(report.transient_errors.items()))
     console.print(
-        f"  {report.outage_failed_orders} good orders failed transiently ({errors or 'none'}); "
+        f"  {report.outage_failed_orders} good orders failed ({errors or 'none'}, transient); "
         f"{report.redriven_orders} re-driven, {report.redriven_fulfilled_once} of them fulfilled exactly once"
     )
     timeline = "  ".join(
