@@ -129,7 +129,8 @@ class Report:
         return not self.problems
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "balanced": self.balanced}, indent=2, sort_keys=True)
+        derived = {"balanced": self.balanced, "opened_during_outage": self.opened_during_outage}
+        return json.dumps({**asdict(self), **derived}, indent=2, sort_keys=True)
 
 
 def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], dict[str, str]]:
