@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import redirect_stdout
 from typing import IO, Any
 
+from local_aws import LAMBDAS_DIR
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
@@ -29,7 +30,7 @@ class InProcessFunction:
         module_name, _, attribute = config.handler.rpartition(".")
         # Logger handlers bind to stdout at import: import with stdout sent to the log.
         with environment(config.environment), redirect_stdout(log):
-            sys.modules.pop(module_name, None)
+            _forget_function_code()
             module = importlib.import_module(module_name)
         self.module = module
         self._handler: Callable[[dict[str, Any], LambdaContext], Any] = getattr(module, attribute)
@@ -56,6 +57,18 @@ def wait_with(redriver: InProcessFunction, pause: Callable[[float], None]) -> No
     """
     namespace = vars(redriver.module)  # KeyError: the handler no longer composes its re-driver so
     namespace["compose_redriver"] = functools.partial(namespace["compose_redriver"], pause=pause)
+
+
+def _forget_function_code() -> None:
+    """Make the next import of a handler load its code and layers (lambdas/) anew, as a fresh
+    execution environment does, so what they read from the environment at import is the function's
+    own: the synth imports the consumer kit (its Logger would have no service name), and each
+    function's Powertools objects are created under its own POWERTOOLS_* variables. Modules already
+    imported keep working: the handlers import nothing of lambdas/ lazily."""
+    root = str(LAMBDAS_DIR)
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(root):
+            del sys.modules[name]
 
 
 class SqsEventSource:
