@@ -7,6 +7,7 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from demo.scenario import Progress, Report, ScenarioOptions
@@ -102,7 +103,8 @@ def _print_poison(report: Report) -> None:
         console.print(
             f"  {p.order_id}  failed at {p.failed_at:.1f} s (delivery {p.attempt}), parked at "
             f"{p.parked_at:.1f} s: cause [bold]{p.cause}[/], re-driven {p.redriven} times\n"
-            f"          {p.error_class.rpartition('.')[2]}: {p.message}  [{p.fingerprint}]"
+            f"          {escape(p.error_class.rpartition('.')[2])}: {escape(p.message)}  "
+            f"fingerprint {escape(p.fingerprint)}"
         )
     groups = ", ".join(f"{fp} x{count}" for fp, count in sorted(report.fingerprints.items()))
     console.print(
