@@ -7,6 +7,7 @@ the environment the deployed function has, and invoked here: by an SQS event-sou
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import time
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from contextlib import redirect_stdout
 from typing import IO, Any
 
+from local_aws import LAMBDAS_DIR
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
@@ -28,7 +30,7 @@ class InProcessFunction:
         module_name, _, attribute = config.handler.rpartition(".")
         # Logger handlers bind to stdout at import: import with stdout sent to the log.
         with environment(config.environment), redirect_stdout(log):
-            sys.modules.pop(module_name, None)
+            _forget_function_code()
             module = importlib.import_module(module_name)
         self.module = module
         self._handler: Callable[[dict[str, Any], LambdaContext], Any] = getattr(module, attribute)
@@ -39,17 +41,54 @@ class InProcessFunction:
             return self._handler(event, context)
 
 
+# What an event source saw of one batch: the messages it received, and the ids of those that failed.
+DeliveryObserver = Callable[[list[dict[str, Any]], set[str]], None]
+
+
+def wait_with(redriver: InProcessFunction, pause: Callable[[float], None]) -> None:
+    """Make the re-driver's waits (a probe waiting for the canary's verdict, slow start waiting for
+    the verdicts of a re-drive step) call ``pause`` instead of sleeping.
+
+    In AWS the consumer runs in its own execution environments while a re-driver run waits; here
+    both share one thread, so the run's waits must let the event source poll, or no verdict could
+    ever come. The handler composes its re-driver on the first invocation with
+    ``redriver.wiring.compose_redriver``; its ``pause`` is the seam (tests use it the same way).
+    Call this before the first invocation.
+    """
+    namespace = vars(redriver.module)  # KeyError: the handler no longer composes its re-driver so
+    namespace["compose_redriver"] = functools.partial(namespace["compose_redriver"], pause=pause)
+
+
+def _forget_function_code() -> None:
+    """Make the next import of a handler load its code and layers (lambdas/) anew, as a fresh
+    execution environment does, so what they read from the environment at import is the function's
+    own: the synth imports the consumer kit (its Logger would have no service name), and each
+    function's Powertools objects are created under its own POWERTOOLS_* variables. Modules already
+    imported keep working: the handlers import nothing of lambdas/ lazily."""
+    root = str(LAMBDAS_DIR)
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(root):
+            del sys.modules[name]
+
+
 class SqsEventSource:
     """One poll of an SQS event source mapping with ReportBatchItemFailures."""
 
     def __init__(
-        self, sqs: Any, queue_url: str, queue_arn: str, function: InProcessFunction, batch_size: int
+        self,
+        sqs: Any,
+        queue_url: str,
+        queue_arn: str,
+        function: InProcessFunction,
+        batch_size: int,
+        on_delivery: DeliveryObserver = lambda messages, failed: None,
     ):
         self._sqs = sqs
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._function = function
         self._batch_size = batch_size
+        self._on_delivery = on_delivery
         self.invocation_errors = 0
 
     def poll(self) -> int:
@@ -72,8 +111,10 @@ class SqsEventSource:
                 f"invocation of {self._function.config.name} failed: {'; '.join(causes)}",
                 file=self._function.log,
             )
+            self._on_delivery(messages, {m["MessageId"] for m in messages})
             return len(messages)
         failed = {failure["itemIdentifier"] for failure in response.get("batchItemFailures", [])}
+        self._on_delivery(messages, failed)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self._sqs.delete_message_batch(

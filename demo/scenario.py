@@ -1,8 +1,11 @@
 """The demo scenario: orders flow, the downstream has an outage, some orders are poison.
 
-The re-driver saves the pipeline: failed orders reach the DLQ, the breaker opens during the outage,
-canaries probe, it closes after recovery, re-drives drain the DLQ, poison lands in the parking lot.
-At the end every order is accounted for: fulfilled exactly once, or parked with its reason.
+The consumer uses the consumer kit: a poison order (InvalidOrder, terminal) goes to the DLQ at its
+first failure with the error in the re-driver's mark, and the re-driver parks it on first sight,
+never re-driving it. An order failed by the outage (DownstreamUnavailable, transient) is re-driven;
+the breaker opens during the outage, a canary probes, the kit's verdict closes it within seconds of
+the recovery, and re-drives drain the DLQ. At the end every order is accounted for: fulfilled
+exactly once, or parked with its reason. Times are seconds on the demo's clock (from its start).
 """
 
 from __future__ import annotations
@@ -10,18 +13,24 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 import boto3
 
-from demo.emulators import InProcessFunction, Schedule, SqsEventSource
+from demo.emulators import InProcessFunction, Schedule, SqsEventSource, wait_with
 from local_aws.cloudformation import Deployment, read_deployment
 from local_aws.queues import drain, queue_counts
 from redriver.model.envelope import MARK_ATTRIBUTE
 
 POLL_PAUSE_SECONDS = 0.05
+# The poison the producer sends: two distinct bugs, each hit by orders whose error messages differ
+# only in numbers (so each bug should make one fingerprint).
+ZERO_QUANTITY = "a line with quantity 0"
+NO_CUSTOMER = "no customer_id"
+POISON_BUGS = (ZERO_QUANTITY, NO_CUSTOMER)
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,24 @@ class Progress:
 
 
 @dataclass
+class PoisonParked:
+    """One poison order as the parking lot holds it: the parked mark's reason and the consumer's
+    error the kit put in the mark."""
+
+    order_id: str
+    bug: str  # which bug the producer put in it
+    cause: str  # the parked object's cause: "terminal" when parked on the kit's classification
+    error_class: str
+    message: str
+    fingerprint: str
+    redriven: int  # the mark's ``n``: re-drives before it was parked
+    attempt: int  # the consumer's delivery that failed it (``err.try``): 1 = its first
+    deliveries: int  # how many times the consumer was given it
+    failed_at: float  # seconds on the demo's clock: the consumer failed it (first time)
+    parked_at: float  # seconds on the demo's clock: it reached the parking lot
+
+
+@dataclass
 class Report:
     orders: int
     good_orders: int
@@ -71,19 +98,43 @@ class Report:
     elapsed_seconds: float
     queues_empty: bool
     finished_in_time: bool
+    # Poison: each order's parking, the fingerprints with their counts, the bugs injected.
+    poison_parked: list[PoisonParked] = field(default_factory=list)
+    fingerprints: dict[str, int] = field(default_factory=dict)
+    poison_bugs: int = 0
+    # The outage: its window, the good orders it failed, those re-driven, and their fulfilments.
+    outage_window: tuple[float, float] = (0.0, 0.0)
+    outage_failed_orders: int = 0
+    transient_errors: dict[str, int] = field(default_factory=dict)  # error class -> orders
+    redriven_orders: int = 0
+    redriven_fulfilled_once: int = 0
+    # The breaker on the demo's clock, read from the state table while runs go on.
+    breaker_timeline: list[tuple[float, str]] = field(default_factory=list)
+    breaker_opened_at: float | None = None
+    breaker_closed_at: float | None = None
+    dlq_drained_at: float | None = None
+    closed_after_outage_seconds: float | None = None
+    drained_after_outage_seconds: float | None = None
+    run_summaries: list[dict[str, Any]] = field(default_factory=list)
     log_file: str = ""
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def opened_during_outage(self) -> bool:
+        start, end = self.outage_window
+        return self.breaker_opened_at is not None and start <= self.breaker_opened_at <= end
 
     @property
     def balanced(self) -> bool:
         return not self.problems
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "balanced": self.balanced}, indent=2, sort_keys=True)
+        derived = {"balanced": self.balanced, "opened_during_outage": self.opened_during_outage}
+        return json.dumps({**asdict(self), **derived}, indent=2, sort_keys=True)
 
 
-def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], set[str]]:
-    """(order id, body) pairs in sending order, and the ids of the poison ones."""
+def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """(order id, body) pairs in sending order, and the poison ones' ids with their bug."""
     rng = random.Random(options.seed)
     orders: list[dict[str, Any]] = []
     for number in range(options.orders):
@@ -104,17 +155,23 @@ def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], set[st
                 "items": items,
             }
         )
-    poison_ids = {order["order_id"] for order in rng.sample(orders, options.poison)}
-    for order in orders:
-        if order["order_id"] in poison_ids:
-            order["items"] = [{"sku": "sku-0", "quantity": 0, "unit_price": "1.00"}]  # never valid
-    return [(order["order_id"], json.dumps(order)) for order in orders], poison_ids
+    poison = sorted(rng.sample(orders, options.poison), key=lambda order: str(order["order_id"]))
+    bugs: dict[str, str] = {}
+    for number, order in enumerate(poison):
+        bug = POISON_BUGS[number % len(POISON_BUGS)]
+        if bug == ZERO_QUANTITY:  # never valid; which line, and its price, differ between orders
+            rng.choice(order["items"])["quantity"] = 0
+        else:
+            del order["customer_id"]
+        bugs[order["order_id"]] = bug
+    return [(order["order_id"], json.dumps(order)) for order in orders], bugs
 
 
 class Scenario:
     def __init__(self, deployment: Deployment, options: ScenarioOptions, log: IO[str]) -> None:
         self.options = options
         self.sqs = boto3.client("sqs")
+        self.dynamodb = boto3.client("dynamodb")
         self.started = time.time()
         outage_from = self.started + options.outage_start_seconds
         self.outage = (outage_from, outage_from + options.outage_seconds)
@@ -134,37 +191,68 @@ class Scenario:
         self.deployment = deployment = read_deployment(deployment.stack_name)  # as it is now
         self.consumer = InProcessFunction(deployment.consumer, log)
         self.redriver = InProcessFunction(deployment.redriver, log)
+        self.breaker_key: str = self.redriver.module.SETTINGS.breaker_key
         self.event_source = SqsEventSource(
             self.sqs,
             deployment.source_url,
             deployment.source_queue_arn,
             self.consumer,
             deployment.consumer_batch_size,
+            on_delivery=self._delivered,
         )
+        wait_with(self.redriver, self._while_redriver_waits)
         self.schedule = Schedule(self.redriver, options.tick_seconds)
-        self.orders, self.poison_ids = make_orders(options)
+        self.orders, self.poison = make_orders(options)
+        self.pending = list(self.orders)
         self.progress = Progress()
         self.transitions: list[str] = []
+        self.summaries: list[dict[str, Any]] = []
+        self.timeline: list[tuple[float, str]] = []
+        self.transient_errors: dict[str, str] = {}  # good order -> the class of its last downstream error
+        self._count_downstream_errors()
+        self.redriven_orders: set[str] = set()  # good orders delivered with a re-drive mark (n >= 1)
+        self.poison_deliveries: dict[str, int] = {}
+        self.poison_failed_at: dict[str, float] = {}
+        self.dlq_drained_at: float | None = None
+        self._on_progress: Callable[[Progress], None] = lambda _: None
 
     def run(self, on_progress: Callable[[Progress], None] = lambda _: None) -> Report:
-        pending = list(self.orders)
+        self._on_progress = on_progress
         deadline = self.started + self.options.time_limit_seconds
         while time.time() < deadline:
-            self._produce(pending)
+            self._produce()
             while self.event_source.poll():
                 pass
+            at = self._elapsed()
             summary = self.schedule.fire_if_due()
             if summary is not None:
-                self._record_run(summary)
-            self._refresh_depths()
-            on_progress(self.progress)
-            if not pending and self._settled():
+                self._record_run(at, summary)
+            self._observe()
+            if not self.pending and self._settled():
                 break
             time.sleep(POLL_PAUSE_SECONDS)
         return self._account(finished_in_time=time.time() < deadline)
 
-    def _produce(self, pending: list[tuple[str, str]]) -> None:
-        elapsed = time.time() - self.started
+    def _elapsed(self) -> float:
+        return time.time() - self.started
+
+    def _while_redriver_waits(self, seconds: float) -> None:
+        """A re-driver run waits (for verdicts, slow start): meanwhile the producer sends and the
+        event source feeds the consumer, as in AWS; no schedule tick fires (a run is going on)."""
+        until = time.monotonic() + seconds
+        while True:
+            self._produce()
+            while self.event_source.poll():
+                pass
+            self._observe()
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(POLL_PAUSE_SECONDS, left))
+
+    def _produce(self) -> None:
+        pending = self.pending
+        elapsed = self._elapsed()
         due = (
             len(self.orders)
             if elapsed >= self.options.produce_seconds
@@ -179,7 +267,36 @@ class Scenario:
             )
             self.progress.sent += len(batch)
 
-    def _record_run(self, summary: dict[str, Any]) -> None:
+    def _delivered(self, messages: list[dict[str, Any]], failed: set[str]) -> None:
+        """The event source's batch: poison deliveries, and good orders that came back re-driven.
+        (``failed`` is of no use here: the kit dead-letters a failed order itself and reports it
+        done.)"""
+        at = self._elapsed()
+        for message in messages:
+            order_id = str(json.loads(message["Body"]).get("order_id"))
+            if order_id in self.poison:
+                self.poison_deliveries[order_id] = self.poison_deliveries.get(order_id, 0) + 1
+                self.poison_failed_at.setdefault(order_id, at)
+                continue
+            if _mark(message).get("n", 0) >= 1:
+                self.redriven_orders.add(order_id)
+
+    def _count_downstream_errors(self) -> None:
+        """Note which orders the consumer's downstream refused, and with what error (the kit
+        dead-letters them with it, and the re-driver's mark drops it when it re-drives)."""
+        downstream = self.consumer.module.downstream
+        submit = downstream.submit
+
+        def submit_noting_errors(order: Any) -> Any:
+            try:
+                return submit(order)
+            except Exception as error:
+                self.transient_errors[order.order_id] = type(error).__name__
+                raise
+
+        downstream.submit = submit_noting_errors
+
+    def _record_run(self, at: float, summary: dict[str, Any]) -> None:
         progress = self.progress
         progress.runs += 1
         progress.breaker_state = summary["breaker_state"]
@@ -187,10 +304,15 @@ class Scenario:
         progress.parked += summary["parked"]
         progress.canaries += summary["canaries"]
         self.transitions.extend(summary["breaker_transitions"])
+        self.summaries.append(
+            {"at": round(at, 1), "seconds": round(self._elapsed() - at, 1)}
+            | {k: v for k, v in summary.items() if v or k in ("mode", "breaker_state")}
+        )
 
-    def _refresh_depths(self) -> None:
+    def _observe(self) -> None:
+        """Read the queues' depths and the breaker, note what changed, refresh the view."""
         progress = self.progress
-        progress.elapsed = time.time() - self.started
+        progress.elapsed = elapsed = self._elapsed()
         progress.outage = self.outage[0] <= time.time() < self.outage[1]
         source = queue_counts(self.sqs, self.deployment.source_url)
         progress.source_visible = source.visible
@@ -198,6 +320,23 @@ class Scenario:
         progress.delayed = source.delayed
         progress.dlq = queue_counts(self.sqs, self.deployment.dlq_url).total
         progress.parking_lot = queue_counts(self.sqs, self.deployment.parking_lot_url).total
+        if progress.dlq:
+            self.dlq_drained_at = None
+        elif self.dlq_drained_at is None:
+            self.dlq_drained_at = elapsed
+        state = self._breaker_state()
+        if not self.timeline or self.timeline[-1][1] != state:
+            self.timeline.append((round(elapsed, 2), state))
+        progress.breaker_state = state
+        self._on_progress(progress)
+
+    def _breaker_state(self) -> str:
+        item = self.dynamodb.get_item(
+            TableName=self.deployment.state_table,
+            Key={"pk": {"S": self.breaker_key}},
+            ConsistentRead=True,
+        ).get("Item")
+        return str(item["state"]["S"]) if item else "CLOSED"
 
     def _settled(self) -> bool:
         """Every order is either fulfilled or parked, and nothing is left anywhere in flight."""
@@ -210,13 +349,28 @@ class Scenario:
 
     def _account(self, *, finished_in_time: bool) -> Report:
         fulfilled = self._fulfilled()
-        parked = self._drain_parking_lot()
+        parked, marks, sent_at = self._drain_parking_lot()
         all_ids = {order_id for order_id, _ in self.orders}
-        good_ids = all_ids - self.poison_ids
+        poison_ids = set(self.poison)
+        good_ids = all_ids - poison_ids
+        outage_window = (self.outage[0] - self.started, self.outage[1] - self.started)
+        opened_at, closed_at = _opened_and_closed(self.timeline)
+        drained_at = self.dlq_drained_at
+        poison_parked = [
+            PoisonParked(
+                order_id=order_id,
+                bug=self.poison[order_id],
+                deliveries=self.poison_deliveries.get(order_id, 0),
+                failed_at=round(self.poison_failed_at.get(order_id, -1.0), 2),
+                parked_at=round(sent_at[order_id] - self.started, 2),
+                **_parking(marks[order_id]),
+            )
+            for order_id in sorted(poison_ids & set(marks))
+        ]
         report = Report(
             orders=len(self.orders),
             good_orders=len(good_ids),
-            poison_orders=len(self.poison_ids),
+            poison_orders=len(poison_ids),
             fulfilled_once=sum(1 for count in fulfilled.values() if count == 1),
             fulfilled_more_than_once=sorted(i for i, count in fulfilled.items() if count > 1),
             parked=parked,
@@ -225,25 +379,78 @@ class Scenario:
             breaker_transitions=self.transitions,
             redriven=self.progress.redriven,
             runs=self.progress.runs,
-            elapsed_seconds=round(time.time() - self.started, 1),
+            elapsed_seconds=round(self._elapsed(), 1),
             queues_empty=self.progress.source_visible
             + self.progress.in_flight
             + self.progress.delayed
             + self.progress.dlq
             == 0,
             finished_in_time=finished_in_time,
+            poison_parked=poison_parked,
+            fingerprints=dict(Counter(poison.fingerprint for poison in poison_parked)),
+            poison_bugs=len(set(self.poison.values())),
+            outage_window=(round(outage_window[0], 2), round(outage_window[1], 2)),
+            outage_failed_orders=len(self.transient_errors),
+            transient_errors=dict(Counter(self.transient_errors.values())),
+            redriven_orders=len(self.redriven_orders),
+            redriven_fulfilled_once=sum(1 for i in self.redriven_orders if fulfilled.get(i) == 1),
+            breaker_timeline=self.timeline,
+            breaker_opened_at=opened_at,
+            breaker_closed_at=closed_at,
+            dlq_drained_at=None if drained_at is None else round(drained_at, 2),
+            closed_after_outage_seconds=_after(closed_at, outage_window[1]),
+            drained_after_outage_seconds=_after(drained_at, outage_window[1]),
+            run_summaries=self.summaries,
         )
-        report.problems = _problems(report, fulfilled, self.poison_ids)
+        report.problems = _problems(report, fulfilled, poison_ids)
         return report
 
-    def _drain_parking_lot(self) -> dict[str, str]:
-        """Order id -> the reason the re-driver gave for parking it."""
+    def _drain_parking_lot(
+        self,
+    ) -> tuple[dict[str, str], dict[str, dict[str, Any]], dict[str, float]]:
+        """Order id -> the reason the re-driver gave for parking it, the parked mark, and when it
+        was sent to the parking lot (epoch seconds)."""
         parked: dict[str, str] = {}
+        marks: dict[str, dict[str, Any]] = {}
+        sent_at: dict[str, float] = {}
         for message in drain(self.sqs, self.deployment.parking_lot_url):
             order_id = json.loads(message["Body"])["order_id"]
-            mark = json.loads(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+            mark = _mark(message)
             parked[order_id] = mark["parked"]["why"]
-        return parked
+            marks[order_id] = mark
+            sent_at[order_id] = int(message["Attributes"]["SentTimestamp"]) / 1000
+        return parked, marks, sent_at
+
+
+def _mark(message: dict[str, Any]) -> dict[str, Any]:
+    """The re-driver's mark on a message ({} without one)."""
+    attribute = message.get("MessageAttributes", {}).get(MARK_ATTRIBUTE)
+    return dict(json.loads(attribute["StringValue"])) if attribute else {}
+
+
+def _parking(mark: dict[str, Any]) -> dict[str, Any]:
+    """What a parked mark says: the parking's cause, the consumer's error (``err``), re-drives."""
+    parked, error = mark.get("parked", {}), mark.get("err", {})
+    return {
+        "cause": str(parked.get("cause", "")),
+        "error_class": str(error.get("class", "")),
+        "message": str(error.get("msg", "")),
+        "fingerprint": str(error.get("fp", "")),
+        "redriven": int(mark.get("n", -1)),
+        "attempt": int(error.get("try", 0)),
+    }
+
+
+def _opened_and_closed(timeline: list[tuple[float, str]]) -> tuple[float | None, float | None]:
+    """When the breaker first left CLOSED, and when it last came back to CLOSED after that."""
+    opened = next((at for at, state in timeline if state != "CLOSED"), None)
+    if opened is None or timeline[-1][1] != "CLOSED":
+        return opened, None
+    return opened, timeline[-1][0]
+
+
+def _after(at: float | None, outage_end: float) -> float | None:
+    return None if at is None else round(at - outage_end, 2)
 
 
 def _problems(report: Report, fulfilled: dict[str, int], poison_ids: set[str]) -> list[str]:

@@ -7,6 +7,7 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from demo.scenario import Progress, Report, ScenarioOptions
@@ -77,8 +78,13 @@ def print_report(report: Report) -> None:
     table.add_row("elapsed", f"{report.elapsed_seconds} s")
     table.add_row("handler logs", report.log_file)
     console.print(table)
-    for order_id, why in sorted(report.parked.items()):
-        console.print(f"  parked {order_id}: {why}")
+    _print_poison(report)
+    _print_outage(report)
+    other = {
+        i: why for i, why in report.parked.items() if i not in {p.order_id for p in report.poison_parked}
+    }
+    for order_id, why in sorted(other.items()):
+        console.print(f"  parked {order_id} (not poison): {why}")
     if report.balanced:
         console.print(
             "[bold green]The books balance: every order fulfilled exactly once or parked with its reason.[/]"
@@ -86,6 +92,51 @@ def print_report(report: Report) -> None:
     else:
         for problem in report.problems:
             console.print(f"[bold red]PROBLEM[/] {problem}")
+
+
+def _print_poison(report: Report) -> None:
+    console.print(
+        f"\n[bold]Poison[/]: {len(report.poison_parked)} of {report.poison_orders} parked at their "
+        "first failure (the consumer kit's terminal verdict)"
+    )
+    for p in report.poison_parked:
+        console.print(
+            f"  {p.order_id}  failed at {p.failed_at:.1f} s (delivery {p.attempt}), parked at "
+            f"{p.parked_at:.1f} s: cause [bold]{p.cause}[/], re-driven {p.redriven} times\n"
+            f"          {escape(p.error_class.rpartition('.')[2])}: {escape(p.message)}  "
+            f"fingerprint {escape(p.fingerprint)}"
+        )
+    groups = ", ".join(f"{fp} x{count}" for fp, count in sorted(report.fingerprints.items()))
+    console.print(
+        f"  grouped by fingerprint: {groups or 'none'}: {len(report.fingerprints)} fingerprint(s) "
+        f"for the {report.poison_bugs} bug(s) the producer put in"
+    )
+
+
+def _print_outage(report: Report) -> None:
+    start, end = report.outage_window
+    console.print(f"\n[bold]Outage[/] from {start:.1f} s to {end:.1f} s (downstream unavailable)")
+    errors = ", ".join(f"{name} x{count}" for name, count in sorted(report.transient_errors.items()))
+    console.print(
+        f"  {report.outage_failed_orders} good orders failed ({errors or 'none'}, transient); "
+        f"{report.redriven_orders} re-driven, {report.redriven_fulfilled_once} of them fulfilled exactly once"
+    )
+    timeline = "  ".join(
+        f"[{BREAKER_STYLE.get(state, 'white')}]{state}[/] {at:.1f}" for at, state in report.breaker_timeline
+    )
+    console.print(f"  breaker (state at s): {timeline}")
+    opened = (
+        "not opened" if report.breaker_opened_at is None else f"opened at {report.breaker_opened_at:.1f} s"
+    )
+    console.print(
+        f"  {opened}{' (during the outage)' if report.opened_during_outage else ''}; "
+        f"CLOSED {_seconds(report.closed_after_outage_seconds)} after the outage ended, "
+        f"DLQ drained {_seconds(report.drained_after_outage_seconds)} after it"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f} s"
 
 
 def _states(transitions: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# 3 poison orders: two with a quantity-0 line (messages differ in numbers), one without a customer.
 SHORT_SCENARIO = [
-    "--orders", "12", "--poison", "1", "--produce-seconds", "2",
+    "--orders", "12", "--poison", "3", "--produce-seconds", "2",
     "--outage-start", "0.5", "--outage-seconds", "8", "--tick-seconds", "1", "--time-limit", "120",
 ]  # fmt: skip
+GOOD_ORDERS = 9
+POISON_BUGS = 2
+FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 
 @pytest.fixture(scope="module")
@@ -42,16 +47,57 @@ def test_nothing_is_lost_and_the_books_balance(report: dict) -> None:
 
 
 def test_every_good_order_is_fulfilled_exactly_once(report: dict) -> None:
-    assert report["fulfilled_once"] == report["good_orders"] == 11
+    assert report["fulfilled_once"] == report["good_orders"] == GOOD_ORDERS
     assert report["fulfilled_more_than_once"] == []
 
 
-def test_poison_is_parked_with_its_reason(report: dict) -> None:
-    assert len(report["parked"]) == report["poison_orders"] == 1
-    assert all("failed after 5 re-drives" in why for why in report["parked"].values())
+def test_poison_is_parked_at_its_first_failure_on_the_consumers_terminal_error(report: dict) -> None:
+    poison = report["poison_parked"]
+    assert len(poison) == len(report["parked"]) == report["poison_orders"] == 3
+    for parked in poison:
+        assert parked["cause"] == "terminal"
+        assert parked["error_class"] == "consumer.orders.InvalidOrder"
+        assert FINGERPRINT.fullmatch(parked["fingerprint"])
+        assert parked["redriven"] == 0  # the parked mark's n
+        assert parked["attempt"] == 1 and parked["deliveries"] == 1
+        assert parked["fingerprint"] in report["parked"][parked["order_id"]]  # in the reason too
 
 
-def test_the_breaker_opened_during_the_outage_and_closed_after_it(report: dict) -> None:
-    transitions = report["breaker_transitions"]
-    assert "CLOSED->OPEN" in transitions and "OPEN->HALF_OPEN" in transitions
-    assert "HALF_OPEN->CLOSED" in transitions
+def test_poison_makes_one_fingerprint_per_bug(report: dict) -> None:
+    fingerprints_of_bug: dict[str, set[str]] = {}
+    for parked in report["poison_parked"]:
+        fingerprints_of_bug.setdefault(parked["bug"], set()).add(parked["fingerprint"])
+    assert report["poison_bugs"] == len(fingerprints_of_bug) == POISON_BUGS
+    assert all(len(fingerprints) == 1 for fingerprints in fingerprints_of_bug.values())
+    assert len(report["fingerprints"]) == POISON_BUGS
+    assert sum(report["fingerprints"].values()) == report["poison_orders"]
+
+
+def test_the_outages_failures_are_redriven_and_fulfilled_exactly_once(report: dict) -> None:
+    assert report["outage_failed_orders"] > 0
+    assert set(report["transient_errors"]) == {"DownstreamUnavailable"}
+    assert report["redriven_orders"] == report["outage_failed_orders"]
+    assert report["redriven_fulfilled_once"] == report["redriven_orders"]
+
+
+def test_the_breaker_opens_during_the_outage_and_closes_after_it(report: dict) -> None:
+    assert report["opened_during_outage"]
+    states = [state for _, state in report["breaker_timeline"]]
+    assert "OPEN" in states and states[-1] == "CLOSED"
+    assert report["closed_after_outage_seconds"] >= 0
+    assert report["drained_after_outage_seconds"] >= report["closed_after_outage_seconds"]
+
+
+def test_each_probe_hears_its_canarys_verdict_within_its_run(report: dict) -> None:
+    probes = [run for run in report["run_summaries"] if run["mode"] == "PROBE"]
+    assert probes
+    for run in probes:
+        # OPEN->HALF_OPEN, then the kit's verdict moved it again before the run ended.
+        assert len(run["breaker_transitions"]) >= 2, run
+
+
+def test_the_breaker_closes_and_redrives_in_the_same_run(report: dict) -> None:
+    transitions = "breaker_transitions"
+    closing = [run for run in report["run_summaries"] if "HALF_OPEN->CLOSED" in run.get(transitions, [])]
+    assert len(closing) == 1
+    assert closing[0]["redriven"] > closing[0]["canaries"]  # re-drives after the canaries closed it
