@@ -42,7 +42,7 @@ class Verdicts:
 def _world(consumer: Consumer) -> Iterator[World]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # moto: no CloudFormation support for QueuePolicy
-        with open_world(lambda _clock: consumer) as world:
+        with open_world(lambda _host: consumer) as world:
             yield world
 
 
