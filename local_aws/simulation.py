@@ -8,7 +8,11 @@ follow the simulated clock. In the world:
 - the **real re-driver**, composed with ``local_redriver`` from the deployed function's settings,
   on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
   budget that counts down on the simulated clock. Its waits (``pause``, the rate limiter's sleep,
-  the long poll of an empty receive) advance the world, so the consumer runs while it waits;
+  the long poll of an empty receive) advance the world, so the consumer runs while it waits. Its
+  batches run in one worker (``parallel_batches=1``): a wait moves the clock at once, so with
+  parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
+  another was still mid-batch in real time (seen: a probe batch starved for a whole run). In
+  simulated time parallel workers add no throughput: the rate limiter and the clock decide;
 - **the consumer**, played as the SQS event source mapping plays it: one poller receives up to the
   mapping's batch size with all attributes, invokes the consumer, deletes the messages not listed
   in ``batchItemFailures`` (none when the invocation raised); an invocation takes
@@ -94,7 +98,8 @@ class World:
         self.clock = clock
         self.journal = Journal()
         settings = load_settings(deployment.redriver.environment)
-        self.settings: Settings = adjust_settings(settings) if adjust_settings else settings
+        settings = adjust_settings(settings) if adjust_settings else settings
+        self.settings: Settings = replace(settings, parallel_batches=1)  # see the module's docstring
         self.schedule_seconds = schedule_seconds(deployment.schedule_expression)
         self._call_ms = round(consumer_call_seconds * 1000)
         self._key = key
