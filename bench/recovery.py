@@ -44,7 +44,10 @@ ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
     ("poison parked at (min)", lambda f: _listed(f.poison_parked_at_minutes)),
     ("poison re-drives before parking", lambda f: _listed(f.poison_redrives_before_parking)),
     ("poison: last delivery -> parked (min)", lambda f: _range(f.poison_parked_after_last_delivery_minutes)),
-    ("poison error class in the mark", lambda f: _listed_names(f.poison_parked_error_classes)),
+    (
+        "poison error class in the mark",
+        lambda f: _listed_names(tuple(str(e.get("class", "")) for e in f.poison_parked_errors)),
+    ),
     ("breaker first OPEN at (min)", lambda f: _maybe(f.breaker_opened_at_minutes)),
     ("breaker changes (min: state)", lambda f: _timeline(f.breaker_timeline)),
     ("breaker at the end", lambda f: f.breaker_final),

@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from local_aws.consumers import ConsumerFactory, kit_order_consumer, order_body, plain_order_consumer
 from local_aws.journal import Journal
@@ -55,7 +56,7 @@ class RecoveryFigures:
     # From the poison's last delivery (after which the kit dead-letters it at once; SQS, without
     # the kit, when its visibility timeout ends) to the run that parked it.
     poison_parked_after_last_delivery_minutes: tuple[float, ...]
-    poison_parked_error_classes: tuple[str, ...]  # ``err.class`` in the mark ("" without one)
+    poison_parked_errors: tuple[dict[str, Any], ...]  # the consumer kit's ``err`` in the mark, or {}
     breaker_timeline: tuple[tuple[float, str], ...]  # (minute, state) at each change, read after runs
     breaker_opened_at_minutes: float | None
     breaker_final: str
@@ -270,7 +271,7 @@ def _figures(
         poison_parked_after_last_delivery_minutes=tuple(
             round((p.at - last_delivery.get(p.key, 0.0)) / MINUTE, 1) for p in poison_parked
         ),
-        poison_parked_error_classes=tuple(str((p.error or {}).get("class", "")) for p in poison_parked),
+        poison_parked_errors=tuple(dict(p.error or {}) for p in poison_parked),
         breaker_timeline=tuple((round(at / MINUTE, 1), state) for at, state in timeline),
         breaker_opened_at_minutes=None if opened is None else round(opened / MINUTE, 1),
         breaker_final=journal.runs[-1].breaker_state if journal.runs else "CLOSED",
