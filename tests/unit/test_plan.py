@@ -10,8 +10,7 @@ from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
 from redriver.decide.identity import Tracking, track
 from redriver.decide.plan import BatchState, Planner, PlanRules
 from redriver.decide.routing import Routes
-from redriver.model.envelope import DlqMessage
-from redriver.model.envelope import Mark
+from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.failure import Failure, FailureKind
 from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.reasons import ParkCause
