@@ -6,7 +6,7 @@ to every request (closer to real AWS than moto's local calls).
 
 `--recovery` runs, instead, the recovery scenarios in simulated time (bench/recovery.py):
 
-    python -m bench --recovery [--scenarios outage-60 outage-120 poison lone-poison] [--json]
+    python -m bench --recovery [--scenarios outage-60 outage-120 poison lone-poison] [--kits off on] [--json]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from bench import recovery
 from bench.cold_start import cold_starts, lambda_environment, runtime_python
 from bench.measurements import DESIGNS, limiter_messages, limiter_rate, measure
-from bench.recovery import SCENARIOS
+from bench.recovery import KITS, SCENARIOS
 from bench.report import progress_line, render
 from local_aws.server import moto_server
 
@@ -36,13 +36,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--recovery", action="store_true", help="run the recovery scenarios in simulated time instead"
     )
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
+    parser.add_argument(
+        "--kits",
+        nargs="+",
+        choices=list(KITS),
+        default=list(KITS),
+        help="recovery scenarios without (off) and/or with (on) the consumer kit",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.recovery:
-        print(recovery.render(recovery.run(args.scenarios), as_json=args.json))
+        print(recovery.render(recovery.run(args.scenarios, args.kits), as_json=args.json))
         return 0
     runtime_python()  # fail now, not after the drains, when the runtime venv is not built
 

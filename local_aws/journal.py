@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Delivery:
     key: str  # the business key (order id); the MessageId changes on every re-drive
     message_id: str
     redrives: int  # ``n`` of the re-driver's mark; 0 for a message never re-driven
-    ok: bool
+    ok: bool  # the consumer fulfilled it (a record the kit dead-lettered is handled, not ok)
 
     @property
     def redriven(self) -> bool:
@@ -30,6 +31,7 @@ class Parking:
     key: str
     redrives: int  # re-drives before it was parked
     why: str
+    error: dict[str, Any] | None = None  # the consumer kit's failure in the mark (``err``), if any
 
 
 @dataclass(frozen=True)

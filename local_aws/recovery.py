@@ -5,6 +5,11 @@
 - ``poison``: poison orders among good ones, a healthy downstream, a fixed span;
 - ``lone_poison``: one poison order alone, a fixed span.
 
+Each with or without the consumer kit (``kit``): with it, the kit consumer
+(``kit_order_consumer``) and the re-driver's deployed settings (consumer verdicts on, as the
+default stack sets them); without it, the plain consumer and the same settings with
+``consumer_verdicts=False``. Everything else is the default stack's.
+
 "Settled" (the DLQ is drained) means: every good order fulfilled at least once AND the DLQ holds
 nothing (ApproximateNumberOfMessages + NotVisible + Delayed = 0), checked after every consumer
 invocation and every run.
@@ -14,13 +19,15 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from local_aws.consumers import ConsumerFactory, order_body, plain_order_consumer
+from local_aws.consumers import ConsumerFactory, kit_order_consumer, order_body, plain_order_consumer
 from local_aws.journal import Journal
 from local_aws.queues import queue_counts
 from local_aws.simulated_time import SIM_EPOCH
-from local_aws.simulation import World, open_world
+from local_aws.simulation import World, open_world, without_consumer_verdicts
 
 MINUTE = 60.0
 
@@ -28,12 +35,14 @@ MINUTE = 60.0
 @dataclass(frozen=True)
 class RecoveryFigures:
     scenario: str
+    kit: bool  # the consumer kit consumer, consumer verdicts on; else the plain one, verdicts off
     good: int
     poison: int
     outage_minutes: float
     simulated_minutes: float  # how long the world ran
     wall_seconds: float  # deployment into moto included
     runs: int
+    redrives: int  # messages the re-driver sent back to the source queue (every re-drive counts)
     deliveries: int  # every message handed to the consumer
     redriven_deliveries: int  # deliveries of messages carrying the re-driver's mark (n >= 1)
     redriven_deliveries_in_outage: int  # ... while the downstream was down
@@ -44,6 +53,10 @@ class RecoveryFigures:
     poison_parked: int
     poison_redrives_before_parking: tuple[int, ...]
     poison_parked_at_minutes: tuple[float, ...]
+    # From the poison's last delivery (after which the kit dead-letters it at once; SQS, without
+    # the kit, when its visibility timeout ends) to the run that parked it.
+    poison_parked_after_last_delivery_minutes: tuple[float, ...]
+    poison_parked_errors: tuple[dict[str, Any], ...]  # the consumer kit's ``err`` in the mark, or {}
     breaker_timeline: tuple[tuple[float, str], ...]  # (minute, state) at each change, read after runs
     breaker_opened_at_minutes: float | None
     breaker_final: str
@@ -55,33 +68,57 @@ class RecoveryFigures:
     parked_and_fulfilled: tuple[str, ...]
     redriver_requests: int
     requests_by_operation: tuple[tuple[str, int], ...]
+    kit_requests: int  # the consumer kit's AWS calls (0 without the kit)
+    kit_requests_by_operation: tuple[tuple[str, int], ...]
+
+    @property
+    def redriver_requests_per_redrive(self) -> float | None:
+        return round(self.redriver_requests / self.redrives, 2) if self.redrives else None
+
+    @property
+    def kit_requests_per_redrive(self) -> float | None:
+        return round(self.kit_requests / self.redrives, 2) if self.redrives else None
 
 
 def outage(
-    n_messages: int = 300, outage_minutes: float = 60, *, cap_hours: float = 8, seed: int = 7
+    n_messages: int = 300,
+    outage_minutes: float = 60,
+    *,
+    kit: bool = False,
+    n_poison: int = 0,
+    cap_hours: float = 8,
+    seed: int = 7,
 ) -> RecoveryFigures:
-    """``n_messages`` good orders sent at t=0 into a downstream that is down until the outage ends."""
+    """``n_messages`` good orders (and ``n_poison`` poison ones, shuffled among them) sent at t=0
+    into a downstream that is down until the outage ends."""
     windows = [(SIM_EPOCH, SIM_EPOCH + outage_minutes * MINUTE)]
     good = [order_body(f"o-{i:05d}", rng=random.Random(seed + i)) for i in range(n_messages)]
+    rng = random.Random(seed)
+    bad = [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
     return _scenario(
-        f"outage {n_messages} msgs / {outage_minutes:g} min",
-        plain_order_consumer(windows),
+        f"outage {n_messages} msgs / {outage_minutes:g} min" + (f" + {n_poison} poison" if n_poison else ""),
+        _consumer(kit, windows),
+        kit=kit,
         good=good,
-        poison=[],
+        poison=bad,
         outage_minutes=outage_minutes,
         hours=cap_hours,
         stop_when_settled=True,
+        shuffle=rng if n_poison else None,
     )
 
 
-def poison(n_poison: int = 10, n_good: int = 40, *, hours: float = 6, seed: int = 7) -> RecoveryFigures:
+def poison(
+    n_poison: int = 10, n_good: int = 40, *, kit: bool = False, hours: float = 6, seed: int = 7
+) -> RecoveryFigures:
     """Poison orders among good ones, sent at t=0 in a shuffled order; a healthy downstream."""
     rng = random.Random(seed)
     good = [order_body(f"o-{i:05d}", rng=rng) for i in range(n_good)]
     bad = [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
     return _scenario(
         f"poison {n_poison} among {n_good} good",
-        plain_order_consumer(),
+        _consumer(kit),
+        kit=kit,
         good=good,
         poison=bad,
         outage_minutes=0,
@@ -91,12 +128,13 @@ def poison(n_poison: int = 10, n_good: int = 40, *, hours: float = 6, seed: int 
     )
 
 
-def lone_poison(*, hours: float = 4) -> RecoveryFigures:
+def lone_poison(*, kit: bool = False, hours: float = 4) -> RecoveryFigures:
     """One poison order alone, a healthy downstream."""
     bad = [order_body("p-00000", rng=random.Random(0), poison=True)]
     return _scenario(
         "lone poison",
-        plain_order_consumer(),
+        _consumer(kit),
+        kit=kit,
         good=[],
         poison=bad,
         outage_minutes=0,
@@ -105,10 +143,15 @@ def lone_poison(*, hours: float = 4) -> RecoveryFigures:
     )
 
 
+def _consumer(kit: bool, outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
+    return kit_order_consumer(outages) if kit else plain_order_consumer(outages)
+
+
 def _scenario(
     name: str,
     consumer: ConsumerFactory,
     *,
+    kit: bool,
     good: list[str],
     poison: list[str],
     outage_minutes: float,
@@ -117,7 +160,7 @@ def _scenario(
     shuffle: random.Random | None = None,
 ) -> RecoveryFigures:
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
-    with open_world(consumer) as world:
+    with open_world(consumer, adjust_settings=None if kit else without_consumer_verdicts) as world:
         bodies = good + poison
         if shuffle:
             shuffle.shuffle(bodies)
@@ -128,11 +171,13 @@ def _scenario(
         left = {key for keys in world.keys_in_queues().values() for key in keys}
         simulated = world.clock.elapsed
         requests = world.requests
+        kit_requests = world.consumer_requests
         journal = world.journal
         poison_keys = {world.key_of(b) for b in poison}
     return _figures(
-        name,
+        name + (", kit" if kit else ", no kit"),
         journal,
+        kit=kit,
         good_keys=good_keys,
         poison_keys=poison_keys,
         outage_minutes=outage_minutes,
@@ -141,6 +186,7 @@ def _scenario(
         settled_at=settled.at if stop_when_settled else None,
         left_in_queues=left,
         requests=requests,
+        kit_requests=kit_requests,
     )
 
 
@@ -168,6 +214,7 @@ def _figures(
     name: str,
     journal: Journal,
     *,
+    kit: bool,
     good_keys: set[str],
     poison_keys: set[str],
     outage_minutes: float,
@@ -176,6 +223,7 @@ def _figures(
     settled_at: float | None,
     left_in_queues: set[str],
     requests: dict[str, int],
+    kit_requests: dict[str, int],
 ) -> RecoveryFigures:
     recovery = outage_minutes * MINUTE
     in_outage = [d for d in journal.deliveries if d.redriven and d.at < recovery]
@@ -185,6 +233,11 @@ def _figures(
     successes = journal.successes()
     parked = journal.parked()
     poison_parked = sorted((p for p in parked.values() if p.key in poison_keys), key=lambda p: p.at)
+    last_delivery: dict[str, float] = {}  # a parked poison's last delivery before it was parked
+    for delivery in journal.deliveries:
+        parking = parked.get(delivery.key)
+        if delivery.key in poison_keys and parking is not None and delivery.at <= parking.at:
+            last_delivery[delivery.key] = delivery.at
     timeline = journal.breaker_changes()
     opened = next((at for at, state in timeline if state == "OPEN"), None)
     closed_after = next(
@@ -197,12 +250,14 @@ def _figures(
     )
     return RecoveryFigures(
         scenario=name,
+        kit=kit,
         good=len(good_keys),
         poison=len(poison_keys),
         outage_minutes=outage_minutes,
         simulated_minutes=round(simulated / MINUTE, 1),
         wall_seconds=round(wall, 1),
         runs=len(journal.runs),
+        redrives=sum(run.redriven for run in journal.runs),
         deliveries=len(journal.deliveries),
         redriven_deliveries=sum(1 for d in journal.deliveries if d.redriven),
         redriven_deliveries_in_outage=len(in_outage),
@@ -213,6 +268,10 @@ def _figures(
         poison_parked=len(poison_parked),
         poison_redrives_before_parking=tuple(p.redrives for p in poison_parked),
         poison_parked_at_minutes=tuple(round(p.at / MINUTE, 1) for p in poison_parked),
+        poison_parked_after_last_delivery_minutes=tuple(
+            round((p.at - last_delivery.get(p.key, 0.0)) / MINUTE, 1) for p in poison_parked
+        ),
+        poison_parked_errors=tuple(dict(p.error or {}) for p in poison_parked),
         breaker_timeline=tuple((round(at / MINUTE, 1), state) for at, state in timeline),
         breaker_opened_at_minutes=None if opened is None else round(opened / MINUTE, 1),
         breaker_final=journal.runs[-1].breaker_state if journal.runs else "CLOSED",
@@ -222,6 +281,8 @@ def _figures(
         parked_and_fulfilled=tuple(sorted(parked.keys() & successes.keys())),
         redriver_requests=sum(requests.values()),
         requests_by_operation=tuple(sorted(requests.items())),
+        kit_requests=sum(kit_requests.values()),
+        kit_requests_by_operation=tuple(sorted(kit_requests.items())),
     )
 
 

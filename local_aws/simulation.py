@@ -8,11 +8,17 @@ follow the simulated clock. In the world:
 - the **real re-driver**, composed with ``local_redriver`` from the deployed function's settings,
   on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
   budget that counts down on the simulated clock. Its waits (``pause``, the rate limiter's sleep,
-  the long poll of an empty receive) advance the world, so the consumer runs while it waits;
+  the long poll of an empty receive) advance the world, so the consumer runs while it waits. Its
+  batches run in one worker (``parallel_batches=1``): a wait moves the clock at once, so with
+  parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
+  another was still mid-batch in real time (seen: a probe batch starved for a whole run). In
+  simulated time parallel workers add no throughput: the rate limiter and the clock decide;
 - **the consumer**, played as the SQS event source mapping plays it: one poller receives up to the
   mapping's batch size with all attributes, invokes the consumer, deletes the messages not listed
   in ``batchItemFailures`` (none when the invocation raised); an invocation takes
-  ``consumer_call_seconds`` of simulated time.
+  ``consumer_call_seconds`` of simulated time. It is built by a ``ConsumerFactory`` from the
+  simulated clock, the deployed consumer function's environment, and clients of its own (a consumer
+  kit's AWS calls are counted apart from the re-driver's).
 
 The clock jumps from event to event: the next schedule tick, the next moment a source-queue
 message becomes visible (its visibility timeout or DelaySeconds ends), or the poller's next poll
@@ -28,6 +34,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -40,7 +47,14 @@ from local_aws import REGION
 from local_aws.clients import AtomicQueueCalls, Counted
 from local_aws.cloudformation import Deployment, Synthesized, deploy_synthesized, synthesize_app
 from local_aws.compose import local_redriver
-from local_aws.consumers import Consumer, ConsumerFactory, order_id_of
+from local_aws.consumers import (
+    Consumer,
+    ConsumerFactory,
+    ConsumerHost,
+    ReportsFulfilment,
+    kit_logs_to_stderr,
+    order_id_of,
+)
 from local_aws.environment import environment
 from local_aws.events import sqs_event
 from local_aws.journal import Delivery, Journal, Parking, Run
@@ -78,12 +92,14 @@ class World:
         consumer_call_seconds: float,
         key: Callable[[str], str],
         seed: int,
+        adjust_settings: Callable[[Settings], Settings] | None = None,
     ) -> None:
         self.deployment = deployment
         self.clock = clock
         self.journal = Journal()
-        self.settings: Settings = load_settings(deployment.redriver.environment)
-        self.consumer: Consumer = consumer_factory(clock)
+        settings = load_settings(deployment.redriver.environment)
+        settings = adjust_settings(settings) if adjust_settings else settings
+        self.settings: Settings = replace(settings, parallel_batches=1)  # see the module's docstring
         self.schedule_seconds = schedule_seconds(deployment.schedule_expression)
         self._call_ms = round(consumer_call_seconds * 1000)
         self._key = key
@@ -95,6 +111,16 @@ class World:
         self.dynamodb: Any = boto3.client("dynamodb", region_name=REGION)
         self.redriver_sqs = Counted(SimulatedLongPoll(queue_calls, self.pause))
         self.redriver_dynamodb = Counted(self.dynamodb)
+        self.consumer_sqs = Counted(queue_calls)
+        self.consumer_dynamodb = Counted(self.dynamodb)
+        self.consumer: Consumer = consumer_factory(
+            ConsumerHost(
+                clock=clock,
+                env=dict(deployment.consumer.environment),
+                sqs=self.consumer_sqs,
+                dynamodb=self.consumer_dynamodb,
+            )
+        )
         quiet = logging.getLogger("redriver-simulation")
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
@@ -124,6 +150,12 @@ class World:
     def requests(self) -> dict[str, int]:
         """The re-driver's AWS calls so far, by operation."""
         return dict(self.redriver_sqs.calls + self.redriver_dynamodb.calls)
+
+    @property
+    def consumer_requests(self) -> dict[str, int]:
+        """The consumer's own AWS calls so far (a consumer kit's), by operation; the event source
+        mapping's receives and deletes are not the consumer's."""
+        return dict(self.consumer_sqs.calls + self.consumer_dynamodb.calls)
 
     def key_of(self, body: str) -> str:
         """The key the journal files a message body under (the order id)."""
@@ -220,9 +252,11 @@ class World:
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
             )
         at = self.clock.elapsed
+        # Handled is not fulfilled: the consumer kit handles a record it dead-letters itself.
+        fulfilled = self.consumer.fulfilled if isinstance(self.consumer, ReportsFulfilment) else None
         for m in messages:
             redrives = int(_mark(m).get("n", 0))
-            ok = m["MessageId"] not in failed
+            ok = m["MessageId"] not in failed and (fulfilled is None or m["MessageId"] in fulfilled)
             self.journal.deliveries.append(Delivery(at, self._key(m["Body"]), m["MessageId"], redrives, ok))
         self._poller_ready_ms = now + self._call_ms
 
@@ -273,7 +307,13 @@ class World:
                 parked = mark.get("parked", {})
                 redrives = int(parked.get("redrive_count", mark.get("n", 0)))
                 self.journal.parkings.append(
-                    Parking(self.clock.elapsed, self._key(m["Body"]), redrives, str(parked.get("why", "")))
+                    Parking(
+                        self.clock.elapsed,
+                        self._key(m["Body"]),
+                        redrives,
+                        str(parked.get("why", "")),
+                        error=mark.get("err"),
+                    )
                 )
             self.sqs.delete_message_batch(
                 QueueUrl=self.deployment.parking_lot_url,
@@ -289,16 +329,20 @@ def open_world(
     consumer_call_seconds: float = 1.0,
     key: Callable[[str], str] = order_id_of,
     seed: int = 7,
+    adjust_settings: Callable[[Settings], Settings] | None = None,
 ) -> Iterator[World]:
     """A World at simulated time SIM_EPOCH: the default stack (``app``, synthesized once per process
     unless given) deployed into a fresh in-process moto, with ``consumer`` behind the source queue.
-    The moto speed-up of local_aws.server is on inside (queues of hundreds stay fast)."""
+    ``adjust_settings`` changes the re-driver's settings loaded from the deployed function (e.g.
+    ``without_consumer_verdicts``). The moto speed-up of local_aws.server is on inside (queues of
+    hundreds stay fast)."""
     app = app or default_stack()  # before freezing: synthesis runs node
     with (
         environment({"AWS_DEFAULT_REGION": REGION}, unset=["AWS_ENDPOINT_URL", "AWS_PROFILE"]),
         mock_aws(),
         freeze_time(datetime.fromtimestamp(SIM_EPOCH, UTC), tick=False, ignore=UNFROZEN) as freezer,
         moto_sqs_sped_up(),
+        kit_logs_to_stderr(),
     ):
         deployment = deploy_synthesized(app)
         # moto would invoke the consumer itself (in Docker) on every send: the world plays the mapping.
@@ -307,8 +351,19 @@ def open_world(
         )
         clock = SimulatedClock(freezer, SIM_EPOCH * 1000)
         yield World(
-            deployment, clock, consumer, consumer_call_seconds=consumer_call_seconds, key=key, seed=seed
+            deployment,
+            clock,
+            consumer,
+            consumer_call_seconds=consumer_call_seconds,
+            key=key,
+            seed=seed,
+            adjust_settings=adjust_settings,
         )
+
+
+def without_consumer_verdicts(settings: Settings) -> Settings:
+    """The re-driver's settings for a consumer without the kit: no verdicts to wait for."""
+    return replace(settings, consumer_verdicts=False)
 
 
 def _mark(message: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """The simulated-time world (local_aws.simulation): a short outage, checked for what must hold
-whatever the re-driver's policy (nothing lost, nothing both parked and fulfilled, time simulated),
-and the harness's own clock (it wakes when a message becomes visible, and while a run waits)."""
+whatever the re-driver's policy (nothing lost, nothing both parked and fulfilled, time simulated);
+the same with the consumer kit and poison among the orders (poison parked on the consumer's word,
+never re-driven; the breaker opened by the probes' verdicts, closed after recovery); and the
+harness's own clock (it wakes when a message becomes visible, and while a run waits)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,22 @@ from local_aws.simulation import World, open_world
 from tests.factories import order_body
 
 SOURCE_VISIBILITY_TIMEOUT = 180  # the default stack's: 6 x the consumer's 30 s timeout
+OUTAGE_MINUTES = 30
 
 
 @pytest.fixture(scope="module")
 def short_outage() -> RecoveryFigures:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # moto: no CloudFormation support for QueuePolicy
-        return outage(n_messages=30, outage_minutes=30, cap_hours=4)
+        return outage(n_messages=30, outage_minutes=OUTAGE_MINUTES, cap_hours=4)
+
+
+@pytest.fixture(scope="module")
+def kit_outage() -> RecoveryFigures:
+    """30 good orders and 2 poison ones into a 30-minute outage, the kit consumer behind the queue."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return outage(n_messages=30, outage_minutes=OUTAGE_MINUTES, kit=True, n_poison=2, cap_hours=4)
 
 
 class Verdicts:
@@ -42,7 +53,7 @@ class Verdicts:
 def _world(consumer: Consumer) -> Iterator[World]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # moto: no CloudFormation support for QueuePolicy
-        with open_world(lambda _clock: consumer) as world:
+        with open_world(lambda _host: consumer) as world:
             yield world
 
 
@@ -77,6 +88,34 @@ def test_hours_pass_in_simulated_time(short_outage: RecoveryFigures) -> None:
 def test_orders_failed_during_the_outage_are_redriven(short_outage: RecoveryFigures) -> None:
     assert short_outage.redriven_deliveries_in_outage > 0
     assert short_outage.deliveries > short_outage.good
+
+
+def test_with_the_kit_no_good_order_is_lost_or_parked(kit_outage: RecoveryFigures) -> None:
+    assert kit_outage.lost == ()
+    assert kit_outage.good_parked == 0
+    assert kit_outage.fulfilled == kit_outage.good == 30
+    assert kit_outage.parked_and_fulfilled == ()
+
+
+def test_with_the_kit_poison_is_parked_with_the_consumers_error_and_never_redriven(
+    kit_outage: RecoveryFigures,
+) -> None:
+    assert kit_outage.poison_parked == kit_outage.poison == 2
+    assert kit_outage.poison_redrives_before_parking == (0, 0)
+    for error in kit_outage.poison_parked_errors:
+        assert error["class"].rsplit(".", 1)[-1] == "InvalidOrder"
+        assert error["kind"] == "terminal"
+        assert error["fp"]  # the fingerprint the kit computed
+
+
+def test_with_the_kit_the_breaker_opens_in_the_outage_and_closes_after_recovery(
+    kit_outage: RecoveryFigures,
+) -> None:
+    assert kit_outage.breaker_opened_at_minutes is not None
+    assert kit_outage.breaker_opened_at_minutes < OUTAGE_MINUTES
+    assert kit_outage.closed_minutes_after_recovery is not None
+    assert kit_outage.breaker_final == "CLOSED"
+    assert kit_outage.kit_requests > 0  # the kit's own calls, counted apart from the re-driver's
 
 
 def test_the_world_wakes_when_a_delayed_message_becomes_visible(healthy_world: World) -> None:

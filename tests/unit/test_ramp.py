@@ -106,6 +106,21 @@ def test_a_wave_whose_probes_fail_trips_after_a_handful_of_deliveries() -> None:
     assert ramp.admit(never).trip
 
 
+def test_once_the_probes_tripped_no_worker_of_the_wave_sends_more() -> None:
+    # GIVEN a wave whose probes failed, and one worker that read it (and is opening the breaker)
+    clock, state = Clock(), FakeStateStore()
+    state.verdicts[KEY] = [VerdictCounts(transient=3)]
+    ramp = wave(state, clock)
+    ramp.settle(ramp.admit(never).room, 3)
+    assert ramp.admit(never).trip
+
+    # WHEN another worker asks for room before the run halts (every probe has its verdict now)
+    other = ramp.admit(never)
+
+    # THEN it is told the wave tripped, not given another probe batch into the broken consumer
+    assert other == Admission(0, None, trip=True)
+
+
 def test_a_wave_without_verdicts_in_time_falls_back_to_the_time_ramp() -> None:
     clock, state = Clock(), FakeStateStore()
     ramp = wave(state, clock, wait=5)

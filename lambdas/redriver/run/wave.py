@@ -67,6 +67,9 @@ class Wave:
         self.started = clock()
         self.phase = Phase.PROBING if rules.consumer_verdicts else Phase.TIMED
         self.verdicts = VerdictCounts()
+        # Sticky: once a read of the verdicts trips, every worker is told so. Otherwise a worker
+        # asking between that read and the run's halt sees every probe answered and sends more.
+        self.tripped = False
         self.sent = 0  # re-drives of this run
         self.probes_sent = 0
         self.reserved = 0  # admitted to batches not yet settled
@@ -97,6 +100,8 @@ class Wave:
                 self.probes_sent += redriven
 
     def _admit_now(self) -> tuple[Admission | None, float]:
+        if self.tripped:
+            return Admission(0, None, trip=True), 0
         if self.phase is Phase.PROBING:
             return self._probe()
         if self.phase is Phase.FULL:
@@ -150,7 +155,9 @@ class Wave:
 
     def _read_verdicts(self) -> ProbeResult:
         self.verdicts = self.state.load_verdicts(self.verdict_key)
-        return judge_probes(self.verdicts, probes_sent=self.probes_sent, policy=self.rules.breaker)
+        result = judge_probes(self.verdicts, probes_sent=self.probes_sent, policy=self.rules.breaker)
+        self.tripped = result.trip
+        return result
 
     def _tag(self, *, probe: bool) -> WaveTag:
         return WaveTag(self.verdict_key, probe=probe)
