@@ -275,7 +275,8 @@ def test_max_receive_count_comes_from_the_named_source_of_a_shared_dlq() -> None
     assert function_environment(stack, payments_consumer)[ENV_MAX_RECEIVE_COUNT] == "8"
 
 
-def test_grant_on_imported_queues_without_max_receive_count_fails_naming_it() -> None:
+def imported_redriver() -> tuple[cdk.Stack, SqsRedriver]:
+    """A re-driver attached to queues imported by ARN: no RedrivePolicy visible at synth."""
     stack = cdk.Stack(cdk.App(), "Existing", env=cdk.Environment(account="123456789012", region="eu-west-1"))
     redriver = SqsRedriver.from_queue_arns(
         stack,
@@ -283,19 +284,18 @@ def test_grant_on_imported_queues_without_max_receive_count_fails_naming_it() ->
         source_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments",
         dead_letter_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments-dlq",
     )
+    return stack, redriver
+
+
+def test_grant_on_imported_queues_without_max_receive_count_fails_naming_it() -> None:
+    stack, redriver = imported_redriver()
 
     with pytest.raises(SettingsError, match=r"max_receive_count is required .* an integer from 1 to 1000"):
         redriver.grant_consumer(consumer_function(stack))
 
 
 def test_grant_on_imported_queues_takes_the_given_max_receive_count_and_sends_to_the_dlq_by_arn() -> None:
-    stack = cdk.Stack(cdk.App(), "Existing", env=cdk.Environment(account="123456789012", region="eu-west-1"))
-    redriver = SqsRedriver.from_queue_arns(
-        stack,
-        "Redriver",
-        source_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments",
-        dead_letter_queue_arn="arn:aws:sqs:eu-west-1:123456789012:payments-dlq",
-    )
+    stack, redriver = imported_redriver()
     consumer = consumer_function(stack)
 
     redriver.grant_consumer(consumer, max_receive_count=7)

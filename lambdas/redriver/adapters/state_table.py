@@ -16,6 +16,7 @@ from redriver.decide.breaker import Breaker, Canary, State
 from redriver.model.envelope import Mark
 from redriver.model.failure import (
     FAILURE_RECORD_PREFIX,
+    RETRY_RECORD_PREFIX,
     Failure,
     VerdictCounts,
     failure_record_key,
@@ -110,7 +111,7 @@ class StateTable:
         """The fingerprints an operator marked for retry, of these."""
         wanted = sorted(set(fingerprints))
         items = self._get_items([retry_record_key(fp) for fp in wanted])
-        return frozenset(item["pk"]["S"].removeprefix(retry_record_key("")) for item in items)
+        return frozenset(item["pk"]["S"].removeprefix(RETRY_RECORD_PREFIX) for item in items)
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none)."""
