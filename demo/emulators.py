@@ -19,6 +19,7 @@ from local_aws import LAMBDAS_DIR
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
+from redriver.model.continuation import Resume
 
 
 class InProcessFunction:
@@ -125,16 +126,27 @@ class SqsEventSource:
 
 
 class Schedule:
-    """EventBridge's schedule rule: a Scheduled Event to the function every ``every_seconds``."""
+    """EventBridge's schedule rule: a Scheduled Event to the function every ``every_seconds``; and
+    Lambda's queue of the asynchronous invocations the function makes of itself (continuations),
+    which go first."""
 
     def __init__(self, function: InProcessFunction, every_seconds: float, rule_name: str = "demo-schedule"):
         self._function = function
         self._every = every_seconds
         self._rule_name = rule_name
         self._next = time.monotonic()
+        self._continuations: list[dict[str, Any]] = []
+        # The handler starts a continuation with adapters.continuation.start_continuation.
+        vars(function.module)["start_continuation"] = self._queue_continuation
+
+    def _queue_continuation(self, client: Any, function_name: str, resume: Resume) -> None:
+        self._continuations.append(resume.to_event())
 
     def fire_if_due(self) -> Any | None:
-        """Invoke the function when the next tick is due; return its result, or None."""
+        """Invoke the function with a queued continuation, or when the next tick is due; return
+        its result, or None."""
+        if self._continuations:
+            return self._function.invoke(self._continuations.pop(0))
         now = time.monotonic()
         if now < self._next:
             return None

@@ -123,8 +123,8 @@ class SqsRedriver(Construct):
             acknowledge(
                 self.function,
                 rule_id,
-                "The only event is the schedule's tick, which carries no data: a failed or dropped "
-                "run loses nothing, and the next scheduled run is its retry.",
+                "The only events are the schedule's tick and a run's continuation, which carry no "
+                "data: a failed or dropped run loses nothing, and the next scheduled run is its retry.",
             )
         self._grant(sources, dead_letter_queue)
         self.schedule_rule = events.Rule(
@@ -258,6 +258,18 @@ class SqsRedriver(Construct):
         self.parking_lot.grant_send_messages(self.function)
         # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
         grant_item_access(self.function, self.state_table, batch=True)
+        # Continuation: a run hands over to the next by invoking its own function. A separate policy,
+        # not the role's default one, which the function depends on (that would be a cycle).
+        role = self.function.role
+        assert role is not None, "python_function gives every function a role"
+        iam.Policy(
+            self,
+            "ContinuationPolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function_arn])
+            ],
+        )
 
 
 def _validate_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:

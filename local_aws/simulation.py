@@ -8,7 +8,9 @@ follow the simulated clock. In the world:
 - the **real re-driver**, composed with ``local_redriver`` from the deployed function's settings,
   on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
   budget that counts down on the simulated clock. Its waits (``pause``, the rate limiter's sleep,
-  the long poll of an empty receive) advance the world, so the consumer runs while it waits. Its
+  the long poll of an empty receive) advance the world, so the consumer runs while it waits. A run
+  that hands over a continuation is followed by it a second later, as Lambda retries an
+  asynchronous invocation it throttled (the function's concurrency is 1). Its
   batches run in one worker (``parallel_batches=1``): a wait moves the clock at once, so with
   parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
   another was still mid-batch in real time (seen: a probe batch starved for a whole run). In
@@ -69,9 +71,12 @@ from local_aws.simulated_time import (
     schedule_seconds,
 )
 from redriver.act.ratelimit import TokenBucket
+from redriver.model.continuation import Resume
 from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.settings import Settings, load_settings
 from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
+
+CONTINUATION_START_MS = 1000
 
 
 @cache
@@ -141,6 +146,10 @@ class World:
             ),
         )
         self.next_run_ms = clock.now_ms + self.schedule_seconds * 1000
+        # A run's continuation: Lambda queues the asynchronous invocation, is throttled while the
+        # run holds the function's one concurrency, and retries it a second later.
+        self._continuation: Resume | None = None
+        self._continuation_at_ms = 0
         self._poller_ready_ms = clock.now_ms
         self._empty_poll_at_ms: int | None = None
 
@@ -180,11 +189,17 @@ class World:
         after each consumer invocation and each re-driver run)."""
         end_ms = self.clock.now_ms + round(for_seconds * 1000)
         while not until() and self.clock.now_ms < end_ms:
-            target = min(self.next_run_ms, end_ms)
+            pending = self._continuation
+            start_ms = self._continuation_at_ms if pending else self.next_run_ms
             with self._lock:
-                self._advance(target, until)
-            if self.clock.now_ms >= self.next_run_ms:
-                self._scheduled_run()
+                self._advance(min(start_ms, end_ms), until)
+            if self.clock.now_ms < start_ms:
+                continue
+            if pending is not None:
+                self._continuation = None
+                self._redriver_run(pending)
+            else:
+                self._redriver_run(None)
                 self.next_run_ms += self.schedule_seconds * 1000
 
     def pause(self, seconds: float) -> None:
@@ -260,14 +275,18 @@ class World:
             self.journal.deliveries.append(Delivery(at, self._key(m["Body"]), m["MessageId"], redrives, ok))
         self._poller_ready_ms = now + self._call_ms
 
-    def _scheduled_run(self) -> None:
+    def _redriver_run(self, resume: Resume | None) -> None:
+        """One invocation of the re-driver: a schedule tick's (``resume`` None) or a continuation."""
         started = self.clock.now_ms
         deadline_ms = started + self.deployment.redriver.timeout_seconds * 1000
 
         def remaining_ms() -> int:  # the Lambda context's, on the simulated clock
             return max(0, deadline_ms - self.clock.now_ms)
 
-        report = self.redriver.run(remaining_ms)
+        report = self.redriver.run(remaining_ms, resume)
+        if report.continue_with is not None:
+            self._continuation = report.continue_with
+            self._continuation_at_ms = self.clock.now_ms + CONTINUATION_START_MS
         self.journal.runs.append(
             Run(
                 at=(started - self.clock.start_ms) / 1000,

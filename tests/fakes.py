@@ -144,6 +144,7 @@ class FakeStateStore:
     # test can let verdicts arrive while the run polls.
     verdicts: dict[str, list[VerdictCounts]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    continuation_token: str | None = None
 
     def load_breaker(self, key: str) -> Breaker:
         self.calls.append("load_breaker")
@@ -154,6 +155,20 @@ class FakeStateStore:
         if self.breaker.version != expected_version:
             return False
         self.breaker = breaker
+        return True
+
+    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+        self.calls.append("offer_continuation")
+        if self.continuation_token is not None:
+            return False
+        self.continuation_token = token
+        return True
+
+    def take_continuation(self, key: str, token: str) -> bool:
+        self.calls.append("take_continuation")
+        if self.continuation_token != token:
+            return False
+        self.continuation_token = None
         return True
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:

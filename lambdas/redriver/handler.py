@@ -7,6 +7,7 @@ never at import, and reused by later invocations of the same execution environme
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,8 +18,11 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from redriver.adapters.clients import aws_clients
+from redriver.adapters import AwsCallError
+from redriver.adapters.clients import aws_clients, lambda_client
+from redriver.adapters.continuation import start_continuation
 from redriver.decide.breaker import State
+from redriver.model.continuation import Resume
 from redriver.model.report import RunReport
 from redriver.observability import logger, metrics, tracer
 from redriver.settings import Settings, load_settings
@@ -26,6 +30,11 @@ from redriver.wiring import compose_redriver
 
 SETTINGS = load_settings()
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
+
+
+@functools.cache
+def _lambda_client() -> Any:
+    return lambda_client()
 
 
 @functools.cache
@@ -47,8 +56,16 @@ def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
     )
 
     @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)  # type: ignore[untyped-decorator]
-    def run_once(event: dict[str, Any], remaining_ms: Any) -> dict[str, Any]:
-        return _publish(redriver.run(remaining_ms))
+    def run_once(event: dict[str, Any], remaining_ms: Any, function_name: str) -> dict[str, Any]:
+        report = redriver.run(remaining_ms, Resume.from_event(event))
+        if report.continue_with is not None:
+            try:
+                start_continuation(_lambda_client(), function_name, report.continue_with)
+            except AwsCallError as exc:
+                logger.error("continuation not started: the next tick goes on", extra={"error": str(exc)})
+                redriver.release_continuation(report.continue_with)
+                report = replace(report, continue_with=None)
+        return _publish(report)
 
     return config, run_once
 
@@ -61,6 +78,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         ("Canaries", report.canaries),
         ("RunErrors", report.errors),
         ("Unparkable", report.unparkable),
+        ("Continuations", int(report.continue_with is not None)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     metrics.add_metric(
@@ -78,6 +96,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "unparkable": report.unparkable,
         "stopped_because": report.stopped_because,
         "breaker_transitions": report.breaker_transitions,
+        "continued": report.continue_with is not None,
     }
     logger.info("run finished", extra=summary)
     return summary
@@ -89,5 +108,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     config, run_once = _runtime()
     config.register_lambda_context(context)
-    result: dict[str, Any] = run_once(event=event, remaining_ms=context.get_remaining_time_in_millis)
+    result: dict[str, Any] = run_once(
+        event=event, remaining_ms=context.get_remaining_time_in_millis, function_name=context.function_name
+    )
     return result

@@ -276,6 +276,16 @@ def test_redrive_role_has_least_privilege(template: Template) -> None:
     }
 
 
+def test_redrive_role_may_invoke_its_own_function_and_no_other(
+    template: Template, stack: RedriverStack
+) -> None:
+    invokes = [
+        s for s in redrive_policy_statements(template) if "lambda:InvokeFunction" in _as_list(s["Action"])
+    ]
+
+    assert [s["Resource"] for s in invokes] == [{"Fn::GetAtt": [logical_id(stack.redriver.function), "Arn"]}]
+
+
 def test_redrive_role_consumes_only_the_dlq_and_sends_only_to_source_and_parking_lot(
     template: Template, stack: RedriverStack
 ) -> None:

@@ -6,6 +6,7 @@ import importlib
 import json
 import sys
 from types import ModuleType
+from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
@@ -131,3 +132,48 @@ def test_consumer_fulfils_a_repeated_order_once(aws: Aws) -> None:
 
     # THEN the downstream saw the order once
     assert consumer.downstream.submitted == {"o-7": 1}
+
+
+@pytest.fixture
+def small_runs_handler(aws: Aws, redriver_handler: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The re-driver's handler with a per-run limit of 2 (one worker: the limit is then exact)."""
+    monkeypatch.setenv("MAX_MESSAGES_PER_RUN", "2")
+    monkeypatch.setenv("PARALLEL_BATCHES", "1")
+    return import_fresh("redriver.handler")
+
+
+def test_a_run_out_of_room_invokes_its_function_with_the_continuation(
+    aws: Aws, small_runs_handler: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        small_runs_handler,
+        "start_continuation",
+        lambda client, name, resume: started.append((name, resume.to_event())),
+    )
+    for i in range(3):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body(f"o-{i}"))
+
+    first = small_runs_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext("redriver-fn"))
+    [(function_name, continuation)] = started
+    second = small_runs_handler.lambda_handler(continuation, LambdaContext("redriver-fn"))
+    repeated = small_runs_handler.lambda_handler(continuation, LambdaContext("redriver-fn"))
+
+    assert (first["redriven"], first["continued"], function_name) == (2, True, "redriver-fn")
+    assert (second["redriven"], second["continued"], second["stopped_because"]) == (1, False, "DLQ empty")
+    assert repeated == second and len(started) == 1
+
+
+def test_a_continuation_lambda_refuses_is_logged_and_frees_the_slot(
+    aws: Aws, small_runs_handler: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    # moto's Lambda has no function of that name: Invoke fails as a whole.
+    for i in range(3):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body(f"o-{i}"))
+
+    result = small_runs_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext("missing-fn"))
+
+    assert (result["redriven"], result["continued"]) == (2, False)
+    assert "continuation not started" in caplog.text
+    items = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    assert not [item for item in items if item["pk"]["S"].startswith("CONTINUATION#")]

@@ -65,7 +65,9 @@ class Clock:
         self.now += seconds
 
 
-def wave(state: FakeStateStore, clock: Clock, *, verdicts: bool = True, wait: int = 20) -> Wave:
+def wave(
+    state: FakeStateStore, clock: Clock, *, verdicts: bool = True, wait: int = 20, ramped: bool = False
+) -> Wave:
     rules = SlowStart(
         consumer_verdicts=verdicts,
         verdict_wait_seconds=wait,
@@ -74,7 +76,13 @@ def wave(state: FakeStateStore, clock: Clock, *, verdicts: bool = True, wait: in
         breaker=POLICY,
     )
     return Wave(
-        rules, verdict_key=KEY, state=state, clock=clock, pause=clock.pause, logger=logging.getLogger()
+        rules,
+        verdict_key=KEY,
+        state=state,
+        clock=clock,
+        pause=clock.pause,
+        logger=logging.getLogger(),
+        ramped=ramped,
     )
 
 
@@ -168,3 +176,34 @@ def test_a_wave_gives_up_waiting_when_the_run_is_out_of_time() -> None:
     ramp.settle(ramp.admit(never).room, 3)
 
     assert ramp.admit(lambda: True) == Admission(0, None)
+
+
+@pytest.mark.parametrize("verdicts", [True, False])
+def test_a_wave_that_follows_a_ramped_run_starts_at_full_rate(verdicts: bool) -> None:
+    clock, state = Clock(), FakeStateStore()
+    ramp = wave(state, clock, verdicts=verdicts, ramped=True)
+
+    first = ramp.admit(never)
+
+    assert first.room == 10 and not (first.tag and first.tag.probe) and clock.paused == []
+    assert ramp.at_full_rate
+
+
+def test_a_timed_wave_is_at_full_rate_once_its_slow_start_is_over() -> None:
+    clock, state = Clock(), FakeStateStore()
+    ramp = wave(state, clock, verdicts=False)
+    ramp.admit(never)
+    before = ramp.at_full_rate
+
+    clock.now += 60
+
+    assert (before, ramp.at_full_rate) == (False, True)
+
+
+def test_a_wave_still_probing_is_not_at_full_rate() -> None:
+    clock, state = Clock(), FakeStateStore()
+    ramp = wave(state, clock)
+
+    ramp.settle(ramp.admit(never).room, 3)
+
+    assert not ramp.at_full_rate

@@ -36,7 +36,8 @@ def test_defaults_with_only_the_required_variables() -> None:
             failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5
         ),
         canary_size=1,
-        max_messages_per_run=500,
+        max_messages_per_run=10_000,
+        max_continuations=100,
         receive_wait_seconds=1,
         dlq_visibility_timeout_seconds=960,
         time_margin_seconds=30,

@@ -10,6 +10,7 @@ from botocore.config import Config
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
 
 # Standard retry mode backs off on throttling. Short timeouts keep the worst call (3 attempts of
@@ -23,6 +24,11 @@ class AwsClients:
 
     sqs: SQSClient | Any
     dynamodb: DynamoDBClient | Any
+
+
+def lambda_client() -> LambdaClient | Any:
+    """The client that starts continuations; created when the first one starts."""
+    return boto3.client("lambda", config=AWS_CONFIG)
 
 
 def aws_clients() -> AwsClients:

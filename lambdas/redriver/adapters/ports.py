@@ -143,6 +143,14 @@ class StateStore(Protocol):
         """Write if the stored version is still ``expected_version``; False when another run won."""
         ...
 
+    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+        """Take the one pending-continuation slot for ``token``; False when another holds it."""
+        ...
+
+    def take_continuation(self, key: str, token: str) -> bool:
+        """Free the slot if ``token`` holds it; False for a continuation already taken."""
+        ...
+
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
         """Marks recorded for these identities (absent or expired ones omitted), with the failure
         the consumer kit recorded for messages that had no room for it."""

@@ -69,19 +69,54 @@ class StateTable:
 
         Returns False when another run changed it first (ConditionalCheckFailed).
         """
+        return self._write_if(
+            "PutItem (breaker)",
+            self._client.put_item,
+            Item=_breaker_item(key, breaker),
+            ConditionExpression="attribute_not_exists(pk) OR version = :expected",
+            ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+        )
+
+    # -- continuation --------------------------------------------------------------------------
+
+    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+        """Take the one pending-continuation slot of ``key`` for ``token``; False when another
+        run's continuation holds it and is not yet ``stale_after`` seconds old (lost, then)."""
+        now = int(self._clock())
+        return self._write_if(
+            "PutItem (continuation)",
+            self._client.put_item,
+            Item={
+                "pk": {"S": continuation_record_key(key)},
+                "token": {"S": token},
+                "offered_at": {"N": str(now)},
+                "expires_at": {"N": str(now + stale_after)},
+            },
+            ConditionExpression="attribute_not_exists(pk) OR offered_at < :stale",
+            ExpressionAttributeValues={":stale": {"N": str(now - stale_after)}},
+        )
+
+    def take_continuation(self, key: str, token: str) -> bool:
+        """Free the slot if ``token`` still holds it; False for a continuation already taken."""
+        return self._write_if(
+            "DeleteItem (continuation)",
+            self._client.delete_item,
+            Key={"pk": {"S": continuation_record_key(key)}},
+            ConditionExpression="#token = :token",
+            ExpressionAttributeNames={"#token": "token"},
+            ExpressionAttributeValues={":token": {"S": token}},
+        )
+
+    def _write_if(self, operation: str, call: Any, **kwargs: Any) -> bool:
+        """A conditional write; False when its condition failed."""
         try:
-            self._client.put_item(
-                TableName=self.table_name,
-                Item=_breaker_item(key, breaker),
-                ConditionExpression="attribute_not_exists(pk) OR version = :expected",
-                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
-            )
+            call(TableName=self.table_name, **kwargs)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
-            raise AwsCallError(f"DynamoDB PutItem (breaker) failed: {exc}") from exc
+            raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
         except BotoCoreError as exc:
-            raise AwsCallError(f"DynamoDB PutItem (breaker) failed: {exc}") from exc
+            raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
         return True
 
     # -- message records -----------------------------------------------------------------------
@@ -173,6 +208,10 @@ class StateTable:
             return call(**kwargs)
         except (ClientError, BotoCoreError) as exc:
             raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
+
+
+def continuation_record_key(breaker_key: str) -> str:
+    return f"CONTINUATION#{breaker_key}"
 
 
 def _message_key(identity: str) -> str:

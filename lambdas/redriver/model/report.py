@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from redriver.decide.breaker import Mode, State
+from redriver.model.continuation import Resume
 
 
 class StopReason(StrEnum):
@@ -21,6 +22,7 @@ class StopReason(StrEnum):
     CANARY_FAILED = "canary failed"
     CANARY_SENT = "canary sent"
     PROBE_TAKEN = "another run holds the probe"
+    CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
 
     @property
     def stops_every_worker(self) -> bool:
@@ -53,6 +55,10 @@ class RunReport:
     tally: Tally = Tally()
     stopped_because: StopReason = StopReason.NONE
     breaker_transitions: list[str] = field(default_factory=list)
+    # Its re-drives had finished their slow start: a run that follows at once starts at full rate.
+    full_rate: bool = False
+    # The continuation to start now (the handler invokes the function with it), if any.
+    continue_with: Resume | None = None
 
     @property
     def received(self) -> int:

@@ -3,24 +3,31 @@
 A step is one mode's work (re-drive, probe, watch, judge the canary). When a step moves the
 breaker (a canary's verdict), the run goes on with the mode the new record allows: a canary that
 passed is followed by the next canary at once, and a breaker that closed by a re-drive, in the
-same invocation. The run talks to AWS only through the ports it is given (adapters/ports.py). It
-deletes a DLQ message only after the message was sent somewhere else and the send succeeded.
+same invocation. A run that stopped on its time budget or per-run limit with work left is
+followed at once by another (``RunReport.continue_with``; decide/continuation.py says when). The
+run talks to AWS only through the ports it is given (adapters/ports.py). It deletes a DLQ message
+only after the message was sent somewhere else and the send succeeded.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
+from redriver.adapters import AwsCallError
 from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
+from redriver.decide.continuation import continues
 from redriver.decide.pacing import out_of_time
+from redriver.model.continuation import Resume
 from redriver.model.report import RunReport, StopReason, Tally
 from redriver.run.canary_verdict import CanaryJudge, Step
 from redriver.run.gate import pass_gate
@@ -32,6 +39,16 @@ from redriver.settings import Settings
 # Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
 # re-drive at most.
 MAX_STEPS = 8
+# A continuation waits at most for the run in progress (reserved concurrency 1), which ends within
+# Lambda's longest timeout; an offer older than that was lost, and another run may offer again.
+CONTINUATION_STALE_SECONDS = 900
+
+
+@dataclass
+class Ramp:
+    """Whether the run's re-drives have finished their slow start (a continuation inherits it)."""
+
+    full_rate: bool = False
 
 
 class Redriver:
@@ -61,13 +78,19 @@ class Redriver:
     def now(self) -> int:
         return int(self.clock())
 
-    def run(self, remaining_ms: Callable[[], int]) -> RunReport:
-        """Do one scheduled run; ``remaining_ms`` is the Lambda context's time left."""
+    def run(self, remaining_ms: Callable[[], int], resume: Resume | None = None) -> RunReport:
+        """Do one run; ``remaining_ms`` is the Lambda context's time left, ``resume`` the
+        continuation this run was started with (None for a scheduled tick)."""
         settings = self.settings
+        if resume is not None and not self.state.take_continuation(settings.dlq_url, resume.token):
+            self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
+            breaker = self.state.load_breaker(settings.breaker_key)
+            return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
         writer = BreakerWriter(self.state, settings.breaker_key, self.log)
         passage = pass_gate(self.state, writer, settings.breaker_key, settings.breaker, self.now())
+        ramp = Ramp(full_rate=resume is not None and resume.full_rate)
         steps: dict[Mode, Callable[[Breaker, Callable[[], int], BreakerWriter], Step]] = {
-            Mode.REDRIVE: self._redrive,
+            Mode.REDRIVE: functools.partial(self._redrive, ramp=ramp),
             Mode.PROBE: self._probe,
             Mode.WATCH: self._watch,
             Mode.VERDICT: self._verdict,
@@ -84,17 +107,46 @@ class Redriver:
             if step.then is None:
                 break
             mode = step.then
-        return RunReport(
+        report = RunReport(
             mode=passage.mode,
             breaker_state=writer.last_state or passage.breaker.state,
             tally=tally,
             stopped_because=stop,
             breaker_transitions=list(writer.transitions),
+            full_rate=ramp.full_rate,
         )
+        return replace(report, continue_with=self._continuation(report, resume))
+
+    def _continuation(self, report: RunReport, resume: Resume | None) -> Resume | None:
+        """The run to start now, if draining goes on; at most one is ever pending."""
+        generation = resume.generation if resume is not None else 0
+        if not continues(report, generation=generation, max_continuations=self.settings.max_continuations):
+            return None
+        token = uuid.uuid4().hex
+        try:
+            offered = self.state.offer_continuation(
+                self.settings.dlq_url, token, stale_after=CONTINUATION_STALE_SECONDS
+            )
+        except AwsCallError as exc:
+            self.log.warning("no continuation: the next tick goes on", extra={"error": str(exc)})
+            return None
+        if not offered:
+            self.log.info("a continuation is already pending")
+            return None
+        return Resume(token=token, generation=generation + 1, full_rate=report.full_rate)
+
+    def release_continuation(self, resume: Resume) -> None:
+        """Free the slot of a continuation that could not be started, so the next run may offer."""
+        try:
+            self.state.take_continuation(self.settings.dlq_url, resume.token)
+        except AwsCallError as exc:
+            self.log.warning("continuation slot not freed: it goes stale", extra={"error": str(exc)})
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+    def _redrive(
+        self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter, *, ramp: Ramp
+    ) -> Step:
         settings = self.settings
         wave = Wave(
             self._slow_start(),
@@ -103,6 +155,7 @@ class Redriver:
             clock=self.clock,
             pause=self.pause,
             logger=self.log,
+            ramped=ramp.full_rate,
         )
         limit = settings.max_messages_per_run
         if settings.parallel_batches > 1:
@@ -126,6 +179,7 @@ class Redriver:
                 wave=wave,
             )
         tally = self._released(drained)
+        ramp.full_rate = wave.at_full_rate
         verdicts = wave.verdicts
         outcome = RunOutcome(
             received=tally.received,

@@ -57,7 +57,9 @@ class Wave:
         clock: Callable[[], float],
         pause: Callable[[float], None],
         logger: Any,
+        ramped: bool = False,
     ) -> None:
+        """``ramped``: the run follows one that finished its slow start, so it starts at full rate."""
         self.rules = rules
         self.verdict_key = verdict_key
         self.state = state
@@ -65,7 +67,10 @@ class Wave:
         self.pause = pause
         self.log = logger
         self.started = clock()
-        self.phase = Phase.PROBING if rules.consumer_verdicts else Phase.TIMED
+        if ramped:
+            self.phase = Phase.FULL
+        else:
+            self.phase = Phase.PROBING if rules.consumer_verdicts else Phase.TIMED
         self.verdicts = VerdictCounts()
         # Sticky: once a read of the verdicts trips, every worker is told so. Otherwise a worker
         # asking between that read and the run's halt sees every probe answered and sends more.
@@ -105,13 +110,27 @@ class Wave:
         if self.phase is Phase.PROBING:
             return self._probe()
         if self.phase is Phase.FULL:
-            if self.sent - self._checked_at_sent >= VERDICT_CHECK_EVERY:
-                self._checked_at_sent = self.sent
-                if self._read_verdicts().trip:
-                    return Admission(0, None, trip=True), 0
-            self.reserved += SQS_MAX_BATCH_SIZE
-            return Admission(SQS_MAX_BATCH_SIZE, self._tag(probe=False)), 0
+            return self._full()
         return self._timed()
+
+    @property
+    def at_full_rate(self) -> bool:
+        """Slow start is over: the consumer's verdicts allowed the full rate, or time did."""
+        if self.phase is Phase.FULL:
+            return True
+        ramp = self.rules.slow_start_seconds
+        return self.phase is Phase.TIMED and (ramp <= 0 or self.clock() - self.started >= ramp)
+
+    def _full(self) -> tuple[Admission | None, float]:
+        if not self.rules.consumer_verdicts:
+            self.reserved += SQS_MAX_BATCH_SIZE
+            return Admission(SQS_MAX_BATCH_SIZE, None), 0
+        if self.sent - self._checked_at_sent >= VERDICT_CHECK_EVERY:
+            self._checked_at_sent = self.sent
+            if self._read_verdicts().trip:
+                return Admission(0, None, trip=True), 0
+        self.reserved += SQS_MAX_BATCH_SIZE
+        return Admission(SQS_MAX_BATCH_SIZE, self._tag(probe=False)), 0
 
     def _probe(self) -> tuple[Admission | None, float]:
         volume = max(self.rules.breaker.minimum_volume, 1)

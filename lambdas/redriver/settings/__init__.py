@@ -58,6 +58,7 @@ class Settings:
     consumer_verdicts: bool = default("consumer_verdicts")
     verdict_wait_seconds: int = default("verdict_wait_seconds")
     slow_start_seconds: int = default("slow_start_seconds")
+    max_continuations: int = default("max_continuations")
 
     @property
     def breaker_key(self) -> str:

@@ -150,13 +150,24 @@ SCHEMA: tuple[Setting[Any], ...] = (
         high=SQS_MAX_BATCH_SIZE,
         meaning="messages per HALF_OPEN probe",
     ),
+    # A run is bounded by its time budget first (about 4,500 re-drives at the default rate and
+    # timeout); the limit bounds what one run may move, and continuation carries on after it.
     IntSetting(
         "max_messages_per_run",
         "MAX_MESSAGES_PER_RUN",
-        default=500,
+        default=10_000,
         low=1,
         high=100_000,
         meaning="per-run limit",
+    ),
+    IntSetting(
+        "max_continuations",
+        "MAX_CONTINUATIONS",
+        default=100,
+        low=0,
+        high=10_000,
+        meaning="runs that may follow a run at once while the breaker is CLOSED and work is left "
+        "(a chain; the next tick starts a new one); 0: only the schedule starts runs",
     ),
     IntSetting(
         "max_redrives_per_second",

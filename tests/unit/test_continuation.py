@@ -1,0 +1,108 @@
+"""When a run is followed at once by another, and the event that starts it."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from redriver.adapters import AwsCallError
+from redriver.adapters.continuation import start_continuation
+from redriver.decide.breaker import Mode, State
+from redriver.decide.continuation import continues
+from redriver.model.continuation import Resume
+from redriver.model.report import RunReport, StopReason, Tally
+
+PROGRESS = Tally(redriven=500)
+
+
+def report(
+    stop: StopReason = StopReason.PER_RUN_LIMIT,
+    state: State = State.CLOSED,
+    tally: Tally = PROGRESS,
+) -> RunReport:
+    return RunReport(Mode.REDRIVE, state, tally=tally, stopped_because=stop)
+
+
+@pytest.mark.parametrize("stop", [StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET])
+def test_a_closed_run_that_ran_out_of_room_with_progress_continues(stop: StopReason) -> None:
+    assert continues(report(stop), generation=0, max_continuations=100)
+
+
+def test_parking_alone_is_progress() -> None:
+    assert continues(report(tally=Tally(parked=3)), generation=0, max_continuations=100)
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        StopReason.DLQ_EMPTY,
+        StopReason.SOURCE_BACKLOG,
+        StopReason.AWS_ERROR,
+        StopReason.BREAKER_OPENED,
+        StopReason.HALTED,
+        StopReason.CANARY_SENT,
+    ],
+)
+def test_any_other_stop_leaves_the_next_run_to_the_schedule(stop: StopReason) -> None:
+    assert not continues(report(stop), generation=0, max_continuations=100)
+
+
+@pytest.mark.parametrize("state", [State.OPEN, State.HALF_OPEN])
+def test_a_breaker_not_closed_never_continues(state: State) -> None:
+    assert not continues(report(state=state), generation=0, max_continuations=100)
+
+
+def test_a_run_that_moved_nothing_does_not_continue() -> None:
+    assert not continues(report(tally=Tally(received=500)), generation=0, max_continuations=100)
+
+
+def test_a_chain_stops_at_its_limit_and_zero_turns_continuation_off() -> None:
+    assert continues(report(), generation=99, max_continuations=100)
+    assert not continues(report(), generation=100, max_continuations=100)
+    assert not continues(report(), generation=0, max_continuations=0)
+
+
+def test_a_continuation_event_round_trips_and_a_scheduled_event_is_none() -> None:
+    resume = Resume(token="t-1", generation=3, full_rate=True)
+
+    assert Resume.from_event(resume.to_event()) == resume
+    assert Resume.from_event({"id": "evt-1", "source": "aws.events", "detail": {}}) is None
+
+
+def test_a_malformed_continuation_event_is_a_clear_error() -> None:
+    event = Resume(token="t-1", generation=3, full_rate=True).to_event()
+    event["detail"]["generation"] = "3"
+
+    with pytest.raises(ValueError, match="malformed continuation event"):
+        Resume.from_event(event)
+
+
+def test_a_continuation_is_an_asynchronous_invocation_of_the_function_with_its_event() -> None:
+    client = boto3.client("lambda", region_name="eu-west-1")
+    resume = Resume(token="t-1", generation=1, full_rate=False)
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "invoke",
+            {"StatusCode": 202},
+            {
+                "FunctionName": "redriver",
+                "InvocationType": "Event",
+                "Payload": json.dumps(resume.to_event()).encode(),
+            },
+        )
+
+        start_continuation(client, "redriver", resume)
+
+        stubber.assert_no_pending_responses()
+
+
+def test_a_refused_invocation_is_an_aws_call_error() -> None:
+    client = boto3.client("lambda", region_name="eu-west-1")
+    with Stubber(client) as stubber:
+        stubber.add_client_error("invoke", "TooManyRequestsException")
+
+        with pytest.raises(AwsCallError, match="Lambda Invoke of redriver failed"):
+            start_continuation(client, "redriver", Resume(token="t-1", generation=1, full_rate=False))
