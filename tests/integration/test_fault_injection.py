@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
@@ -45,7 +46,11 @@ REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
 HEALTHY_RUNS = 8
 TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
-DYNAMODB_OPERATIONS = {"get_item", "put_item", "batch_get_item", "batch_write_item"}
+DYNAMODB_OPERATIONS = {"get_item", "put_item", "delete_item", "batch_get_item", "batch_write_item"}
+# A chain: the faulted run stops at this per-run limit and hands over to continuations.
+CHAIN_LIMIT = 5
+CHAIN_RUNS = 4
+CHAIN_FAULTS = {Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL, Fault.CONDITIONAL}
 PARALLEL_BATCHES = 4
 # Which call a number names varies between parallel runs, so these faults fit any call: a death,
 # a whole call failing (a read timeout and throttling take the same path as a 5xx), a partial batch.
@@ -82,7 +87,7 @@ def fill(aws: Aws, seeded: list[Seeded]) -> None:
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=item.body, MessageAttributes=attributes)
 
 
-def fault_settings(aws: Aws, parallel_batches: int = 1) -> Any:
+def fault_settings(aws: Aws, parallel_batches: int = 1, **overrides: Any) -> Any:
     # The breaker must not stop the healthy runs from draining (no ratio trip below 1,000 returns,
     # 100 failed runs), but it must write: the breaker is seeded with a failure (seed_breaker), so a
     # run resets it, or counts one more, and PutItem is a step.
@@ -91,6 +96,7 @@ def fault_settings(aws: Aws, parallel_batches: int = 1) -> Any:
         max_redrives=MAX_REDRIVES,
         parallel_batches=parallel_batches,
         breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2, minimum_volume=1000),
+        **overrides,
     )
 
 
@@ -102,9 +108,12 @@ def seed_breaker(aws: Aws, settings: Any) -> list[dict[str, Any]]:
     return seeder.puts
 
 
-def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[Outcome, list[str]]:
+def run_with_faults(
+    plan: dict[int, Fault], parallel_batches: int = 1, chain: bool = False
+) -> tuple[Outcome, list[str]]:
     """One case, in a fresh mock: the faulted run, healthy runs, then the books. With parallel
-    batches, the DLQ holds a batch for each worker."""
+    batches, the DLQ holds a batch for each worker. With ``chain``, the faulted run stops at a
+    per-run limit and its continuations follow under the same plan (its slot writes are calls)."""
     with mock_aws():
         aws = create_aws()
         seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1))
@@ -115,13 +124,17 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
         faulty_sqs = faults.wrap(aws.sqs)
         faulty = make_redriver(
             aws,
-            fault_settings(aws, parallel_batches),
+            fault_settings(aws, parallel_batches, **({"max_messages_per_run": CHAIN_LIMIT} if chain else {})),
             clock,
             sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
             dynamodb=faults.wrap(aws.dynamodb),
         )
         try:
-            faulty.run(REMAINING)
+            report = faulty.run(REMAINING)
+            for _ in range(CHAIN_RUNS if chain else 0):
+                if report.continue_with is None:
+                    break
+                report = faulty.run(REMAINING, report.continue_with)
         except (SimulatedCrash, AwsCallError):
             pass  # the invocation died or failed; what matters is what it left behind
         outcome = Outcome(
@@ -205,24 +218,31 @@ def applicable(operation: str) -> list[Fault]:
         kinds.append(Fault.PARTIAL)
     if operation in DYNAMODB_OPERATIONS:
         kinds += [Fault.THROUGHPUT, Fault.TRANSACTION]
-    if operation == "put_item":
+    if operation in ("put_item", "delete_item"):
         kinds.append(Fault.CONDITIONAL)
     return kinds
 
 
 @functools.cache
-def healthy_calls(parallel_batches: int = 1) -> tuple[str, ...]:
+def healthy_calls(parallel_batches: int = 1, chain: bool = False) -> tuple[str, ...]:
     """The calls of a run without faults, measured once. With one batch at a time every run makes
     these same calls up to its first fault; parallel runs make as many, in a varying order."""
-    _, calls = run_with_faults({}, parallel_batches)
+    _, calls = run_with_faults({}, parallel_batches, chain)
     return tuple(calls)
 
 
-def every_fault_point() -> list[tuple[int, str, Fault]]:
+def every_fault_point(chain: bool = False) -> list[tuple[int, str, Fault]]:
+    """Every call and the faults that fit it. In a chain, from the first run's offer of a
+    continuation on (the run before is the one-run case), with one fault of each path (throttling
+    and timeouts take the 5xx path)."""
+    calls = healthy_calls(chain=chain)
+    first = calls.index("delete_item") if chain else 1  # the offer is the call before the first take
     return [
         (index, operation, fault)
-        for index, operation in enumerate(healthy_calls(), 1)
+        for index, operation in enumerate(calls, 1)
+        if index >= first
         for fault in applicable(operation)
+        if not chain or fault in CHAIN_FAULTS
     ]
 
 
@@ -234,10 +254,19 @@ def test_a_healthy_run_loses_nothing() -> None:
     assert {"send_message_batch", "delete_message_batch", "put_item"} <= set(calls), calls
 
 
-def test_every_enumerated_fault_point_loses_nothing() -> None:
+def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
+    outcome, calls = run_with_faults({}, chain=True)
+    FIGURES.append(outcome)
+    assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
+    # the slot is taken (PutItem) and freed (DeleteItem) by the chain's runs
+    assert calls.count("delete_item") >= 2, calls
+
+
+@pytest.mark.parametrize("chain", [False, True], ids=["one run", "continuation chain"])
+def test_every_enumerated_fault_point_loses_nothing(chain: bool) -> None:
     failures = []
-    for index, _, fault in every_fault_point():
-        outcome, _ = run_with_faults({index: fault})
+    for index, _, fault in every_fault_point(chain):
+        outcome, _ = run_with_faults({index: fault}, chain=chain)
         FIGURES.append(outcome)
         if outcome.lost or outcome.problems or outcome.call != index:  # one batch at a time: it must fire
             failures.append(outcome)
