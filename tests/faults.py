@@ -57,6 +57,7 @@ class Outcome:
     call: int  # the first call a fault fired at (0: none fired)
     operation: str
     parallel_batches: int = 1
+    long_holds: bool = False  # backoff steps past 900 s, waited out in the DLQ
     planned: int = 0  # faults planned; a later one need not fire once the first changed the flow
     fired: int = 0
     attempts: int = 1  # runs it took for the planned fault to fire (parallel: the calls interleave)
@@ -73,8 +74,10 @@ FIGURES: list[Outcome] = []
 def figures_line() -> str:
     single = Counter(o.fault for o in FIGURES if " + " not in o.fault and not o.fault.startswith("none"))
     parallel = sum(1 for o in FIGURES if o.parallel_batches > 1)
+    long_holds = sum(1 for o in FIGURES if o.long_holds)
     return (
-        f"fault injection: {len(FIGURES)} faulted runs, {parallel} of them with parallel batches; "
+        f"fault injection: {len(FIGURES)} faulted runs, {parallel} of them with parallel batches, "
+        f"{long_holds} with long holds; "
         f"{sum(single.values())} with one fault, the rest with schedules of 2-3 or none; "
         f"{sum(o.messages for o in FIGURES)} messages, "
         f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "

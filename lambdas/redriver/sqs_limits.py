@@ -1,9 +1,12 @@
 """Limits of Amazon SQS the re-driver and its construct build on, each written once.
 
-From the SQS Developer Guide's quotas. The settings schema bounds its ranges with them, backoff
-caps delays with them, and the CDK side checks queue properties against them.
+From the SQS Developer Guide's quotas (and the one Lambda quota they meet). The settings schema
+bounds its ranges with them, backoff caps delays and holds with them, and the CDK side checks queue
+properties against them.
 """
 
+# Timeout of a Lambda function: at most 15 minutes, so a run acts on a message it received within that.
+LAMBDA_MAX_TIMEOUT_SECONDS = 900
 # DelaySeconds of a message (SendMessage, SendMessageBatch) and of a queue: 0 to 15 minutes.
 SQS_MAX_DELAY_SECONDS = 900
 # VisibilityTimeout of a queue, a receive or ChangeMessageVisibility: 0 to 12 hours.

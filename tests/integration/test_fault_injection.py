@@ -1,5 +1,6 @@
 """Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each;
-with one batch at a time and with parallel batches.
+with one batch at a time, with parallel batches, and with long holds (backoff steps past 900 s
+waited out hidden in the DLQ, some longer than SQS lets a message hide, over a day of healthy runs).
 
 Each case: seed the DLQ, run the re-driver with one fault planned, let time pass, then run healthy
 re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
@@ -27,6 +28,7 @@ from local_aws.clients import AtomicQueueCalls
 from local_aws.queues import drain, make_visible
 from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
+from redriver.decide.backoff import backoff_step
 from redriver.decide.breaker import Breaker, BreakerPolicy, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
@@ -58,6 +60,11 @@ PARALLEL_FAULTS = [Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL]
 # Runs of a parallel case until its fault fires: a number names a call the run may not reach when
 # the workers interleave differently (none needed a second run so far).
 PARALLEL_ATTEMPTS = 3
+# Long holds: every step past 900 s; a 2nd re-drive waits 15,000-30,000 s, a 3rd 30,000-60,000 s (a
+# hold of 12 h less a run, then another). The healthy runs then cover a day and a half.
+BASE_DELAY, MAX_DELAY = 15_000, 86_400
+HEALTHY_STEP_SECONDS = {False: 60, True: 4 * 3600}
+START = int(FakeClock().now)
 
 
 @dataclass
@@ -65,16 +72,19 @@ class Seeded:
     body: str
     count: int  # re-drives before the faulted run
     attributes: dict[str, Any] = field(default_factory=dict)
+    last_at: int = 0  # its last re-drive: long ago (due), or just now (long holds: it must wait)
 
 
-def seed_messages(fresh: int = 7) -> list[Seeded]:
+def seed_messages(fresh: int = 7, long_holds: bool = False) -> list[Seeded]:
     """Fresh, already re-driven, at-the-limit (poison) and mark-less messages: two receive batches
-    (with the default ``fresh``)."""
+    (with the default ``fresh``); with long holds, two more re-driven just now, that must wait."""
     seeded = [Seeded(f"fresh-{i}", 0) for i in range(fresh)]
     seeded += [Seeded(f"again-{i}", 2) for i in range(2)]
     seeded.append(Seeded("poison", MAX_REDRIVES))
     seeded.append(Seeded("ten-attributes", 0, dict(TEN_ATTRIBUTES)))
     seeded.append(Seeded("unicode-✓-東京-🙂", 1))
+    if long_holds:
+        seeded += [Seeded(f"held-{count}", count, last_at=START) for count in (1, MAX_REDRIVES - 1)]
     return seeded
 
 
@@ -82,20 +92,23 @@ def fill(aws: Aws, seeded: list[Seeded]) -> None:
     for item in seeded:
         attributes = dict(item.attributes)
         if item.count and not attributes:
-            mark = Mark(f"id-{item.body}", item.count, 1, tuple(range(1, item.count + 1)))
+            last = item.last_at or item.count
+            mark = Mark(f"id-{item.body}", item.count, 1, tuple(range(last - item.count + 1, last + 1)))
             attributes[MARK_ATTRIBUTE] = {"DataType": "String", "StringValue": mark.to_json()}
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=item.body, MessageAttributes=attributes)
 
 
-def fault_settings(aws: Aws, parallel_batches: int = 1, **overrides: Any) -> Any:
+def fault_settings(aws: Aws, parallel_batches: int = 1, *, long_holds: bool = False, **overrides: Any) -> Any:
     # The breaker must not stop the healthy runs from draining (no ratio trip below 1,000 returns,
     # 100 failed runs), but it must write: the breaker is seeded with a failure (seed_breaker), so a
     # run resets it, or counts one more, and PutItem is a step.
+    delays = {"base_delay_seconds": BASE_DELAY, "max_delay_seconds": MAX_DELAY} if long_holds else {}
     return make_settings(
         aws,
         max_redrives=MAX_REDRIVES,
         parallel_batches=parallel_batches,
         breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2, minimum_volume=1000),
+        **delays,
         **overrides,
     )
 
@@ -109,14 +122,14 @@ def seed_breaker(aws: Aws, settings: Any) -> list[dict[str, Any]]:
 
 
 def run_with_faults(
-    plan: dict[int, Fault], parallel_batches: int = 1, chain: bool = False
+    plan: dict[int, Fault], parallel_batches: int = 1, *, long_holds: bool = False, chain: bool = False
 ) -> tuple[Outcome, list[str]]:
     """One case, in a fresh mock: the faulted run, healthy runs, then the books. With parallel
     batches, the DLQ holds a batch for each worker. With ``chain``, the faulted run stops at a
     per-run limit and its continuations follow under the same plan (its slot writes are calls)."""
     with mock_aws():
         aws = create_aws()
-        seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1))
+        seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1), long_holds=long_holds)
         fill(aws, seeded)
         seeded_breaker = seed_breaker(aws, fault_settings(aws))
         clock = FakeClock()
@@ -124,7 +137,12 @@ def run_with_faults(
         faulty_sqs = faults.wrap(aws.sqs)
         faulty = make_redriver(
             aws,
-            fault_settings(aws, parallel_batches, **({"max_messages_per_run": CHAIN_LIMIT} if chain else {})),
+            fault_settings(
+                aws,
+                parallel_batches,
+                long_holds=long_holds,
+                **({"max_messages_per_run": CHAIN_LIMIT} if chain else {}),
+            ),
             clock,
             sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
             dynamodb=faults.wrap(aws.dynamodb),
@@ -142,16 +160,20 @@ def run_with_faults(
             call=min(faults.fired, default=0),
             operation=faults.calls[min(faults.fired) - 1] if faults.fired else "-",
             parallel_batches=parallel_batches,
+            long_holds=long_holds,
             planned=len(plan),
             fired=len(faults.fired),
         )
         if plan and not faults.fired:
             outcome.fault = "none (the run ended before the planned call)"
         recorder = Faults()  # no faults: it records the healthy runs' breaker writes
-        healthy = make_redriver(aws, fault_settings(aws), clock, dynamodb=recorder.wrap(aws.dynamodb))
+        healthy = make_redriver(
+            aws, fault_settings(aws, long_holds=long_holds), clock, dynamodb=recorder.wrap(aws.dynamodb)
+        )
         for _ in range(HEALTHY_RUNS):
+            # A held message shows up before its hold ends, as a released one does: held again.
             make_visible(aws.dlq_url)
-            clock.advance(60)
+            clock.advance(HEALTHY_STEP_SECONDS[long_holds])
             healthy.run(REMAINING)
         check_books(aws, seeded, faults, seeded_breaker + faults.puts + recorder.puts, outcome)
         return outcome, faults.calls
@@ -191,6 +213,11 @@ def check_books(
             outcome.problems.append(f"{item.body}: count went back from {item.count} to {mark.count}")
         if mark.count > MAX_REDRIVES:
             outcome.problems.append(f"{item.body}: re-driven {mark.count} times, past the limit")
+        if item.last_at and mark.count > item.count:
+            # Equal jitter keeps at least half of the step.
+            step = backoff_step(item.count + 1, base_seconds=BASE_DELAY, max_seconds=MAX_DELAY)
+            if (early := item.last_at + step // 2 - mark.redriven_at[item.count]) > 0:
+                outcome.problems.append(f"{item.body}: re-driven {early} s before it was due")
     copies = {}
     for message in in_source + parked:
         mark_value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE)
@@ -224,18 +251,20 @@ def applicable(operation: str) -> list[Fault]:
 
 
 @functools.cache
-def healthy_calls(parallel_batches: int = 1, chain: bool = False) -> tuple[str, ...]:
+def healthy_calls(
+    parallel_batches: int = 1, *, long_holds: bool = False, chain: bool = False
+) -> tuple[str, ...]:
     """The calls of a run without faults, measured once. With one batch at a time every run makes
     these same calls up to its first fault; parallel runs make as many, in a varying order."""
-    _, calls = run_with_faults({}, parallel_batches, chain)
+    _, calls = run_with_faults({}, parallel_batches, long_holds=long_holds, chain=chain)
     return tuple(calls)
 
 
-def every_fault_point(chain: bool = False) -> list[tuple[int, str, Fault]]:
+def every_fault_point(*, long_holds: bool = False, chain: bool = False) -> list[tuple[int, str, Fault]]:
     """Every call and the faults that fit it. In a chain, from the first run's offer of a
     continuation on (the run before is the one-run case), with one fault of each path (throttling
     and timeouts take the 5xx path)."""
-    calls = healthy_calls(chain=chain)
+    calls = healthy_calls(long_holds=long_holds, chain=chain)
     first = calls.index("delete_item") if chain else 1  # the offer is the call before the first take
     return [
         (index, operation, fault)
@@ -254,6 +283,13 @@ def test_a_healthy_run_loses_nothing() -> None:
     assert {"send_message_batch", "delete_message_batch", "put_item"} <= set(calls), calls
 
 
+def test_a_healthy_run_with_long_holds_loses_nothing_and_holds_in_the_dlq() -> None:
+    outcome, calls = run_with_faults({}, long_holds=True)
+    FIGURES.append(outcome)
+    assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
+    assert "change_message_visibility_batch" in calls, calls  # the hold: a step the suite faults
+
+
 def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
     outcome, calls = run_with_faults({}, chain=True)
     FIGURES.append(outcome)
@@ -262,11 +298,15 @@ def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
     assert calls.count("delete_item") >= 2, calls
 
 
-@pytest.mark.parametrize("chain", [False, True], ids=["one run", "continuation chain"])
-def test_every_enumerated_fault_point_loses_nothing(chain: bool) -> None:
+@pytest.mark.parametrize(
+    ("long_holds", "chain"),
+    [(False, False), (True, False), (False, True)],
+    ids=["delays", "long-holds", "continuation chain"],
+)
+def test_every_enumerated_fault_point_loses_nothing(long_holds: bool, chain: bool) -> None:
     failures = []
-    for index, _, fault in every_fault_point(chain):
-        outcome, _ = run_with_faults({index: fault}, chain=chain)
+    for index, _, fault in every_fault_point(long_holds=long_holds, chain=chain):
+        outcome, _ = run_with_faults({index: fault}, long_holds=long_holds, chain=chain)
         FIGURES.append(outcome)
         if outcome.lost or outcome.problems or outcome.call != index:  # one batch at a time: it must fire
             failures.append(outcome)

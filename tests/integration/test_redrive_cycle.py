@@ -7,8 +7,9 @@ import logging
 
 import pytest
 
-from local_aws.queues import depth, drain
+from local_aws.queues import depth, drain, make_visible
 from redriver.act.ratelimit import TokenBucket
+from redriver.decide.backoff import MAX_HOLD_SECONDS
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.settings import Settings
@@ -154,6 +155,71 @@ def test_redrive_delay_grows_exponentially_with_the_count(aws: Aws, clock: FakeC
     by_step = sorted(delays)
     assert 30 <= by_step[0] <= 60 and 60 <= by_step[1] <= 120 and 450 <= by_step[2] <= 900
     assert aws.sqs.receive_message(QueueUrl=aws.source_url).get("Messages") is None
+
+
+def record_calls(aws: Aws, operation: str, key: str) -> list[int]:
+    """The ``key`` of every entry of every ``operation`` call the re-driver makes."""
+    seen: list[int] = []
+    aws.sqs.meta.events.register(
+        f"provide-client-params.sqs.{operation}",
+        lambda params, **_: seen.extend(e[key] for e in params["Entries"]),
+    )
+    return seen
+
+
+def send_redriven(aws: Aws, clock: FakeClock, count: int) -> None:
+    """A message re-driven ``count`` times, the last just now, back in the DLQ."""
+    now = int(clock.now)
+    mark = Mark("id-long", count, 1, tuple(range(now - count + 1, now + 1)))
+    send_to_dlq(aws, "long", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}})
+
+
+LONG_BACKOFF = {"base_delay_seconds": 60, "max_delay_seconds": 86_400, "max_redrives": 20}
+
+
+def test_a_standard_step_past_900_seconds_waits_hidden_in_the_dlq_then_goes_with_no_delay(
+    aws: Aws, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN its 8th re-drive: a step of 7,680 s, too long for DelaySeconds
+    settings = make_settings(aws, **LONG_BACKOFF)
+    send_redriven(aws, clock, 7)
+    hidden = record_calls(aws, "ChangeMessageVisibilityBatch", "VisibilityTimeout")
+    delays = record_calls(aws, "SendMessageBatch", "DelaySeconds")
+
+    with caplog.at_level(logging.INFO, logger="redriver-tests"):
+        held = make_redriver(aws, settings, clock).run(REMAINING)
+
+    assert held.redriven == 0 and len(hidden) == 1 and 3_840 <= hidden[0] <= 7_680
+    assert "backing off in the DLQ" in {record.getMessage() for record in caplog.records}
+    # WHEN it shows up again before it is due (a released message), it is held for the rest
+    clock.advance(1_000)
+    make_visible(aws.dlq_url)
+    assert make_redriver(aws, settings, clock).run(REMAINING).redriven == 0
+    assert hidden[1] == hidden[0] - 1_000 and depth(aws.sqs, aws.source_url) == 0
+    # THEN once due it goes back, with no delay
+    clock.advance(hidden[1])
+    make_visible(aws.dlq_url)
+    assert make_redriver(aws, settings, clock).run(REMAINING).redriven == 1
+    [message] = drain(aws.sqs, aws.source_url)
+    assert delays == [0] and mark_of(message).count == 8 and depth(aws.sqs, aws.dlq_url) == 0
+
+
+def test_a_wait_longer_than_sqs_lets_a_message_hide_is_renewed_when_it_reappears(
+    aws: Aws, clock: FakeClock
+) -> None:
+    # GIVEN a step of a day: due 12-24 h after its last re-drive
+    settings = make_settings(aws, **LONG_BACKOFF)
+    send_redriven(aws, clock, 11)
+    hidden = record_calls(aws, "ChangeMessageVisibilityBatch", "VisibilityTimeout")
+
+    runs = []
+    for _ in range(3):
+        runs.append(make_redriver(aws, settings, clock).run(REMAINING).redriven)
+        clock.advance(hidden[-1])
+        make_visible(aws.dlq_url)
+
+    assert hidden[0] == MAX_HOLD_SECONDS and 0 < hidden[1] <= 86_400 - MAX_HOLD_SECONDS
+    assert runs == [0, 0, 1] and len(hidden) == 2 and len(drain(aws.sqs, aws.source_url)) == 1
 
 
 def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeClock) -> None:

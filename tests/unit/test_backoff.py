@@ -1,4 +1,5 @@
-"""redriver.decide.backoff.redrive_delay: exponential steps with equal jitter, capped."""
+"""redriver.decide.backoff: exponential steps with equal jitter, capped; steps past 900 s waited
+out in the DLQ until due."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.decide.backoff import SQS_MAX_DELAY_SECONDS, redrive_delay
+from redriver.decide.backoff import (
+    SQS_MAX_DELAY_SECONDS,
+    dlq_waits,
+    due_at,
+    redrive_delay,
+    waits_in_dlq,
+)
+from redriver.decide.identity import track
+from redriver.model.tracked import Tracked
+from tests.fakes import marked
+
+NOW = 1_800_000_000
 
 
 class MaxJitter(random.Random):
@@ -43,8 +55,8 @@ def test_delay_is_capped_at_max_seconds() -> None:
     assert delay(10, base=60, cap=300, rng=MaxJitter()) == 300
 
 
-def test_delay_never_exceeds_the_sqs_limit_even_if_max_seconds_is_larger() -> None:
-    assert delay(10, base=60, cap=5_000, rng=MaxJitter()) == SQS_MAX_DELAY_SECONDS
+def test_a_cap_past_the_sqs_delay_limit_lets_steps_grow_past_it() -> None:
+    assert delay(10, base=60, cap=5_000, rng=MaxJitter()) == 5_000
 
 
 def test_a_huge_redrive_number_is_still_capped() -> None:
@@ -70,10 +82,48 @@ def test_same_seed_gives_same_delay() -> None:
 @given(
     n=st.integers(min_value=1, max_value=60),
     base=st.integers(min_value=0, max_value=900),
-    cap=st.integers(min_value=0, max_value=2_000),
+    cap=st.integers(min_value=0, max_value=86_400),
     seed=st.integers(),
 )
 def test_delay_is_within_half_step_and_cap(n: int, base: int, cap: int, seed: int) -> None:
-    capped = min(cap, SQS_MAX_DELAY_SECONDS)
-    step = min(capped, base * 2 ** (n - 1))
-    assert math.ceil(step / 2) <= delay(n, base=base, cap=cap, rng=random.Random(seed)) <= capped
+    step = min(cap, base * 2 ** (n - 1))
+    assert math.ceil(step / 2) <= delay(n, base=base, cap=cap, rng=random.Random(seed)) <= step
+
+
+# -- steps past 900 s: waited out in the DLQ (standard queues) -------------------------------------
+
+
+def tracked(count: int, last_at: int = 0, identity: str = "id-1") -> Tracked:
+    return track([marked(count, last_at=last_at, identity=identity)], {}, NOW).unique[0]
+
+
+@pytest.mark.parametrize(("count", "waits"), [(0, False), (3, False), (4, True), (20, True)])
+def test_a_message_waits_in_the_dlq_when_its_step_before_jitter_is_past_900_seconds(
+    count: int, waits: bool
+) -> None:
+    # base 60: steps 60, 120, 240, 480, 960 (the 5th re-drive, count 4), ...
+    assert waits_in_dlq(tracked(count), base_seconds=60, max_seconds=86_400) is waits
+
+
+def test_a_cap_of_900_seconds_never_waits_in_the_dlq() -> None:
+    assert not waits_in_dlq(tracked(20), base_seconds=60, max_seconds=SQS_MAX_DELAY_SECONDS)
+
+
+def test_a_long_step_is_due_from_the_last_redrive_the_same_in_every_run() -> None:
+    # GIVEN the 8th re-drive with base 60: a step of 7,680 s, so due 3,840-7,680 s after the 7th
+    t = tracked(7, last_at=NOW - 100)
+
+    due = due_at(t, now=NOW, base_seconds=60, max_seconds=86_400)
+
+    assert NOW - 100 + 3_840 <= due <= NOW - 100 + 7_680
+    assert due_at(t, now=NOW + 3_000, base_seconds=60, max_seconds=86_400) == due
+
+
+def test_only_messages_with_a_long_step_that_are_not_due_wait_each_on_its_own() -> None:
+    short = tracked(1, last_at=NOW, identity="short")  # 120 s step: DelaySeconds
+    waiting = tracked(7, last_at=NOW, identity="waiting")
+    due = tracked(7, last_at=NOW - 8_000, identity="due")  # its 7,680 s step is over
+
+    waits = dlq_waits([waiting, short, due], now=NOW, base_seconds=60, max_seconds=86_400)
+
+    assert list(waits) == [waiting.message_id] and 3_840 <= waits[waiting.message_id] <= 7_680

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from redriver.decide.fifo import deduplication_id, due_at, send_rounds
+from redriver.decide.backoff import due_at
+from redriver.decide.fifo import deduplication_id, send_rounds
 from redriver.decide.identity import track
 from redriver.model.envelope import HASH_IDENTITY_PREFIX, Mark
 from tests.fakes import dlq_message

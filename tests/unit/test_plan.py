@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
+from redriver.decide.backoff import MAX_HOLD_SECONDS
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
 from redriver.decide.identity import Tracking, track
 from redriver.decide.plan import BatchState, Planner, PlanRules
@@ -262,6 +264,63 @@ def test_a_fifo_message_backing_off_is_not_counted_as_returned_until_it_is_acted
 
     assert plan([marked(1, last_at=NOW - 10, group="g")], breaker=breaker, fifo=True).returned == 0
     assert plan([marked(1, last_at=NOW - 10, group="g")], breaker=breaker).returned == 1
+
+
+# -- standard queues: steps past 900 s wait in the DLQ --------------------------------------------
+
+LONG = {"max_delay_seconds": 86_400, "max_redrives": 20}
+
+
+def test_a_standard_step_past_900_seconds_is_held_in_the_dlq_for_the_rest_of_its_wait() -> None:
+    # GIVEN its 8th re-drive (base 60: a step of 7,680 s, due 3,840-7,680 s after the 7th)
+    result = plan([marked(7, last_at=NOW - 100, body="long")], **LONG)
+
+    [hold] = result.hold
+    assert hold.tracked.message.body == "long" and 3_840 - 100 <= hold.seconds <= 7_680 - 100
+    assert result.redrive == ()
+
+
+def test_a_standard_long_step_that_is_due_is_redriven_with_no_delay() -> None:
+    result = plan([marked(7, last_at=NOW - 7_680, body="due")], **LONG)
+
+    assert [(r.tracked.message.body, r.delay_seconds) for r in result.redrive] == [("due", 0)]
+    assert result.hold == ()
+
+
+@pytest.mark.parametrize(("count", "base"), [(0, 60), (3, 60), (0, 900)])
+def test_a_standard_step_up_to_900_seconds_keeps_its_delay_seconds_and_its_jitter(
+    count: int, base: int
+) -> None:
+    def delays(max_delay: int) -> list[int]:
+        batch = [marked(count, last_at=NOW) if count else dlq_message() for _ in range(5)]
+        result = plan(batch, base_delay_seconds=base, max_delay_seconds=max_delay, max_redrives=20)
+        assert result.hold == ()
+        return [r.delay_seconds for r in result.redrive]
+
+    assert delays(86_400) == delays(900) and all(0 < d <= 900 for d in delays(900))
+
+
+def test_a_wait_longer_than_sqs_allows_is_held_as_long_as_allowed_then_held_again() -> None:
+    # GIVEN a step of 86,400 s, due at least 43,200 s after its last re-drive
+    message = marked(11, last_at=NOW, body="day")
+    [first] = plan([message], **LONG).hold
+    assert first.seconds == MAX_HOLD_SECONDS
+
+    # WHEN it reappears at the end of that hold, it is held for the rest, then re-driven when due
+    later = Planner(rules(**LONG), random.Random(7))
+    state = BatchState(Mode.REDRIVE, Breaker(), Tally(received=1), NOW + MAX_HOLD_SECONDS)
+    [second] = later.plan(track([message], {}, NOW), state).hold
+    assert 0 < second.seconds <= 86_400 - MAX_HOLD_SECONDS
+    due = replace(state, now=state.now + second.seconds)
+    assert [r.delay_seconds for r in later.plan(track([message], {}, NOW), due).redrive] == [0]
+
+
+def test_a_standard_message_waiting_in_the_dlq_is_not_counted_as_returned_until_it_is_acted_on() -> None:
+    breaker = Breaker(changed_at=NOW - 600)
+    waiting = marked(7, last_at=NOW - 10)
+
+    assert plan([waiting], breaker=breaker, **LONG).returned == 0
+    assert plan([waiting], breaker=breaker, max_redrives=20).returned == 1  # capped at 900: re-driven
 
 
 # -- HALF_OPEN: the probe and the watch ---------------------------------------------------------

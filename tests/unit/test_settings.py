@@ -51,6 +51,16 @@ def test_overrides_are_parsed() -> None:
     assert (s.max_redrives, s.base_delay_seconds, s.breaker.failure_ratio) == (50, 0, 1.0)
 
 
+def test_backoff_may_go_past_the_900_seconds_of_delay_seconds_up_to_a_day() -> None:
+    s = load_settings({**REQUIRED, "BASE_DELAY_SECONDS": "3600", "MAX_DELAY_SECONDS": "86400"})
+    assert (s.base_delay_seconds, s.max_delay_seconds) == (3600, 86_400)
+
+
+def test_a_delay_cap_past_a_day_names_the_variable_and_its_range() -> None:
+    with pytest.raises(ConfigError, match=r"MAX_DELAY_SECONDS.*86,?400"):
+        load_settings({**REQUIRED, "MAX_DELAY_SECONDS": "90000"})
+
+
 def test_breaker_key_names_the_source_queue() -> None:
     assert load_settings(REQUIRED).breaker_key == f"BREAKER#{SOURCE}"
 
@@ -73,9 +83,9 @@ def test_missing_required_variable_is_named(name: str, value: str | None) -> Non
         ("MAX_REDRIVES", "2.5"),
         ("MAX_REDRIVES", "0"),
         ("MAX_REDRIVES", "51"),
-        ("BASE_DELAY_SECONDS", "901"),
+        ("BASE_DELAY_SECONDS", "86401"),
         ("BASE_DELAY_SECONDS", "-1"),
-        ("MAX_DELAY_SECONDS", "901"),
+        ("MAX_DELAY_SECONDS", "86401"),
         ("MAX_DELAY_SECONDS", "30"),  # below the default BASE_DELAY_SECONDS of 60
         ("BREAKER_FAILURE_THRESHOLD", "0"),
         ("BREAKER_COOLDOWN_SECONDS", "86401"),

@@ -1,4 +1,4 @@
-"""Carry out a batch's plan: FIFO holds, re-drives, parkings, then delete what arrived.
+"""Carry out a batch's plan: holds, re-drives, parkings, then delete what arrived.
 
 A DLQ message is deleted only after its send succeeded, even when a later step of the batch
 fails. Counts kept only in the table are written before the send and put back when it fails.
@@ -66,7 +66,7 @@ class Executor:
 
     def _hold(self, holds: Sequence[Hold]) -> None:
         for hold in holds:
-            log_decision(self.log, "backing off in the DLQ (FIFO)", hold.tracked, wait_seconds=hold.seconds)
+            log_decision(self.log, "backing off in the DLQ", hold.tracked, wait_seconds=hold.seconds)
         if holds:
             self.dlq.change_visibility(
                 {h.tracked.message_id: (h.tracked.receipt_handle, h.seconds) for h in holds}

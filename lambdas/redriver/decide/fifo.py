@@ -6,30 +6,12 @@ group would reorder the group.
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Sequence
 
-from redriver.decide.backoff import redrive_delay
+from redriver.decide.backoff import due_at
 from redriver.model.envelope import HASH_IDENTITY_PREFIX
 from redriver.model.tracked import Tracked
-
-
-def due_at(tracked: Tracked, *, now: int, base_seconds: int, max_seconds: int) -> int:
-    """When its next re-drive is due: the backoff counted from the last re-drive, or the send.
-
-    The jitter is drawn from the identity and count, so every run computes the same time.
-    """
-    mark = tracked.mark
-    sent_ms = tracked.message.system_attributes.get("SentTimestamp")
-    start = mark.last_redriven_at or (int(sent_ms) // 1000 if sent_ms else now)
-    delay = redrive_delay(
-        mark.count + 1,
-        base_seconds=base_seconds,
-        max_seconds=max_seconds,
-        rng=random.Random(f"{mark.identity}:{mark.count}"),
-    )
-    return start + delay
 
 
 def backoff_waits(

@@ -10,8 +10,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from redriver.decide import canary, fifo
-from redriver.decide.backoff import redrive_delay
+from redriver.decide import backoff, canary, fifo
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, RunOutcome, trips_now
 from redriver.decide.identity import Tracking
 from redriver.decide.parking import (
@@ -57,11 +56,11 @@ class BatchState:
 @dataclass(frozen=True)
 class Due:
     """The batch (one message per identity), the part of it that is due for the mode's handling
-    (not parked), and the FIFO waits of messages still backing off."""
+    (not parked), and the waits of messages still backing off in the DLQ."""
 
     batch: list[Tracked]
     messages: list[Tracked]
-    fifo_waits: dict[str, int]
+    waits: dict[str, int]
 
 
 class Planner:
@@ -82,8 +81,9 @@ class Planner:
         (parking never touches the consumer); what is due is then handled as the mode says."""
         rules = self.rules
         batch = tracking.unique
-        waits = self._fifo_waits(batch, state.now)
-        # A FIFO message still waiting out its backoff is counted when it is acted on, not twice;
+        waits = self._waits(batch, state.now)
+        # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
+        # each time it reappears;
         # a terminal failure says the message is bad, not that the consumer is broken.
         returned = sum(
             1
@@ -106,11 +106,12 @@ class Planner:
         base = BatchPlan(park=tuple(park), leave=tuple(tracking.duplicates), returned=returned)
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
 
-    def _fifo_waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
+    def _waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
+        """FIFO: every step is waited out in the DLQ, in group order; standard: the steps past
+        what DelaySeconds allows, each message on its own."""
         rules = self.rules
-        if not rules.fifo:
-            return {}
-        return fifo.backoff_waits(
+        waits = fifo.backoff_waits if rules.fifo else backoff.dlq_waits
+        return waits(
             batch, now=now, base_seconds=rules.base_delay_seconds, max_seconds=rules.max_delay_seconds
         )
 
@@ -123,8 +124,13 @@ class Planner:
         if trips_now(state.breaker, so_far, self.rules.breaker):
             leave = base.leave + tuple(due.messages)
             return replace(base, leave=leave, open_breaker=True, stop=StopReason.BREAKER_OPENED)
-        waits = due.fifo_waits
-        hold = tuple(Hold(t, waits[t.message_id]) for t in due.messages if t.message_id in waits)
+        waits = due.waits
+        # A longer wait is renewed by the run that receives the message when its hold ends.
+        hold = tuple(
+            Hold(t, min(waits[t.message_id], backoff.MAX_HOLD_SECONDS))
+            for t in due.messages
+            if t.message_id in waits
+        )
         # Probes test the consumer now: like canaries, they go with no delay.
         probing = state.wave is not None and state.wave.probe
         redrive = tuple(
@@ -135,15 +141,13 @@ class Planner:
         return replace(base, redrive=redrive, hold=hold)
 
     def _delay_for(self, tracked: Tracked) -> int:
-        """FIFO queues refuse DelaySeconds: their backoff is waited out in the DLQ instead."""
-        if self.rules.fifo:
+        """No delay for what waited out its backoff in the DLQ: all of FIFO's (they refuse
+        DelaySeconds), and standard steps past 900 s."""
+        rules = self.rules
+        base, cap = rules.base_delay_seconds, rules.max_delay_seconds
+        if rules.fifo or backoff.waits_in_dlq(tracked, base_seconds=base, max_seconds=cap):
             return 0
-        return redrive_delay(
-            tracked.mark.count + 1,
-            base_seconds=self.rules.base_delay_seconds,
-            max_seconds=self.rules.max_delay_seconds,
-            rng=self.rng,
-        )
+        return backoff.redrive_delay(tracked.mark.count + 1, base_seconds=base, max_seconds=cap, rng=self.rng)
 
     def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
         chosen = canary.choose(due.messages, size=self.rules.canary_size, fifo=self.rules.fifo)

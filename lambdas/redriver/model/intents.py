@@ -34,7 +34,8 @@ class Park:
 
 @dataclass(frozen=True)
 class Hold:
-    """FIFO backoff: hide the message in the DLQ for the rest of its wait."""
+    """Backoff in the DLQ (FIFO, or a standard step past 900 s): hide the message for the rest of its
+    wait, or as long as SQS allows."""
 
     tracked: Tracked
     seconds: int

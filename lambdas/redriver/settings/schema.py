@@ -20,6 +20,7 @@ from redriver.settings.kinds import (
     Setting,
 )
 from redriver.sqs_limits import (
+    LAMBDA_MAX_TIMEOUT_SECONDS,
     SQS_MAX_BATCH_SIZE,
     SQS_MAX_DELAY_SECONDS,
     SQS_MAX_RECEIVE_COUNT,
@@ -27,7 +28,6 @@ from redriver.sqs_limits import (
     SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,
 )
 
-LAMBDA_MAX_TIMEOUT_SECONDS = 900
 LAMBDA_MIN_MEMORY_MB = 128
 LAMBDA_MAX_MEMORY_MB = 10_240
 # AWS's guidance for a queue that feeds Lambda: visibility timeout at least 6x the function's.
@@ -35,6 +35,10 @@ VISIBILITY_TO_TIMEOUT_RATIO = 6
 # The construct hides the DLQ messages a run holds this much longer than a run can last, so a
 # message a run holds cannot reach an overlapping run.
 DLQ_VISIBILITY_MARGIN_SECONDS = 30
+# Backoff steps past SQS's 900 s DelaySeconds wait in the DLQ. A day bounds how long a message sits
+# there between two re-drives: well inside the DLQ's retention (4 days by default), and in at most
+# three holds of the 12 hours SQS allows; a message that needs longer is for the parking lot.
+MAX_BACKOFF_SECONDS = 86_400
 # The resources' variables: set by the construct, required by the Lambda, no defaults.
 RESOURCE_ENV = {
     "dlq_url": "DLQ_URL",
@@ -65,7 +69,7 @@ SCHEMA: tuple[Setting[Any], ...] = (
         "BASE_DELAY_SECONDS",
         default=60,
         low=0,
-        high=SQS_MAX_DELAY_SECONDS,
+        high=MAX_BACKOFF_SECONDS,
         meaning="first re-drive's delay step",
     ),
     IntSetting(
@@ -73,8 +77,9 @@ SCHEMA: tuple[Setting[Any], ...] = (
         "MAX_DELAY_SECONDS",
         default=SQS_MAX_DELAY_SECONDS,
         low=0,
-        high=SQS_MAX_DELAY_SECONDS,
-        meaning="delay cap",
+        high=MAX_BACKOFF_SECONDS,
+        meaning=f"delay cap; a step past {SQS_MAX_DELAY_SECONDS} s (the longest `DelaySeconds`) is "
+        "waited out hidden in the DLQ",
     ),
     IntSetting(
         "breaker_failure_threshold",
