@@ -137,7 +137,8 @@ def test_a_wave_without_verdicts_in_time_falls_back_to_the_time_ramp() -> None:
     after = ramp.admit(never)
 
     assert ramp.phase is Phase.TIMED and after.room >= 1 and not after.tag.probe  # type: ignore[union-attr]
-    assert 5 <= sum(clock.paused) <= 7
+    # the verdict wait, then until the time ramp allows a whole batch
+    assert 5 <= sum(clock.paused) <= 10 and after.room == 10
 
 
 def test_a_wave_without_the_kit_paces_by_time_and_tags_nothing() -> None:
@@ -153,6 +154,20 @@ def test_a_wave_without_the_kit_paces_by_time_and_tags_nothing() -> None:
 
     assert sent == pytest.approx(time_allowance(10, max_rate=50, slow_start_seconds=60), abs=10)
     assert "load_verdicts" not in state.calls
+
+
+def test_a_timed_wave_admits_whole_batches_after_the_first_message() -> None:
+    clock, state = Clock(), FakeStateStore()
+    ramp = wave(state, clock, verdicts=False)
+
+    rooms = []
+    for _ in range(200):  # about 750 in the 60 s slow start, then the rate limiter alone paces
+        admission = ramp.admit(never)
+        ramp.settle(admission.room, admission.room)
+        rooms.append(admission.room)
+
+    assert rooms[0] == 1 and set(rooms[1:]) == {10}
+    assert ramp.at_full_rate and clock.paused
 
 
 def test_a_full_wave_reads_the_verdicts_again_and_trips_when_the_consumer_breaks() -> None:

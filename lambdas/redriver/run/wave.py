@@ -160,16 +160,22 @@ class Wave:
         return None, VERDICT_POLL_SECONDS
 
     def _timed(self) -> tuple[Admission | None, float]:
+        """Whole batches as the time allowance grows (the first message goes at once): admitting
+        each message as soon as it is allowed would cost a receive, a send and a delete each."""
         rules = self.rules
+        tag = self._tag(probe=False) if rules.consumer_verdicts else None
+        if self.at_full_rate:  # the rate limiter alone paces the rest of the run
+            self.reserved += SQS_MAX_BATCH_SIZE
+            return Admission(SQS_MAX_BATCH_SIZE, tag), 0
         elapsed = self.clock() - self.started
-        wanted = self.sent + self.reserved + 1
+        taken = self.sent + self.reserved
+        wanted = taken + (SQS_MAX_BATCH_SIZE if taken else 1)
         pace = {"max_rate": rules.max_rate, "slow_start_seconds": rules.slow_start_seconds}
         allowance = time_allowance(elapsed, **pace)
         if allowance < wanted:
             return None, seconds_until_allowed(wanted, elapsed, **pace)
-        room = int(min(SQS_MAX_BATCH_SIZE, allowance - self.sent - self.reserved))
+        room = int(min(SQS_MAX_BATCH_SIZE, allowance - taken))
         self.reserved += room
-        tag = self._tag(probe=False) if self.rules.consumer_verdicts else None
         return Admission(room, tag), 0
 
     def _read_verdicts(self) -> ProbeResult:
