@@ -7,6 +7,7 @@ queues and a state table for each test.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -105,6 +106,7 @@ def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def endpoints(localstack: str) -> Iterator[Endpoints]:
     """SQS on LocalStack; DynamoDB on moto (LocalStack's needs a Java download)."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

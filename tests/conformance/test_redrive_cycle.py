@@ -89,10 +89,12 @@ def test_a_dead_lettered_message_keeps_its_count_until_the_consumer_succeeds(rig
     # WHEN it is re-driven, fails and is dead-lettered again, and is re-driven once more
     assert redriver.run(REMAINING).redriven == 1
     [failed_again] = {m["MessageId"]: m for m in consume(aws, aws.source_url, always)}.values()
-    assert redriver.run(REMAINING).redriven == 1
+    second = redriver.run(REMAINING)
     [succeeded] = consume(aws, aws.source_url, never)
 
-    # THEN its mark counted both re-drives under its first MessageId, and nothing is left
+    # THEN the second run saw it come back, its mark counted both re-drives under its first
+    # MessageId, and nothing is left
+    assert (second.redriven, second.returned) == (1, 1)
     assert (mark_of(failed_again).identity, mark_of(failed_again).count) == (original_id, 1)
     assert (mark_of(succeeded).identity, mark_of(succeeded).count) == (original_id, 2)
     assert succeeded["Body"] == order_body("o-1")
