@@ -1,7 +1,7 @@
 """The re-drive cycle against a second SQS implementation, LocalStack's, where moto is not SQS: SQS
 itself dead-letters failed messages (RedrivePolicy) and names their source queue, FIFO groups keep
-their order on the way to the DLQ, and SendMessageBatch carries trace headers. Real clock, real
-waits: the queues' visibility timeout is 1 s."""
+their order on the way to the DLQ, SendMessageBatch carries trace headers, and sizes are UTF-8
+bytes, refused past 1 MiB. Real clock, real waits: the queues' visibility timeout is 1 s."""
 
 from __future__ import annotations
 
@@ -73,6 +73,13 @@ def redrive_until_empty(aws: Resources, redriver: Any) -> list[RunReport]:
         reports.append(redriver.run(REMAINING))
         time.sleep(0.5)
     return reports
+
+
+def sqs_calls(aws: Resources) -> list[str]:
+    """The names of the SQS operations called from now on, in order."""
+    calls: list[str] = []
+    aws.sqs.meta.events.register("before-call.sqs.*", lambda model, **_: calls.append(model.name))
+    return calls
 
 
 def mark_of(message: Message) -> Mark:
@@ -172,8 +179,7 @@ def test_trace_headers_survive_the_redrive_through_send_message_batch(rig: Rig) 
             MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": trace}},
         )
     consume(aws, aws.source_url, always)
-    calls: list[str] = []
-    aws.sqs.meta.events.register("before-call.sqs.*", lambda model, **_: calls.append(model.name))
+    calls = sqs_calls(aws)
 
     # WHEN they are re-driven
     report = redriver_for(aws).run(REMAINING)
@@ -183,3 +189,33 @@ def test_trace_headers_survive_the_redrive_through_send_message_batch(rig: Rig) 
     assert calls.count("SendMessageBatch") == 1 and "SendMessage" not in calls
     delivered = consume(aws, aws.source_url, never)
     assert {m["Body"]: m["Attributes"].get("AWSTraceHeader") for m in delivered} == traces
+
+
+def test_sizes_are_counted_in_bytes_as_sqs_counts_them(rig: Rig) -> None:
+    # GIVEN, dead-lettered by SQS: a body that fits SQS in UTF-8 bytes but leaves no room for the
+    # mark, and three that take the mark; 1.9 MB together, but 0.8 million characters
+    aws = rig.resources()
+    no_room = "é" * ((1_048_576 - 2_000) // 2)
+    bodies = [no_room, *(f"{n}" + "€" * 100_000 for n in range(3))]
+    for body in bodies:
+        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=body)
+    consume(aws, aws.source_url, always)
+    calls = sqs_calls(aws)
+    redriver = redriver_for(aws, breaker=PATIENT_BREAKER)
+
+    # WHEN they are re-driven, fail again, and are re-driven again
+    first = redriver.run(REMAINING)
+    consume(aws, aws.source_url, always)
+    second = redriver.run(REMAINING)
+    delivered = consume(aws, aws.source_url, never)
+
+    # THEN SQS took every batch (split at 1 MiB of bytes), each body arrived intact, and the one
+    # without a mark was counted in the table under its content identity
+    assert [(r.redriven, r.errors) for r in (first, second)] == [(4, 0), (4, 0)]
+    assert calls.count("SendMessageBatch") >= 4
+    assert sorted(m["Body"] for m in delivered) == sorted(bodies)
+    unmarked = [m for m in delivered if MARK_ATTRIBUTE not in m.get("MessageAttributes", {})]
+    assert [m["Body"] for m in unmarked] == [no_room]
+    assert {mark_of(m).count for m in delivered if m not in unmarked} == {2}
+    [record] = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    assert record["pk"]["S"].startswith("MSG#sha256:") and record["redrive_count"] == {"N": "2"}
