@@ -5,6 +5,7 @@ bytes, refused past 1 MiB. Real clock, real waits: the queues' visibility timeou
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -219,3 +220,26 @@ def test_sizes_are_counted_in_bytes_as_sqs_counts_them(rig: Rig) -> None:
     assert {mark_of(m).count for m in delivered if m not in unmarked} == {2}
     [record] = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
     assert record["pk"]["S"].startswith("MSG#sha256:") and record["redrive_count"] == {"N": "2"}
+
+
+def test_a_message_that_keeps_failing_is_parked_with_its_reason(rig: Rig) -> None:
+    # GIVEN a poison order, dead-lettered by SQS each time the consumer fails it
+    aws = rig.resources(fifo=True)
+    poison = order_body("poison")
+    aws.sqs.send_message(
+        QueueUrl=aws.source_url, MessageBody=poison, MessageGroupId="g", MessageDeduplicationId="p"
+    )
+    consume(aws, aws.source_url, always)
+    redriver = redriver_for(aws, max_redrives=1)
+
+    # WHEN its one re-drive fails too
+    assert redriver.run(REMAINING).redriven == 1
+    consume(aws, aws.source_url, always)
+    report = redrive_until_empty(aws, redriver)
+
+    # THEN it is parked, in its group, with the reason in its mark
+    assert sum(r.parked for r in report) == 1
+    [parked] = consume(aws, aws.parking_lot_url, never)
+    assert parked["Body"] == poison and parked["Attributes"]["MessageGroupId"] == "g"
+    details = json.loads(parked["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    assert "failed after 1 re-drives" in details["parked"]["why"]
