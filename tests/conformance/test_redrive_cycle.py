@@ -14,10 +14,11 @@ import pytest
 
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
-from local_aws.resources import Resources, create_table, queue_arn
+from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
 from redriver.decide.breaker import BreakerPolicy
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.model.report import RunReport
+from redriver.run.runner import Redriver
 from redriver.settings.schema import default
 from tests.conformance.conftest import Rig
 from tests.conftest import make_settings
@@ -33,7 +34,7 @@ PATIENT_BREAKER = BreakerPolicy(failure_threshold=100, minimum_volume=1000)
 Message = dict[str, Any]
 
 
-def redriver_for(aws: Resources, **overrides: Any) -> Any:
+def redriver_for(aws: Resources, **overrides: Any) -> Redriver:
     """The real re-driver (composed as in Lambda) on the real clock. LocalStack's receive is atomic,
     as SQS's is, so it keeps its default parallel batches."""
     settings = make_settings(aws, parallel_batches=default("parallel_batches"), **overrides)
@@ -65,7 +66,7 @@ def consume(aws: Resources, queue_url: str, fails: Callable[[Message], bool]) ->
     return received
 
 
-def redrive_until_empty(aws: Resources, redriver: Any) -> list[RunReport]:
+def redrive_until_empty(aws: Resources, redriver: Redriver) -> list[RunReport]:
     """Scheduled runs, every half second, until the DLQ is empty (held messages included)."""
     reports: list[RunReport] = []
     deadline = time.monotonic() + WAIT_SECONDS
@@ -142,7 +143,7 @@ def test_a_shared_dlq_sends_each_message_back_to_the_source_sqs_names(rig: Rig) 
     orders_url = rig.queue("orders", dead_letter_to=dlq_url)
     payments_url = rig.queue("payments", dead_letter_to=dlq_url)
     table_name = f"{rig.prefix}-state"
-    create_table(rig.dynamodb, table_name, "pk")
+    create_table(rig.dynamodb, table_name, STATE_TABLE_KEY)
     aws = Resources(
         sqs=rig.sqs,
         dynamodb=rig.dynamodb,
@@ -235,10 +236,10 @@ def test_a_message_that_keeps_failing_is_parked_with_its_reason(rig: Rig) -> Non
     # WHEN its one re-drive fails too
     assert redriver.run(REMAINING).redriven == 1
     consume(aws, aws.source_url, always)
-    report = redrive_until_empty(aws, redriver)
+    reports = redrive_until_empty(aws, redriver)
 
     # THEN it is parked, in its group, with the reason in its mark
-    assert sum(r.parked for r in report) == 1
+    assert sum(r.parked for r in reports) == 1
     [parked] = consume(aws, aws.parking_lot_url, never)
     assert parked["Body"] == poison and parked["Attributes"]["MessageGroupId"] == "g"
     details = json.loads(parked["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
