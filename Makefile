@@ -6,12 +6,18 @@ STAMP := $(VENV)/.installed
 # The bench times cold starts in a venv with only what the Lambda runtime and layer provide.
 BENCH_VENV := .bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
+# LocalStack's SQS provider for `make conformance`, in its own venv from a Python 3.12+ interpreter
+# (found by tests/conformance/find-python; `make conformance LOCALSTACK_PYTHON=...` names one).
+LOCALSTACK_VENV := .localstack-venv
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+LOCALSTACK_REQUIREMENTS := tests/conformance/localstack-requirements.txt
+LOCALSTACK_PYTHON ?=
 CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test lint synth deploy destroy demo bench bench-venv readme clean
+.PHONY: install test conformance localstack-venv lint synth deploy destroy demo bench bench-venv readme clean
 
 install: $(STAMP)
 
@@ -28,6 +34,14 @@ $(BENCH_STAMP): bench/runtime-requirements.txt | $(STAMP)
 	$(BENCH_VENV)/bin/pip install --quiet -r bench/runtime-requirements.txt
 	touch $(BENCH_STAMP)
 
+localstack-venv: $(LOCALSTACK_STAMP)
+
+$(LOCALSTACK_STAMP): $(LOCALSTACK_REQUIREMENTS)
+	test -x $(LOCALSTACK_VENV)/bin/python || { \
+		python=$$(tests/conformance/find-python $(LOCALSTACK_PYTHON)) && $$python -m venv $(LOCALSTACK_VENV); }
+	$(LOCALSTACK_VENV)/bin/pip install --quiet -r $(LOCALSTACK_REQUIREMENTS)
+	touch $(LOCALSTACK_STAMP)
+
 $(CDK): package.json
 	npm install --no-audit --no-fund --silent
 	touch $(CDK)
@@ -36,6 +50,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The re-drive cycle against a second SQS implementation: LocalStack's SQS provider (DynamoDB on moto).
+conformance: $(STAMP) $(LOCALSTACK_STAMP)
+	LOCALSTACK_VENV_PYTHON=$(CURDIR)/$(LOCALSTACK_VENV)/bin/python $(BIN)/pytest tests/conformance -m conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -65,4 +83,4 @@ readme: $(STAMP)
 	$(BIN)/python -m infra.readme_table
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache $(LOCALSTACK_VENV)
