@@ -141,12 +141,15 @@ def run(
 
 
 def predictions(rows: list[Row], names: list[str], outage_minutes: float) -> list[Prediction]:
-    """The model at MODELLED_BACKLOG, each design's breaker closing as at the largest measured size."""
+    """The model at MODELLED_BACKLOG, each design's breaker closing as at the largest measured size
+    where it closed after recovery."""
     found = []
     for name in names:
         design = DESIGNS[name]
-        measured = [r for r in rows if r.design == design.name]
-        closed = max(measured, key=lambda r: r.messages).recovery_to_closed_min if measured else None
+        # Without the kit, the breaker may close before the outage's end (1,000 messages: a canary
+        # passed because it was not back within its window): the largest size where it closed after.
+        closed_after = [r for r in rows if r.design == design.name and r.recovery_to_closed_min is not None]
+        closed = max(closed_after, key=lambda r: r.messages).recovery_to_closed_min if closed_after else None
         variants = [(_runs_label(design.drainer), design.drainer)]
         if name.startswith("redriver"):
             variants.append(("back to back (continuation)", design.drainer.continued()))
