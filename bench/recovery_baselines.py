@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from bench.baseline import PublishedRedriver
+from local_aws.clients import ClientProxy
 from local_aws.consumers import order_body, plain_order_consumer
 from local_aws.journal import Journal, Run
 from local_aws.recovery import MINUTE, RecoveryFigures, Settled, figures
@@ -36,7 +38,7 @@ PUBLISHED_TABLE = "published-redriver-state"
 class BaselineWorld(World):
     """A world whose schedule invokes ``job`` instead of this re-driver (None: nothing runs)."""
 
-    job: Any = None
+    job: Callable[[], None] | None = None
 
     def _scheduled_run(self) -> None:
         if self.job is not None:
@@ -87,14 +89,12 @@ class PublishedJob:
         )
 
 
-class _SendRecorder:
+class _SendRecorder(ClientProxy):
     """An SQS client whose SendMessage calls to ``source_url`` add the new MessageId to ``sent``."""
 
     def __init__(self, client: Any, source_url: str, sent: set[str]) -> None:
-        self._client, self._source_url, self._sent = client, source_url, sent
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+        super().__init__(client)
+        self._source_url, self._sent = source_url, sent
 
     def send_message(self, **kwargs: Any) -> Any:
         response = self._client.send_message(**kwargs)
