@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from bench.baseline import PublishedRedriver
 from local_aws.clients import ClientProxy
@@ -29,28 +29,21 @@ from local_aws.journal import Journal, Run
 from local_aws.recovery import MINUTE, RecoveryFigures, Settled, figures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
+from redriver.decide.breaker import Mode, State
+from redriver.model.report import RunReport, Tally
 from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
 
 MOVE_TASK_MAX_RATE = 500  # SQS's limit on a message move task's MaxNumberOfMessagesPerSecond
 PUBLISHED_TABLE = "published-redriver-state"
 
 
-class BaselineWorld(World):
-    """A world whose schedule invokes ``job`` instead of this re-driver (None: nothing runs)."""
-
-    job: Callable[[], None] | None = None
-
-    def _scheduled_run(self) -> None:
-        if self.job is not None:
-            self.job()
-
-
 class PublishedJob:
-    """The published handler, deployed in ``world``: its table created, its calls counted as the
-    re-driver's, the MessageIds it sends to the source queue recorded in ``sent``."""
+    """The published handler deployed in ``world``, where this re-driver was: its table created,
+    its calls counted as the re-driver's, the MessageIds it sends to the source queue recorded in
+    ``sent``. The world invokes it on the schedule as it invokes the re-driver and journals the
+    report (the breaker the journal reads back is this re-driver's, unused: always CLOSED)."""
 
     def __init__(self, world: World) -> None:
-        self.world = world
         self.sent: set[str] = set()
         world.dynamodb.create_table(
             TableName=PUBLISHED_TABLE,
@@ -59,7 +52,6 @@ class PublishedJob:
             BillingMode="PAY_PER_REQUEST",
         )
         deployment = world.deployment
-        self._queue_name = deployment.source_url.rsplit("/", 1)[-1]
         self.handler = PublishedRedriver(
             _SendRecorder(world.redriver_sqs, deployment.source_url, self.sent),
             world.redriver_dynamodb,
@@ -67,26 +59,23 @@ class PublishedJob:
             source_url=deployment.source_url,
             parking_lot_url=deployment.parking_lot_url,
             table_name=PUBLISHED_TABLE,
-            queue_name=self._queue_name,
+            queue_name=deployment.source_url.rsplit("/", 1)[-1],
         )
 
-    def __call__(self) -> None:
-        world = self.world
-        started, sent, parked = world.clock.now_ms, len(self.sent), len(world.journal.parkings)
+    def run(self, remaining_ms: Callable[[], int], resume: object = None) -> RunReport:
+        """One scheduled invocation (it never hands over a continuation)."""
+        sent = len(self.sent)
         self.handler.handler()
-        world._collect_parked()
-        state = world.dynamodb.get_item(
-            TableName=PUBLISHED_TABLE, Key={"PK": {"S": f"CIRCUIT_BREAKER#{self._queue_name}"}}
-        ).get("Item")
-        world.journal.runs.append(
-            _run(
-                world,
-                started,
-                redriven=len(self.sent) - sent,
-                parked=len(world.journal.parkings) - parked,
-                breaker=str(state["State"]["S"]) if state else "CLOSED",
-            )
+        return RunReport(
+            mode=Mode.REDRIVE, breaker_state=State.CLOSED, tally=Tally(redriven=len(self.sent) - sent)
         )
+
+
+class Idle:
+    """Nothing on the schedule (the console's redrive is clicked, not scheduled)."""
+
+    def run(self, remaining_ms: Callable[[], int], resume: object = None) -> RunReport:
+        return RunReport(mode=Mode.SKIP, breaker_state=State.CLOSED)
 
 
 class _SendRecorder(ClientProxy):
@@ -126,7 +115,20 @@ def move_task(world: World, *, rate: int = MOVE_TASK_MAX_RATE) -> set[str]:
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
         )
         world.pause(len(messages) / rate)
-    world.journal.runs.append(_run(world, started, redriven=len(sent), parked=0, breaker="CLOSED"))
+    world.journal.runs.append(
+        Run(
+            at=(started - world.clock.start_ms) / 1000,
+            seconds=(world.clock.now_ms - started) / 1000,
+            mode="move task",
+            received=len(sent),
+            redriven=len(sent),
+            parked=0,
+            returned=0,
+            errors=0,
+            stopped_because="DLQ empty",
+            breaker_state="CLOSED",
+        )
+    )
     return sent
 
 
@@ -149,17 +151,17 @@ def _baseline(
     # The same orders as local_aws.recovery.outage's
     good = [order_body(f"o-{i:05d}", rng=random.Random(seed + i)) for i in range(n_messages)]
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
-    with open_world(plain_order_consumer(windows), world_class=BaselineWorld) as world:
-        assert isinstance(world, BaselineWorld)
+    with open_world(plain_order_consumer(windows)) as world:
         world.send(good)
         good_keys = {world.key_of(b) for b in good}
         settled = Settled(world, good_keys)
         if design == "published":
             job = PublishedJob(world)
-            world.job = job
+            _on_the_schedule(world, job)
             world.run(until=settled.check, for_seconds=cap_hours * 3600)
             sent, requests = job.sent, world.requests
         else:
+            _on_the_schedule(world, Idle())
             world.run(for_seconds=recovery)
             sent = move_task(world)
             requests = {"start_message_move_task": 1}
@@ -182,22 +184,12 @@ def _baseline(
     )
 
 
+def _on_the_schedule(world: World, job: PublishedJob | Idle) -> None:
+    """``job`` instead of this re-driver: the world calls ``redriver.run`` and journals the report."""
+    world.redriver = cast(Any, job)
+
+
 def _marked(journal: Journal, sent: set[str]) -> Journal:
     """The journal with each delivery of a message the baseline sent counted as a re-drive."""
     deliveries = [replace(d, redrives=1) if d.message_id in sent else d for d in journal.deliveries]
     return replace(journal, deliveries=deliveries)
-
-
-def _run(world: World, started_ms: int, *, redriven: int, parked: int, breaker: str) -> Run:
-    return Run(
-        at=(started_ms - world.clock.start_ms) / 1000,
-        seconds=(world.clock.now_ms - started_ms) / 1000,
-        mode="baseline",
-        received=redriven + parked,
-        redriven=redriven,
-        parked=parked,
-        returned=0,
-        errors=0,
-        stopped_because="",
-        breaker_state=breaker,
-    )

@@ -330,14 +330,12 @@ def open_world(
     key: Callable[[str], str] = order_id_of,
     seed: int = 7,
     adjust_settings: Callable[[Settings], Settings] | None = None,
-    world_class: type[World] = World,
 ) -> Iterator[World]:
     """A World at simulated time SIM_EPOCH: the default stack (``app``, synthesized once per process
     unless given) deployed into a fresh in-process moto, with ``consumer`` behind the source queue.
     ``adjust_settings`` changes the re-driver's settings loaded from the deployed function (e.g.
-    ``without_consumer_verdicts``); ``world_class`` a subclass of World to build instead (the
-    bench's baselines: another job on the schedule). The moto speed-up of local_aws.server is on
-    inside (queues of hundreds stay fast)."""
+    ``without_consumer_verdicts``). The moto speed-up of local_aws.server is on inside (queues of
+    hundreds stay fast)."""
     app = app or default_stack()  # before freezing: synthesis runs node
     with (
         environment({"AWS_DEFAULT_REGION": REGION}, unset=["AWS_ENDPOINT_URL", "AWS_PROFILE"]),
@@ -352,7 +350,7 @@ def open_world(
             UUID=deployment.consumer_mapping_id, Enabled=False
         )
         clock = SimulatedClock(freezer, SIM_EPOCH * 1000)
-        yield world_class(
+        yield World(
             deployment,
             clock,
             consumer,
