@@ -28,6 +28,7 @@ SCHEDULE_SECONDS = 300  # the default stack's and the published stack's rate(5 m
 CONSUMER_RATE = 10.0  # the world's consumer: one poller, 10 messages a call, 1 s a call
 MODELLED_BACKLOG = 40_000
 
+_BUDGET_SECONDS = default("redriver_timeout_seconds") - default("time_margin_seconds")
 _REDRIVER = Drainer(
     per_run=default("max_messages_per_run"),
     rate=default("max_redrives_per_second"),
@@ -36,6 +37,7 @@ _REDRIVER = Drainer(
     # second time, with the second backoff step.
     delay_step_seconds=2 * default("base_delay_seconds"),
     slow_start_seconds=default("slow_start_seconds"),
+    budget_seconds=_BUDGET_SECONDS,
 )
 # Assumption: the probe step's verdicts are heard about 2 s after it is sent (a 1 s consumer call,
 # the re-driver's 1 s verdict poll).
@@ -45,6 +47,7 @@ _REDRIVER_KIT = Drainer(
     schedule_seconds=SCHEDULE_SECONDS,
     delay_step_seconds=default("base_delay_seconds"),
     probe_seconds=2.0,
+    budget_seconds=_BUDGET_SECONDS,
 )
 
 

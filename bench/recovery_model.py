@@ -6,10 +6,10 @@ Runs start every ``schedule_seconds`` (today) or back to back (``schedule_second
 continuation, each run followed by the next after ``continuation_seconds``). A run re-drives up to
 ``per_run`` messages: after ``probe_seconds`` (the kit's probe step waiting for its verdicts), at
 ``rate`` a second, or along the slow start's time allowance (``redriver.decide.ramp``) when
-``slow_start_seconds`` is set. A re-driven message is visible after its DelaySeconds, between half
-its backoff step and the step (equal jitter; a fixed delay when ``jitter`` is off). The consumer
-takes visible messages at ``consumer_rate`` a second. Assumed: the whole backlog is in the DLQ when
-the first of these runs starts, and nothing fails any more.
+``slow_start_seconds`` is set, within ``budget_seconds``. A re-driven message is visible after its
+DelaySeconds, between half its backoff step and the step (equal jitter; a fixed delay when
+``jitter`` is off). The consumer takes visible messages at ``consumer_rate`` a second. Assumed:
+the whole backlog is in the DLQ when the first of these runs starts, and nothing fails any more.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from redriver.decide.ramp import seconds_until_allowed
+from redriver.decide.ramp import seconds_until_allowed, time_allowance
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Drainer:
     probe_seconds: float = 0.0
     slow_start_seconds: float = 0.0
     continuation_seconds: float = 0.0  # back to back: from a run's end to the next one's start
+    budget_seconds: float = math.inf  # a run's time to re-drive in (its timeout minus the margin)
 
     def continued(self, overhead_seconds: float = 0.0) -> Drainer:
         """The same design with run continuation."""
@@ -49,12 +50,27 @@ def run_seconds(messages: float, drainer: Drainer) -> float:
     return drainer.probe_seconds + sending
 
 
+def run_capacity(drainer: Drainer) -> float:
+    """Messages a run can re-drive: its per-run limit, or what its time budget allows."""
+    if math.isinf(drainer.budget_seconds):
+        return drainer.per_run
+    sending = max(0.0, drainer.budget_seconds - drainer.probe_seconds)
+    if drainer.slow_start_seconds > 0:
+        allowed = time_allowance(
+            sending, max_rate=drainer.rate, slow_start_seconds=drainer.slow_start_seconds
+        )
+    else:
+        allowed = sending * drainer.rate
+    return min(drainer.per_run, math.floor(allowed))
+
+
 def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> float:
     """Seconds from the first re-driving run's start until the consumer took the last message."""
     low = drainer.delay_step_seconds / 2 if drainer.jitter else drainer.delay_step_seconds
     start, consumed, left = 0.0, 0.0, float(backlog)
+    capacity = run_capacity(drainer)
     while left > 0:
-        share = min(left, drainer.per_run)
+        share = min(left, capacity)
         took = run_seconds(share, drainer)
         first_visible = start + drainer.probe_seconds + low
         last_visible = start + took + drainer.delay_step_seconds
@@ -69,4 +85,5 @@ def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> fl
 
 def runs_needed(backlog: int, drainer: Drainer) -> int:
     """Runs that re-drive the backlog."""
-    return 1 if math.isinf(drainer.per_run) else math.ceil(backlog / drainer.per_run)
+    capacity = run_capacity(drainer)
+    return 1 if math.isinf(capacity) else math.ceil(backlog / capacity)

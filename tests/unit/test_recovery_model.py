@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bench.recovery_model import Drainer, drain_seconds, run_seconds, runs_needed
+from bench.recovery_model import Drainer, drain_seconds, run_capacity, run_seconds, runs_needed
 
 SCHEDULED = Drainer(per_run=500, rate=50, schedule_seconds=300, delay_step_seconds=0)
 
@@ -37,3 +37,17 @@ def test_the_delay_and_the_probe_come_after_the_last_send() -> None:
 def test_slow_start_lengthens_a_run() -> None:
     slow = Drainer(per_run=500, rate=50, schedule_seconds=300, delay_step_seconds=0, slow_start_seconds=60)
     assert run_seconds(500, slow) > run_seconds(500, SCHEDULED) == 10
+
+
+def test_a_runs_time_budget_caps_what_it_redrives() -> None:
+    # 90 s at 50/s after a 2 s probe: 4,400 a run, not the per-run limit of 10,000
+    drainer = Drainer(
+        per_run=10_000,
+        rate=50,
+        schedule_seconds=300,
+        delay_step_seconds=0,
+        probe_seconds=2,
+        budget_seconds=90,
+    )
+    assert run_capacity(drainer) == 4400
+    assert runs_needed(40_000, drainer) == 10
