@@ -17,7 +17,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test conformance localstack-venv lint synth deploy destroy demo bench bench-venv readme clean
+.PHONY: install test conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
 
 install: $(STAMP)
 
@@ -74,9 +74,15 @@ destroy: $(STAMP) $(CDK)
 demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
 
-# Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3"
+# Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3";
+# then the recovery benchmark against the baselines in simulated time (also alone: make bench-recovery):
+# RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
+	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
+
+bench-recovery: $(STAMP)
+	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
 
 # README.md's configuration table, rendered from the settings schema (lambdas/redriver/settings/schema.py).
 readme: $(STAMP)

@@ -7,6 +7,11 @@ to every request (closer to real AWS than moto's local calls).
 `--recovery` runs, instead, the recovery scenarios in simulated time (bench/recovery.py):
 
     python -m bench --recovery [--scenarios outage-60 outage-120 poison lone-poison] [--kits off on] [--json]
+
+`--baselines` runs one outage and backlog re-driven by each design (bench/recovery_compare.py),
+measured in simulated time and predicted by a model, then predicted at 40,000 messages:
+
+    python -m bench --baselines [--backlogs 500 1000] [--outage-minutes 90] [--designs ...] [--json]
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from bench import recovery
+from bench import recovery, recovery_compare
 from bench.cold_start import cold_starts, lambda_environment, runtime_python
 from bench.measurements import DESIGNS, limiter_messages, limiter_rate, measure
 from bench.recovery import KITS, SCENARIOS
@@ -43,11 +48,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=list(KITS),
         help="recovery scenarios without (off) and/or with (on) the consumer kit",
     )
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="run the recovery benchmark against the baselines in simulated time instead",
+    )
+    parser.add_argument("--backlogs", type=int, nargs="+", default=[500, 1000])
+    parser.add_argument("--outage-minutes", type=float, default=90)
+    parser.add_argument(
+        "--designs",
+        nargs="+",
+        choices=list(recovery_compare.DESIGNS),
+        default=list(recovery_compare.DESIGNS),
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.baselines:
+        report = recovery_compare.run(args.backlogs, args.outage_minutes, args.designs)
+        print(recovery_compare.render(report, as_json=args.json))
+        return 0
     if args.recovery:
         print(recovery.render(recovery.run(args.scenarios, args.kits), as_json=args.json))
         return 0

@@ -43,6 +43,7 @@ class RecoveryFigures:
     wall_seconds: float  # deployment into moto included
     runs: int
     redrives: int  # messages the re-driver sent back to the source queue (every re-drive counts)
+    redrives_in_outage: int  # ... by runs that started before the outage's end
     deliveries: int  # every message handed to the consumer
     redriven_deliveries: int  # deliveries of messages carrying the re-driver's mark (n >= 1)
     redriven_deliveries_in_outage: int  # ... while the downstream was down
@@ -174,7 +175,7 @@ def _scenario(
         kit_requests = world.consumer_requests
         journal = world.journal
         poison_keys = {world.key_of(b) for b in poison}
-    return _figures(
+    return figures(
         name + (", kit" if kit else ", no kit"),
         journal,
         kit=kit,
@@ -210,7 +211,7 @@ class Settled:
         return True
 
 
-def _figures(
+def figures(
     name: str,
     journal: Journal,
     *,
@@ -225,6 +226,7 @@ def _figures(
     requests: dict[str, int],
     kit_requests: dict[str, int],
 ) -> RecoveryFigures:
+    """A scenario's figures from its world's journal; the outage ends (recovery) at ``outage_minutes``."""
     recovery = outage_minutes * MINUTE
     in_outage = [d for d in journal.deliveries if d.redriven and d.at < recovery]
     per_message: dict[str, int] = {}
@@ -258,6 +260,7 @@ def _figures(
         wall_seconds=round(wall, 1),
         runs=len(journal.runs),
         redrives=sum(run.redriven for run in journal.runs),
+        redrives_in_outage=sum(run.redriven for run in journal.runs if run.at < recovery),
         deliveries=len(journal.deliveries),
         redriven_deliveries=sum(1 for d in journal.deliveries if d.redriven),
         redriven_deliveries_in_outage=len(in_outage),

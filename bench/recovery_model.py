@@ -1,0 +1,89 @@
+"""A model of how long a design takes to drain a backlog once it re-drives at full speed (after
+recovery and, for this re-driver, after its breaker closed), validated against the simulated world
+at sizes moto handles and used for sizes it does not (40,000).
+
+Runs start every ``schedule_seconds`` (today) or back to back (``schedule_seconds=None``: run
+continuation, each run followed by the next after ``continuation_seconds``). A run re-drives up to
+``per_run`` messages: after ``probe_seconds`` (the kit's probe step waiting for its verdicts), at
+``rate`` a second, or along the slow start's time allowance (``redriver.decide.ramp``) when
+``slow_start_seconds`` is set, within ``budget_seconds``. A re-driven message is visible after its
+DelaySeconds, between half its backoff step and the step (equal jitter; a fixed delay when
+``jitter`` is off). The consumer takes visible messages at ``consumer_rate`` a second. Assumed:
+the whole backlog is in the DLQ when the first of these runs starts, and nothing fails any more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from redriver.decide.ramp import seconds_until_allowed, time_allowance
+
+
+@dataclass(frozen=True)
+class Drainer:
+    """How a design re-drives a backlog, as the model sees it."""
+
+    per_run: float  # math.inf: no per-run limit
+    rate: float  # re-drives a second at full speed
+    schedule_seconds: float | None  # between runs' starts; None: back to back (continuation)
+    delay_step_seconds: float  # the re-drive's backoff step
+    jitter: bool = True  # the delay is between half the step and the step
+    probe_seconds: float = 0.0
+    slow_start_seconds: float = 0.0
+    continuation_seconds: float = 0.0  # back to back: from a run's end to the next one's start
+    budget_seconds: float = math.inf  # a run's time to re-drive in (its timeout minus the margin)
+
+    def continued(self, overhead_seconds: float = 0.0) -> Drainer:
+        """The same design with run continuation."""
+        return replace(self, schedule_seconds=None, continuation_seconds=overhead_seconds)
+
+
+def run_seconds(messages: float, drainer: Drainer) -> float:
+    """How long a run takes to re-drive ``messages``."""
+    if drainer.slow_start_seconds > 0:
+        sending = seconds_until_allowed(
+            messages, 0.0, max_rate=drainer.rate, slow_start_seconds=drainer.slow_start_seconds
+        )
+    else:
+        sending = messages / drainer.rate
+    return drainer.probe_seconds + sending
+
+
+def run_capacity(drainer: Drainer) -> float:
+    """Messages a run can re-drive: its per-run limit, or what its time budget allows."""
+    if math.isinf(drainer.budget_seconds):
+        return drainer.per_run
+    sending = max(0.0, drainer.budget_seconds - drainer.probe_seconds)
+    if drainer.slow_start_seconds > 0:
+        allowed = time_allowance(
+            sending, max_rate=drainer.rate, slow_start_seconds=drainer.slow_start_seconds
+        )
+    else:
+        allowed = sending * drainer.rate
+    return min(drainer.per_run, math.floor(allowed))
+
+
+def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> float:
+    """Seconds from the first re-driving run's start until the consumer took the last message."""
+    low = drainer.delay_step_seconds / 2 if drainer.jitter else drainer.delay_step_seconds
+    start, consumed, left = 0.0, 0.0, float(backlog)
+    capacity = run_capacity(drainer)
+    while left > 0:
+        share = min(left, capacity)
+        took = run_seconds(share, drainer)
+        first_visible = start + drainer.probe_seconds + low
+        last_visible = start + took + drainer.delay_step_seconds
+        consumed = max(last_visible, max(consumed, first_visible) + share / consumer_rate)
+        left -= share
+        if drainer.schedule_seconds is None:
+            start += took + drainer.continuation_seconds
+        else:
+            start += drainer.schedule_seconds * max(1, math.ceil(took / drainer.schedule_seconds))
+    return consumed
+
+
+def runs_needed(backlog: int, drainer: Drainer) -> int:
+    """Runs that re-drive the backlog."""
+    capacity = run_capacity(drainer)
+    return 1 if math.isinf(capacity) else math.ceil(backlog / capacity)
