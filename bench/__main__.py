@@ -12,6 +12,11 @@ to every request (closer to real AWS than moto's local calls).
 measured in simulated time and predicted by a model, then predicted at 40,000 messages:
 
     python -m bench --baselines [--backlogs 500 1000] [--outage-minutes 90] [--designs ...] [--json]
+
+`--backlog-drains` drains a DLQ already holding a backlog (bench/backlog_compare.py), in simulated
+time, against the model and the target, then predicted at 40,000 messages:
+
+    python -m bench --backlog-drains [--drain-sizes 1200 6000] [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from bench import recovery, recovery_compare
+from bench import backlog_compare, recovery, recovery_compare
 from bench.cold_start import cold_starts, lambda_environment, runtime_python
 from bench.measurements import DESIGNS, limiter_messages, limiter_rate, measure
 from bench.recovery import KITS, SCENARIOS
@@ -54,6 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run the recovery benchmark against the baselines in simulated time instead",
     )
     parser.add_argument("--backlogs", type=int, nargs="+", default=[500, 1000])
+    parser.add_argument(
+        "--backlog-drains",
+        action="store_true",
+        help="drain a DLQ already holding a backlog in simulated time, against the model, instead",
+    )
+    parser.add_argument("--drain-sizes", type=int, nargs="+", default=[1200, 6000])
     parser.add_argument("--outage-minutes", type=float, default=90)
     parser.add_argument(
         "--designs",
@@ -66,6 +77,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.backlog_drains:
+        print(backlog_compare.render(backlog_compare.run(args.drain_sizes), as_json=args.json))
+        return 0
     if args.baselines:
         report = recovery_compare.run(args.backlogs, args.outage_minutes, args.designs)
         print(recovery_compare.render(report, as_json=args.json))

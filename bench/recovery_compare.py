@@ -2,7 +2,8 @@
 world (the published design, the console's "Start DLQ redrive", this re-driver without and with
 the consumer kit), measured at sizes moto handles, side by side with the model's prediction
 (bench.recovery_model); then the model's prediction for a backlog too large for moto (40,000),
-today (a run every schedule tick) and with run continuation (runs back to back).
+with run continuation (runs back to back, as deployed) and as before it (500 a run, one run a
+schedule tick).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bench import baseline
@@ -27,12 +28,16 @@ from redriver.settings.schema import default
 SCHEDULE_SECONDS = 300  # the default stack's and the published stack's rate(5 minutes)
 CONSUMER_RATE = 10.0  # the world's consumer: one poller, 10 messages a call, 1 s a call
 MODELLED_BACKLOG = 40_000
+# Lambda retries the throttled continuation a second after the run returns (local_aws.simulation).
+CONTINUATION_SECONDS = 1.0
+BEFORE_CONTINUATION_PER_RUN = 500
 
 _BUDGET_SECONDS = default("redriver_timeout_seconds") - default("time_margin_seconds")
-_REDRIVER = Drainer(
+REDRIVER = Drainer(
     per_run=default("max_messages_per_run"),
     rate=default("max_redrives_per_second"),
-    schedule_seconds=SCHEDULE_SECONDS,
+    schedule_seconds=None,
+    continuation_seconds=CONTINUATION_SECONDS,
     # Without the kit, the backlog's first wave went into the outage: recovery re-drives it a
     # second time, with the second backoff step.
     delay_step_seconds=2 * default("base_delay_seconds"),
@@ -44,7 +49,8 @@ _REDRIVER = Drainer(
 _REDRIVER_KIT = Drainer(
     per_run=default("max_messages_per_run"),
     rate=default("max_redrives_per_second"),
-    schedule_seconds=SCHEDULE_SECONDS,
+    schedule_seconds=None,
+    continuation_seconds=CONTINUATION_SECONDS,
     delay_step_seconds=default("base_delay_seconds"),
     probe_seconds=2.0,
     budget_seconds=_BUDGET_SECONDS,
@@ -78,7 +84,7 @@ DESIGNS: dict[str, Design] = {
     "redriver": Design(
         "this re-driver, no kit",
         lambda n, minutes: outage(n, minutes, kit=False, cap_hours=minutes / 60 + 8),
-        _REDRIVER,
+        REDRIVER,
     ),
     "redriver-kit": Design(
         "this re-driver, kit",
@@ -155,7 +161,10 @@ def predictions(rows: list[Row], names: list[str], outage_minutes: float) -> lis
         closed = max(closed_after, key=lambda r: r.messages).recovery_to_closed_min if closed_after else None
         variants = [(_runs_label(design.drainer), design.drainer)]
         if name.startswith("redriver"):
-            variants.append(("back to back (continuation)", design.drainer.continued()))
+            before = replace(
+                design.drainer, schedule_seconds=SCHEDULE_SECONDS, per_run=BEFORE_CONTINUATION_PER_RUN
+            )
+            variants.append(("every 5 min, 500 a run (before continuation)", before))
         for runs, drainer in variants:
             for consumer, rate in (("10/s (the world's)", CONSUMER_RATE), ("keeps up", math.inf)):
                 first = _first_run_min(closed, outage_minutes)

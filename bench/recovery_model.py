@@ -10,6 +10,8 @@ continuation, each run followed by the next after ``continuation_seconds``). A r
 DelaySeconds, between half its backoff step and the step (equal jitter; a fixed delay when
 ``jitter`` is off). The consumer takes visible messages at ``consumer_rate`` a second. Assumed:
 the whole backlog is in the DLQ when the first of these runs starts, and nothing fails any more.
+A continued run inherits its predecessor's finished ramp: only the chain's first run probes or
+slow-starts; a run a tick starts ramps again.
 """
 
 from __future__ import annotations
@@ -67,15 +69,12 @@ def run_capacity(drainer: Drainer) -> float:
 def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> float:
     """Seconds from the first re-driving run's start until the consumer took the last message."""
     low = drainer.delay_step_seconds / 2 if drainer.jitter else drainer.delay_step_seconds
-    start, consumed, left = 0.0, 0.0, float(backlog)
-    capacity = run_capacity(drainer)
-    while left > 0:
-        share = min(left, capacity)
-        took = run_seconds(share, drainer)
-        first_visible = start + drainer.probe_seconds + low
+    start, consumed = 0.0, 0.0
+    for share, run in _runs(backlog, drainer):
+        took = run_seconds(share, run)
+        first_visible = start + run.probe_seconds + low
         last_visible = start + took + drainer.delay_step_seconds
         consumed = max(last_visible, max(consumed, first_visible) + share / consumer_rate)
-        left -= share
         if drainer.schedule_seconds is None:
             start += took + drainer.continuation_seconds
         else:
@@ -83,7 +82,31 @@ def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> fl
     return consumed
 
 
+def redrive_seconds(backlog: int, drainer: Drainer) -> float:
+    """Seconds from the first re-driving run's start until the last message left the DLQ."""
+    start = end = 0.0
+    for share, run in _runs(backlog, drainer):
+        end = start + run_seconds(share, run)
+        if drainer.schedule_seconds is None:
+            start = end + drainer.continuation_seconds
+        else:
+            start += drainer.schedule_seconds * max(1, math.ceil((end - start) / drainer.schedule_seconds))
+    return end
+
+
 def runs_needed(backlog: int, drainer: Drainer) -> int:
     """Runs that re-drive the backlog."""
-    capacity = run_capacity(drainer)
-    return 1 if math.isinf(capacity) else math.ceil(backlog / capacity)
+    return len(_runs(backlog, drainer))
+
+
+def _runs(backlog: int, drainer: Drainer) -> list[tuple[float, Drainer]]:
+    """Each run's share of the backlog, and how it re-drives: a continued run at full rate."""
+    ramped = replace(drainer, probe_seconds=0.0, slow_start_seconds=0.0)
+    runs: list[tuple[float, Drainer]] = []
+    left = float(backlog)
+    while left > 0:
+        run = drainer if not runs or drainer.schedule_seconds is not None else ramped
+        share = min(left, run_capacity(run))
+        runs.append((share, run))
+        left -= share
+    return runs

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from bench.recovery_model import Drainer, drain_seconds, run_capacity, run_seconds, runs_needed
+from bench.recovery_model import (
+    Drainer,
+    drain_seconds,
+    redrive_seconds,
+    run_capacity,
+    run_seconds,
+    runs_needed,
+)
 
 SCHEDULED = Drainer(per_run=500, rate=50, schedule_seconds=300, delay_step_seconds=0)
 
@@ -51,3 +59,19 @@ def test_a_runs_time_budget_caps_what_it_redrives() -> None:
     )
     assert run_capacity(drainer) == 4400
     assert runs_needed(40_000, drainer) == 10
+
+
+def test_only_the_first_run_of_a_chain_ramps() -> None:
+    slow = Drainer(per_run=10_000, rate=50, schedule_seconds=300, delay_step_seconds=0, slow_start_seconds=60)
+    chain = replace(slow, budget_seconds=90).continued(overhead_seconds=1)
+    first = run_capacity(replace(slow, budget_seconds=90))
+    # the first run ramps for 60 s, then 30 s at 50/s; the rest go at 50/s from the start
+    rest = 6000 - first
+    assert drain_seconds(6000, chain, consumer_rate=math.inf) == pytest.approx(90 + 1 + rest / 50, abs=1)
+    assert runs_needed(6000, chain) == 2
+
+
+def test_the_dlq_is_empty_when_the_last_runs_sending_ends() -> None:
+    continued = SCHEDULED.continued(overhead_seconds=1)
+    assert redrive_seconds(2000, continued) == pytest.approx(43)
+    assert redrive_seconds(1000, SCHEDULED) == pytest.approx(310)
