@@ -17,6 +17,7 @@ from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
 from redriver.act.redriving import RedriveSender
 from redriver.adapters.clients import AwsClients
+from redriver.adapters.s3_archive import S3Archive
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.decide.plan import Planner, PlanRules
@@ -66,7 +67,13 @@ def compose_redriver(
     )
     parking_lot = SqsQueue(settings.parking_lot_url, sqs)
     parker = Parker(
-        parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=settings.fifo, logger=logger
+        parking_lot=parking_lot,
+        dlq=dlq,
+        state=state,
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        archive=S3Archive(settings.archive_bucket, clients.s3) if settings.archive_bucket else None,
     )
     executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
     handler = BatchHandler(
@@ -78,6 +85,8 @@ def compose_redriver(
         fifo=settings.fifo,
         logger=logger,
         clock=clock,
+        dlq=dlq,
+        expiry_margin_seconds=settings.expiry_margin_seconds,
     )
     loop = BatchLoop(
         dlq=dlq,

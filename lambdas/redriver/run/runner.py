@@ -17,10 +17,12 @@ from typing import Any
 
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
+from redriver.adapters import AwsCallError
 from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
 from redriver.decide.pacing import out_of_time
+from redriver.decide.retention import sweep_interval
 from redriver.model.report import RunReport, StopReason, Tally
 from redriver.run.canary_verdict import CanaryJudge, Step
 from redriver.run.gate import pass_gate
@@ -84,6 +86,7 @@ class Redriver:
             if step.then is None:
                 break
             mode = step.then
+        tally += self._sweep_if_due(breaker, stop, remaining_ms, writer)
         return RunReport(
             mode=passage.mode,
             breaker_state=writer.last_state or passage.breaker.state,
@@ -164,6 +167,29 @@ class Redriver:
         if drained.breaker.state is not State.HALF_OPEN or tally.errors:
             return step
         return self.judge.after_scan(step, drained.canary_may_hide, writer)
+
+    def _sweep_if_due(
+        self, breaker: Breaker, stop: StopReason, remaining_ms: Callable[[], int], writer: BreakerWriter
+    ) -> Tally:
+        """The retention guard for runs that do not scan the whole DLQ (breaker OPEN, WATCH, a
+        probe): when due, receive every message, park the expiring, give the rest back at once.
+        Due every half of EXPIRY_MARGIN_SECONDS; a scan that reached the end of the DLQ counts."""
+        key, now = self.settings.sweep_key, self.now()
+        next_due = now + sweep_interval(self.settings.expiry_margin_seconds)
+        tally = Tally()
+        try:
+            if stop is not StopReason.DLQ_EMPTY:
+                if now < self.state.load_sweep_due(key) or self._out_of_time(remaining_ms):
+                    return tally
+                drained = self._drain(Mode.SWEEP, breaker, remaining_ms, writer)
+                tally = self._released(drained)
+                if drained.stop is not StopReason.DLQ_EMPTY:
+                    return tally  # not finished: the next run sweeps again
+            self.state.save_sweep_due(key, next_due)
+        except AwsCallError as exc:
+            self.log.error("retention sweep failed", extra={"error": str(exc)})
+            tally += Tally(errors=1)
+        return tally
 
     # -- helpers -----------------------------------------------------------------------------
 
