@@ -65,6 +65,8 @@ def compose_redriver(
         record_every_redrive=settings.record_every_redrive,
         logger=logger,
     )
+    if settings.archive_bucket and clients.s3 is None:
+        raise ValueError("ARCHIVE_BUCKET is set: the re-driver needs an S3 client to archive")
     parking_lot = SqsQueue(settings.parking_lot_url, sqs)
     parker = Parker(
         parking_lot=parking_lot,

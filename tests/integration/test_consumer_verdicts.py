@@ -106,7 +106,7 @@ def redriver_hearing(
             consumer.poll()
 
     settings = make_settings(aws, consumer_verdicts=True, verdict_wait_seconds=10, **overrides)
-    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, clock=clock, pause=pause)
+    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock, pause=pause)
 
 
 def open_breaker(aws: Aws, clock: FakeClock) -> None:
