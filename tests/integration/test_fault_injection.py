@@ -1,9 +1,9 @@
 """Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each;
 with one batch at a time and with parallel batches.
 
-Each case: seed the DLQ, run the re-driver with one fault planned, let time pass, then run healthy
-re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
-parking lot; nothing consumes here), duplicates only where a crash or a failed delete fell between a
+Each case: seed the DLQ, run the re-driver with one fault planned (S3 archive writes included), let
+time pass, then run healthy re-drivers until the DLQ is empty. Then every message must be in exactly
+one place (source queue or parking lot, and every parked one in the archive; nothing consumes here), duplicates only where a crash or a failed delete fell between a
 send and its delete (and then with one identity), counts never lower than before, and the breaker
 record the last of its writes, each one version on, with fields that fit its state. Every planned
 fault must fire (the first of a schedule; the later ones may miss once it changed the flow). The
@@ -119,6 +119,7 @@ def run_with_faults(plan: dict[int, Fault], parallel_batches: int = 1) -> tuple[
             clock,
             sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
             dynamodb=faults.wrap(aws.dynamodb),
+            s3=faults.wrap(aws.s3),
         )
         try:
             faulty.run(REMAINING)
@@ -164,6 +165,8 @@ def check_books(
         outcome.problems.append(f"duplicates without a send/delete gap: {outcome.duplicates}")
     if "poison" not in {m["Body"] for m in parked}:
         outcome.problems.append("the poison message was not parked")
+    if unarchived := {m["Body"] for m in parked} - archived_bodies(aws):
+        outcome.problems.append(f"parked but not archived: {sorted(unarchived)}")
 
     for message in in_source + parked:
         item = by_body.get(message["Body"])
@@ -199,6 +202,14 @@ def check_books(
         outcome.problems.append(f"the breaker left CLOSED: {breaker}")
 
 
+def archived_bodies(aws: Aws) -> set[str]:
+    listed = aws.s3.list_objects_v2(Bucket=aws.archive_bucket).get("Contents", [])
+    return {
+        json.loads(aws.s3.get_object(Bucket=aws.archive_bucket, Key=o["Key"])["Body"].read())["body"]
+        for o in listed
+    }
+
+
 def applicable(operation: str) -> list[Fault]:
     kinds = [Fault.CRASH, Fault.THROTTLE, Fault.SERVER_ERROR, Fault.TIMEOUT]
     if operation in BATCH_ENTRY_OPERATIONS or operation in BATCH_ITEM_OPERATIONS:
@@ -230,8 +241,15 @@ def test_a_healthy_run_loses_nothing() -> None:
     outcome, calls = run_with_faults({})
     FIGURES.append(outcome)
     assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
-    # the steps the suite must fault: a re-drive, a delete, and the breaker write (PutItem)
-    assert {"send_message_batch", "delete_message_batch", "put_item"} <= set(calls), calls
+    # the steps the suite must fault: a re-drive, a delete, the breaker write (PutItem), the
+    # DLQ's retention read and the archive write
+    assert {
+        "send_message_batch",
+        "delete_message_batch",
+        "put_item",
+        "get_queue_attributes",
+        "put_object",
+    } <= set(calls), calls
 
 
 def test_every_enumerated_fault_point_loses_nothing() -> None:
