@@ -3,9 +3,10 @@ with one batch at a time and with parallel batches.
 
 Each case: seed the DLQ, run the re-driver with one fault planned (S3 archive writes included), let
 time pass, then run healthy re-drivers until the DLQ is empty. Then every message must be in exactly
-one place (source queue or parking lot, and every parked one in the archive; nothing consumes here), duplicates only where a crash or a failed delete fell between a
-send and its delete (and then with one identity), counts never lower than before, and the breaker
-record the last of its writes, each one version on, with fields that fit its state. Every planned
+one place (source queue or parking lot, and every parked one in the archive; nothing consumes
+here), duplicates only where a crash or a failed delete fell between a send and its delete (and
+then with one identity), counts never lower than before, and the breaker record the last of its
+writes, each one version on, with fields that fit its state. Every planned
 fault must fire (the first of a schedule; the later ones may miss once it changed the flow). The
 figures are printed at the end of the session.
 """
