@@ -16,6 +16,7 @@ from consumer.orders import DownstreamUnavailable, InvalidOrder, parse_order
 from local_aws.compose import local_redriver
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.queues import depth, drain
+from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.model.failure import retry_record_key
@@ -217,6 +218,9 @@ def test_without_a_verdict_the_canary_waits_for_its_window_and_nothing_is_scanne
     fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
     open_breaker(aws, clock)
     redriver = redriver_hearing(aws, clock, consumer, listening=False)
+    # the retention sweep is not due (it scans WATCH runs twice per EXPIRY_MARGIN_SECONDS)
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=1)
+    table.save_sweep_due(redriver.settings.sweep_key, int(clock.now) + 3600)
 
     probe = redriver.run(REMAINING)
     watch = redriver.run(REMAINING)
