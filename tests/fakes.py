@@ -4,6 +4,7 @@ unit tests of the decisions and of the executor with no moto."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,6 +138,23 @@ class FakeQueue:
     def retention_seconds(self) -> int:
         self._call("retention_seconds")
         return self.retention
+
+
+@dataclass
+class FakeArchive:
+    """An archive bucket; ``fail`` holds bodies whose PutObject fails. Each put is appended to
+    ``journal`` (pass a queue's ``calls`` to see the order of steps)."""
+
+    journal: list[str] = field(default_factory=list)
+    fail: set[str] = field(default_factory=set)
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def put(self, key: str, document: bytes) -> None:
+        self.journal.append("archive.put")
+        content = json.loads(document)
+        if content["body"] in self.fail:
+            raise AwsCallError(f"PutObject {key} failed (injected)")
+        self.objects[key] = content
 
 
 @dataclass
