@@ -17,11 +17,13 @@ from local_aws.clients import ClientProxy
 from local_aws.compose import local_redriver
 from local_aws.queues import depth, drain, make_visible
 from local_aws.simulated_time import SIM_EPOCH, UNFROZEN
+from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
 from tests.factories import FakeClock
+from tests.faults import BATCH_ENTRY_OPERATIONS, BATCH_ITEM_OPERATIONS, Fault, Faults, SimulatedCrash
 from tests.integration.test_failure_paths import raising
 
 REMAINING = lambda: 60_000  # noqa: E731
@@ -199,3 +201,61 @@ def test_no_message_outlives_a_short_retention_unparked_or_unarchived_with_the_b
     for body, at in sent.items():
         assert documents[body]["reason"]["cause"] == "expiring"
         assert at + RETENTION - MARGIN <= documents[body]["parked_at"] < at + RETENTION, body
+
+
+# -- the sweep under faults ------------------------------------------------------------------------
+
+
+def sweep_with_faults(plan: dict[int, Fault]) -> tuple[list[str], list[str]]:
+    """12 expiring messages, the breaker OPEN, a sweep run with ``plan``'s faults, then healthy
+    runs. Returns the calls of the faulted run and the problems found in the books."""
+    with mock_aws():
+        aws = create_aws()
+        short_retention(aws)
+        bodies = {f"s-{i}" for i in range(12)}
+        for body in sorted(bodies):
+            aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
+        clock = FakeClock()
+        clock.advance(RETENTION - MARGIN)
+        policy = open_breaker(aws, int(clock.now), cooldown=3600)
+        settings = make_settings(aws, expiry_margin_seconds=MARGIN, breaker=policy)
+        faults = Faults(plan=dict(plan))
+        faulty = make_redriver(
+            aws,
+            settings,
+            clock,
+            sqs=faults.wrap(aws.sqs),
+            dynamodb=faults.wrap(aws.dynamodb),
+            s3=faults.wrap(aws.s3),
+        )
+        try:
+            faulty.run(REMAINING)
+        except (SimulatedCrash, AwsCallError):
+            pass
+        for _ in range(3):
+            make_visible(aws.dlq_url)
+            clock.advance(MARGIN // 2)
+            make_redriver(aws, settings, clock).run(REMAINING)
+        parked = [m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)]
+        problems = []
+        if lost := bodies - set(parked):
+            problems.append(f"lost {sorted(lost)}")
+        if unarchived := set(parked) - {d["body"] for d in archived(aws)}:
+            problems.append(f"parked, not archived: {sorted(unarchived)}")
+        if redriven := drain(aws.sqs, aws.source_url):
+            problems.append(f"{len(redriven)} re-driven with the breaker OPEN")
+        if plan and not faults.fired:
+            problems.append("the fault did not fire")
+        return faults.calls, problems
+
+
+def test_a_sweep_loses_nothing_with_any_of_its_calls_failed_or_crashed() -> None:
+    calls, problems = sweep_with_faults({})
+    assert not problems and {"put_object", "send_message_batch", "delete_message_batch"} <= set(calls)
+    failures = []
+    for index in range(1, len(calls) + 1):
+        batch_call = calls[index - 1] in BATCH_ENTRY_OPERATIONS | BATCH_ITEM_OPERATIONS.keys()
+        for fault in (Fault.CRASH, Fault.SERVER_ERROR, *([Fault.PARTIAL] if batch_call else [])):
+            _, problems = sweep_with_faults({index: fault})
+            failures += [f"{fault.value} at call {index} ({calls[index - 1]}): {p}" for p in problems]
+    assert not failures, "\n".join(failures)

@@ -177,17 +177,17 @@ class Redriver:
         scans = passage.stop is not StopReason.BREAKER_OPEN and passage.mode is not Mode.WATCH
         if scans and stop is not StopReason.SOURCE_BACKLOG:
             return Tally()
-        key, now = self.settings.sweep_key, self.now()
+        key, now, tally = self.settings.sweep_key, self.now(), Tally()
         try:
             if now < self.state.load_sweep_due(key) or self._out_of_time(remaining_ms):
-                return Tally()
+                return tally
             drained = self._drain(Mode.SWEEP, passage.breaker, remaining_ms, writer)
             tally = self._released(drained)
             if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
                 self.state.save_sweep_due(key, now + sweep_interval(self.settings.expiry_margin_seconds))
         except AwsCallError as exc:
             self.log.error("retention sweep failed", extra={"error": str(exc)})
-            return Tally(errors=1)
+            tally += Tally(errors=1)
         return tally
 
     # -- helpers -----------------------------------------------------------------------------
