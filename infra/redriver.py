@@ -72,6 +72,7 @@ class SqsRedriver(Construct):
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
         _validate_queues(sources, dead_letter_queue)
+        _validate_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
         self.source_queues: tuple[sqs.IQueue, ...] = tuple(sources)
         self.dead_letter_queue = dead_letter_queue
 
@@ -332,6 +333,17 @@ def _validate_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sq
     if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
         if source_queue.dead_letter_queue.queue is not dead_letter_queue:
             raise SettingsError(f"{label}'s RedrivePolicy points to a different dead_letter_queue")
+
+
+def _validate_expiry_margin(margin_seconds: int, dead_letter_queue: sqs.IQueue) -> None:
+    """A margin as long as the DLQ's retention would park every message on sight (an imported
+    queue's retention is unknown here: the Lambda reads it at run time)."""
+    retention = _retention_seconds(dead_letter_queue)
+    if retention is not None and margin_seconds >= retention:
+        raise SettingsError(
+            f"expiry_margin_seconds ({margin_seconds}) must be shorter than the dead_letter_queue's "
+            f"retention ({retention} s): messages are parked from retention - margin of age on"
+        )
 
 
 def _max_receive_count(queue: sqs.IQueue) -> int | None:

@@ -472,6 +472,15 @@ def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
         SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
 
 
+def test_an_expiry_margin_not_shorter_than_the_dlq_retention_fails_at_synth() -> None:
+    stack = cdk.Stack(cdk.App(), "Bad")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(1))
+    source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.hours(1))
+
+    with pytest.raises(SettingsError, match=r"expiry_margin_seconds \(86400\) must be shorter"):
+        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
 def test_fifo_queues_get_a_fifo_parking_lot() -> None:
     stack = cdk.Stack(cdk.App(), "Fifo")
     dlq = sqs.Queue(stack, "Dlq", fifo=True, retention_period=cdk.Duration.days(14))
