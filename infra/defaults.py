@@ -1,9 +1,10 @@
-"""The project's secure defaults for queues and tables, in one place."""
+"""The project's secure defaults for queues, tables and buckets, in one place."""
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -38,5 +39,26 @@ def secure_table(
             point_in_time_recovery_enabled=True
         ),
         encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        removal_policy=removal_policy,
+    )
+
+
+def secure_bucket(
+    scope: Construct,
+    construct_id: str,
+    *,
+    expiration: Duration | None,
+    removal_policy: RemovalPolicy,
+) -> s3.Bucket:
+    """A private bucket, S3-managed encryption, TLS only; objects deleted ``expiration`` after they
+    were written (None: kept)."""
+    return s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        lifecycle_rules=[s3.LifecycleRule(expiration=expiration)] if expiration else None,
         removal_policy=removal_policy,
     )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, Fn, RemovalPolicy, Token
+from aws_cdk import Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
-from infra.defaults import secure_queue, secure_table
+from infra.defaults import secure_bucket, secure_queue, secure_table
 from infra.functions import (
     POWERTOOLS_LAYER_VERSION,
     acknowledge,
@@ -22,6 +23,7 @@ from infra.functions import (
     python_function,
 )
 from infra.settings import RedriverSettings, SettingsError
+from redriver.act.archiving import ARCHIVE_PREFIX
 from redriver.model.failure import FAILURE_RECORD_PREFIX, VERDICT_RECORD_PREFIX
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
@@ -29,6 +31,8 @@ from redriver.settings.schema import BY_NAME, RESOURCE_ENV, URL_SEPARATOR
 from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 
 PARKING_LOT_RETENTION = Duration.days(14)
+ARCHIVE_EXPIRATION = Duration.days(365)
+ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
 # What the consumer kit writes to the state table: its verdict and failure records, nothing else.
@@ -41,8 +45,9 @@ MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 class SqsRedriver(Construct):
     """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
 
-    Attributes: ``parking_lot``, ``state_table``, ``function``, ``schedule_rule``, and
-    ``consumer_kit_layer`` (the stack's consumer kit layer, see ``grant_consumer``).
+    Attributes: ``parking_lot``, ``archive`` (the S3 bucket of parked messages, None when
+    disabled), ``state_table``, ``function``, ``schedule_rule``, and ``consumer_kit_layer`` (the
+    stack's consumer kit layer, see ``grant_consumer``).
     """
 
     def __init__(
@@ -56,13 +61,18 @@ class SqsRedriver(Construct):
         settings: RedriverSettings | None = None,
         powertools_layer_version: int = POWERTOOLS_LAYER_VERSION,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        archive: bool = True,
+        archive_expiration: Duration | None = ARCHIVE_EXPIRATION,
     ) -> None:
         """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
-        each message goes back to the queue SQS names as its source."""
+        each message goes back to the queue SQS names as its source. ``archive``: keep every parked
+        message in an S3 bucket as well (one object each), deleted ``archive_expiration`` after it
+        was written (None: never)."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
         _validate_queues(sources, dead_letter_queue)
+        _validate_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
         self.source_queues: tuple[sqs.IQueue, ...] = tuple(sources)
         self.dead_letter_queue = dead_letter_queue
 
@@ -82,6 +92,7 @@ class SqsRedriver(Construct):
                 "automatically, so a DLQ behind it would never receive anything. Messages are "
                 "kept 14 days for inspection.",
             )
+        self.archive = self._archive_bucket(archive_expiration, removal_policy) if archive else None
         self.state_table = secure_table(
             self,
             "StateTable",
@@ -102,6 +113,7 @@ class SqsRedriver(Construct):
                 else source_queue.queue_url,
                 RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
                 RESOURCE_ENV["table_name"]: self.state_table.table_name,
+                RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
                 "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
                 "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
                 **settings.lambda_environment(),
@@ -142,6 +154,17 @@ class SqsRedriver(Construct):
             "A scheduled tick that cannot be delivered carries no data; the next tick replaces it.",
         )
         self.consumer_kit_layer = consumer_kit_layer(self)
+
+    def _archive_bucket(self, expiration: Duration | None, removal_policy: RemovalPolicy) -> s3.Bucket:
+        bucket = secure_bucket(self, "Archive", expiration=expiration, removal_policy=removal_policy)
+        acknowledge(
+            bucket,
+            "AwsSolutions::AwsSolutions-S1",
+            "Only the re-drive function writes here (one PutObject per parked message) and people "
+            "read it when investigating; CloudTrail records who did what. Access logs would need a "
+            "second bucket that holds more noise than the archive itself.",
+        )
+        return bucket
 
     def grant_consumer(
         self,
@@ -270,6 +293,23 @@ class SqsRedriver(Construct):
                 iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function_arn])
             ],
         )
+        if self.archive is not None:
+            # PutObject only: grant_put would add tagging, legal hold and retention actions.
+            self.function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:PutObject"], resources=[self.archive.arn_for_objects(ARCHIVE_OBJECTS)]
+                )
+            )
+            cfn_bucket = self.archive.node.default_child
+            assert isinstance(cfn_bucket, s3.CfnBucket)
+            bucket_id = Stack.of(self).get_logical_id(cfn_bucket)
+            assert self.function.role is not None
+            acknowledge(
+                self.function.role,
+                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{ARCHIVE_OBJECTS}]",
+                "One object per parked message under a key the function makes up at run time "
+                "(source, date, identity, message id): PutObject on the archive's parked/ prefix only.",
+            )
 
 
 def _validate_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
@@ -305,6 +345,17 @@ def _validate_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sq
     if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
         if source_queue.dead_letter_queue.queue is not dead_letter_queue:
             raise SettingsError(f"{label}'s RedrivePolicy points to a different dead_letter_queue")
+
+
+def _validate_expiry_margin(margin_seconds: int, dead_letter_queue: sqs.IQueue) -> None:
+    """A margin as long as the DLQ's retention would park every message on sight (an imported
+    queue's retention is unknown here: the Lambda reads it at run time)."""
+    retention = _retention_seconds(dead_letter_queue)
+    if retention is not None and margin_seconds >= retention:
+        raise SettingsError(
+            f"expiry_margin_seconds ({margin_seconds}) must be shorter than the dead_letter_queue's "
+            f"retention ({retention} s): messages are parked from retention - margin of age on"
+        )
 
 
 def _max_receive_count(queue: sqs.IQueue) -> int | None:

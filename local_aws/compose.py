@@ -21,18 +21,20 @@ def local_redriver(
     *,
     sqs: Any,
     dynamodb: Any,
+    s3: Any = None,
     clock: Callable[[], float] = time.time,
     pause: Callable[[float], None] = time.sleep,
     seed: int = 7,
     logger_name: str = "redriver-local",
     limiter: TokenBucket | None = None,
 ) -> Redriver:
-    """A Redriver over these clients (real, moto's, or proxies of them), its jitter drawn from a
+    """A Redriver over these clients (real, moto's, or proxies of them; ``s3`` when the settings
+    name an archive bucket), its jitter drawn from a
     ``seed``ed generator so runs repeat; ``clock``, ``pause`` and ``limiter`` let a test move time
     itself."""
     return compose_redriver(
         settings,
-        AwsClients(sqs=sqs, dynamodb=dynamodb),
+        AwsClients(sqs=sqs, dynamodb=dynamodb, s3=s3),
         logger=logging.getLogger(logger_name),
         clock=clock,
         rng=random.Random(seed),

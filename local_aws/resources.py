@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 STATE_TABLE = "redriver-state"
 STATE_TABLE_KEY = "pk"
+ARCHIVE_BUCKET = "redriver-archive"
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Resources:
     dlq_url: str
     parking_lot_url: str
     table_name: str
+    s3: Any
+    archive_bucket: str
 
 
 def create_resources(
@@ -36,8 +39,9 @@ def create_resources(
     source_visibility_timeout: int = 30,
     name: str = "orders",
 ) -> Resources:
-    """Queues ``name``, ``name-dlq`` and ``name-parking-lot`` (with ``.fifo`` for FIFO) and the
-    state table, on whatever AWS boto3 reaches (moto in-process or a moto server); clients included."""
+    """Queues ``name``, ``name-dlq`` and ``name-parking-lot`` (with ``.fifo`` for FIFO), the
+    state table and the archive bucket, on whatever AWS boto3 reaches (moto in-process or a moto
+    server); clients included."""
     sqs = boto3.client("sqs", region_name=REGION)
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     kind: dict[QueueAttributeNameType, str] = {"FifoQueue": "true"} if fifo else {}
@@ -57,6 +61,8 @@ def create_resources(
     )["QueueUrl"]
     parking_lot_url = sqs.create_queue(QueueName=f"{name}-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
     create_table(dynamodb, STATE_TABLE, STATE_TABLE_KEY)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=ARCHIVE_BUCKET)
     return Resources(
         sqs=sqs,
         dynamodb=dynamodb,
@@ -65,6 +71,8 @@ def create_resources(
         dlq_url=dlq_url,
         parking_lot_url=parking_lot_url,
         table_name=STATE_TABLE,
+        s3=s3,
+        archive_bucket=ARCHIVE_BUCKET,
     )
 
 

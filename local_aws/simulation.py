@@ -133,6 +133,7 @@ class World:
             self.settings,
             sqs=self.redriver_sqs,
             dynamodb=self.redriver_dynamodb,
+            s3=boto3.client("s3", region_name=REGION),
             clock=clock,
             pause=self.pause,
             seed=seed,

@@ -62,6 +62,7 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
         "source_queue_url": aws.source_url,
         "parking_lot_url": aws.parking_lot_url,
         "table_name": aws.table_name,
+        "archive_bucket": aws.archive_bucket,
         "base_delay_seconds": 0,
         "max_delay_seconds": 0,
         "receive_wait_seconds": 0,
@@ -84,12 +85,14 @@ def make_redriver(
     sqs: Any = None,
     dynamodb: Any = None,
     limiter: TokenBucket | None = None,
+    s3: Any = None,
 ) -> Redriver:
     """A re-driver on the fake clock (its pauses move it), over ``aws``'s clients or the proxies given."""
     return local_redriver(
         settings,
         sqs=sqs or aws.sqs,
         dynamodb=dynamodb or aws.dynamodb,
+        s3=s3 or aws.s3,
         clock=clock,
         pause=clock.advance,
         logger_name="redriver-tests",

@@ -5,13 +5,16 @@ Lambda context, events, queue helpers and client proxies the demo and the bench 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass
 class FakeClock:
-    now: float = 1_800_000_000.0
+    # Starts at the real time: moto stamps SentTimestamp with it, and the retention guard counts a
+    # message's age from that stamp.
+    now: float = field(default_factory=lambda: float(int(time.time())))
 
     def __call__(self) -> float:
         return self.now

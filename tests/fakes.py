@@ -4,6 +4,7 @@ unit tests of the decisions and of the executor with no moto."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,7 @@ class FakeQueue:
     fail_calls: set[str] = field(default_factory=set)  # operations whose calls fail as a whole
     window: RedriveWindow = RedriveWindow(visibility_timeout_seconds=30, max_receive_count=2)
     waiting: int = 0
+    retention: int = 345_600  # SQS's default MessageRetentionPeriod, 4 days
     sent: list[Outgoing] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     hidden: dict[str, int] = field(default_factory=dict)
@@ -133,6 +135,27 @@ class FakeQueue:
         self._call("redrive_window")
         return self.window
 
+    def retention_seconds(self) -> int:
+        self._call("retention_seconds")
+        return self.retention
+
+
+@dataclass
+class FakeArchive:
+    """An archive bucket; ``fail`` holds bodies whose PutObject fails. Each put is appended to
+    ``journal`` (pass a queue's ``calls`` to see the order of steps)."""
+
+    journal: list[str] = field(default_factory=list)
+    fail: set[str] = field(default_factory=set)
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def put(self, key: str, document: bytes) -> None:
+        self.journal.append("archive.put")
+        content = json.loads(document)
+        if content["body"] in self.fail:
+            raise AwsCallError(f"PutObject {key} failed (injected)")
+        self.objects[key] = content
+
 
 @dataclass
 class FakeStateStore:
@@ -143,6 +166,7 @@ class FakeStateStore:
     # What the consumer kit reported, per verdict key; a list is read one entry per call, so a
     # test can let verdicts arrive while the run polls.
     verdicts: dict[str, list[VerdictCounts]] = field(default_factory=dict)
+    sweep_due: dict[str, int] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     continuation_token: str | None = None
 
@@ -188,3 +212,11 @@ class FakeStateStore:
         if records:
             self.calls.append("save_records")
             self.records.extend(records)
+
+    def load_sweep_due(self, key: str) -> int:
+        self.calls.append("load_sweep_due")
+        return self.sweep_due.get(key, 0)
+
+    def save_sweep_due(self, key: str, due_at: int) -> None:
+        self.calls.append("save_sweep_due")
+        self.sweep_due[key] = due_at

@@ -44,7 +44,7 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 
 
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
-    clients = aws_clients()
+    clients = aws_clients(s3=bool(settings.archive_bucket))
     redriver = compose_redriver(settings, clients, logger=logger)
     # EventBridge delivers at least once: a repeated event id is answered from the first run.
     config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
@@ -74,6 +74,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
     for name, value in (
         ("Redriven", report.redriven),
         ("Parked", report.parked),
+        ("Expiring", report.expiring),
         ("FailedRedrives", report.returned),
         ("Canaries", report.canaries),
         ("RunErrors", report.errors),
@@ -90,6 +91,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "received": report.received,
         "redriven": report.redriven,
         "parked": report.parked,
+        "expiring": report.expiring,
         "returned": report.returned,
         "canaries": report.canaries,
         "errors": report.errors,

@@ -17,6 +17,7 @@ from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
 from redriver.act.redriving import RedriveSender
 from redriver.adapters.clients import AwsClients
+from redriver.adapters.s3_archive import S3Archive
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.decide.plan import Planner, PlanRules
@@ -64,9 +65,17 @@ def compose_redriver(
         record_every_redrive=settings.record_every_redrive,
         logger=logger,
     )
+    if settings.archive_bucket and clients.s3 is None:
+        raise ValueError("ARCHIVE_BUCKET is set: the re-driver needs an S3 client to archive")
     parking_lot = SqsQueue(settings.parking_lot_url, sqs)
     parker = Parker(
-        parking_lot=parking_lot, dlq=dlq, state=state, routes=routes, fifo=settings.fifo, logger=logger
+        parking_lot=parking_lot,
+        dlq=dlq,
+        state=state,
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        archive=S3Archive(settings.archive_bucket, clients.s3) if settings.archive_bucket else None,
     )
     executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
     handler = BatchHandler(
@@ -78,6 +87,8 @@ def compose_redriver(
         fifo=settings.fifo,
         logger=logger,
         clock=clock,
+        dlq=dlq,
+        expiry_margin_seconds=settings.expiry_margin_seconds,
     )
     loop = BatchLoop(
         dlq=dlq,

@@ -301,12 +301,100 @@ def test_redrive_role_consumes_only_the_dlq_and_sends_only_to_source_and_parking
         )
         for action in _as_list(statement["Action"]):
             queues_of.setdefault(action, set()).update(
-                r["Fn::GetAtt"][0] for r in resources if isinstance(r, dict) and r["Fn::GetAtt"][0] in queues
+                r["Fn::GetAtt"][0]
+                for r in resources
+                if isinstance(r, dict) and "Fn::GetAtt" in r and r["Fn::GetAtt"][0] in queues
             )
 
     assert queues_of["sqs:ReceiveMessage"] == {dlq}
     assert queues_of["sqs:DeleteMessage"] == {dlq}
     assert queues_of["sqs:SendMessage"] == {source, parking}
+
+
+def test_archive_bucket_is_private_encrypted_tls_only_expiring_and_retained(
+    template: Template, stack: RedriverStack
+) -> None:
+    archive = stack.redriver.archive
+    assert archive is not None
+    resource = template.to_json()["Resources"][logical_id(archive)]
+    assert (resource["DeletionPolicy"], resource["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    props = resource["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    ]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["LifecycleConfiguration"]["Rules"] == [{"ExpirationInDays": 365, "Status": "Enabled"}]
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "Bucket": {"Ref": logical_id(archive)},
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    assert redrive_function(template)["Environment"]["Variables"]["ARCHIVE_BUCKET"] == {
+        "Ref": logical_id(archive)
+    }
+
+
+def test_redrive_role_may_only_put_objects_under_the_archive_prefix(
+    template: Template, stack: RedriverStack
+) -> None:
+    archive = stack.redriver.archive
+    assert archive is not None
+    s3_statements = [
+        s
+        for s in role_statements(template, redrive_function(template))
+        if any(a.startswith("s3:") for a in _as_list(s["Action"]))
+    ]
+    assert s3_statements == [
+        {
+            "Action": "s3:PutObject",
+            "Effect": "Allow",
+            "Resource": {"Fn::Join": ["", [{"Fn::GetAtt": [logical_id(archive), "Arn"]}, "/parked/*"]]},
+        }
+    ]
+
+
+def test_archive_lifecycle_is_a_prop_and_the_archive_can_be_turned_off() -> None:
+    stack = cdk.Stack(cdk.App(), "Archives")
+    kept = SqsRedriver.from_queue_arns(
+        stack,
+        "Kept",
+        source_queue_arn="arn:aws:sqs:eu-west-1:123456789012:a",
+        dead_letter_queue_arn="arn:aws:sqs:eu-west-1:123456789012:a-dlq",
+        archive_expiration=cdk.Duration.days(30),
+    )
+    off = SqsRedriver.from_queue_arns(
+        stack,
+        "Off",
+        source_queue_arn="arn:aws:sqs:eu-west-1:123456789012:b",
+        dead_letter_queue_arn="arn:aws:sqs:eu-west-1:123456789012:b-dlq",
+        archive=False,
+    )
+    template = Template.from_stack(stack)
+
+    assert off.archive is None and kept.archive is not None
+    template.resource_count_is("AWS::S3::Bucket", 1)
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {"LifecycleConfiguration": {"Rules": [{"ExpirationInDays": 30, "Status": "Enabled"}]}},
+    )
+    functions = template.find_resources("AWS::Lambda::Function")
+    env = {name: f["Properties"]["Environment"]["Variables"] for name, f in functions.items()}
+    assert [v["ARCHIVE_BUCKET"] for k, v in sorted(env.items()) if k.startswith("Off")] == [""]
 
 
 def _as_list(value: str | list[str]) -> list[str]:
@@ -391,6 +479,15 @@ def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
     source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.days(4))
 
     with pytest.raises(SettingsError, match="dead_letter_queue retention"):
+        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
+
+
+def test_an_expiry_margin_not_shorter_than_the_dlq_retention_fails_at_synth() -> None:
+    stack = cdk.Stack(cdk.App(), "Bad")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(1))
+    source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.hours(1))
+
+    with pytest.raises(SettingsError, match=r"expiry_margin_seconds \(86400\) must be shorter"):
         SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
 
 

@@ -16,6 +16,7 @@ from consumer.orders import DownstreamUnavailable, InvalidOrder, parse_order
 from local_aws.compose import local_redriver
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.queues import depth, drain
+from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.model.failure import retry_record_key
@@ -106,7 +107,7 @@ def redriver_hearing(
             consumer.poll()
 
     settings = make_settings(aws, consumer_verdicts=True, verdict_wait_seconds=10, **overrides)
-    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, clock=clock, pause=pause)
+    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock, pause=pause)
 
 
 def open_breaker(aws: Aws, clock: FakeClock) -> None:
@@ -217,6 +218,9 @@ def test_without_a_verdict_the_canary_waits_for_its_window_and_nothing_is_scanne
     fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
     open_breaker(aws, clock)
     redriver = redriver_hearing(aws, clock, consumer, listening=False)
+    # the retention sweep is not due (it scans WATCH runs twice per EXPIRY_MARGIN_SECONDS)
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=1)
+    table.save_sweep_due(redriver.settings.sweep_key, int(clock.now) + 3600)
 
     probe = redriver.run(REMAINING)
     watch = redriver.run(REMAINING)

@@ -103,6 +103,7 @@ def test_fifo_backoff_waits_hidden_in_the_dlq_instead_of_using_delay_seconds(
 
 def test_fifo_messages_after_a_waiting_one_in_its_group_wait_too(fifo: Aws, clock: FakeClock) -> None:
     settings = make_settings(fifo, base_delay_seconds=60, max_delay_seconds=900)
+    clock.advance(900)  # the messages were sent 15 minutes before the run: a fresh one is due
     now = int(clock.now)
     send_fifo(fifo, "g-first", "g", marked(Mark("id-first", 1, now, (now,))))  # waits
     send_fifo(fifo, "g-second", "g")  # due, but behind g-first in its group

@@ -2,11 +2,12 @@
 with one batch at a time, with parallel batches, and with long holds (backoff steps past 900 s
 waited out hidden in the DLQ, some longer than SQS lets a message hide, over a day of healthy runs).
 
-Each case: seed the DLQ, run the re-driver with one fault planned, let time pass, then run healthy
-re-drivers until the DLQ is empty. Then every message must be in exactly one place (source queue or
-parking lot; nothing consumes here), duplicates only where a crash or a failed delete fell between a
-send and its delete (and then with one identity), counts never lower than before, and the breaker
-record the last of its writes, each one version on, with fields that fit its state. Every planned
+Each case: seed the DLQ, run the re-driver with one fault planned (S3 archive writes included), let
+time pass, then run healthy re-drivers until the DLQ is empty. Then every message must be in exactly
+one place (source queue or parking lot, and every parked one in the archive; nothing consumes
+here), duplicates only where a crash or a failed delete fell between a send and its delete (and
+then with one identity), counts never lower than before, and the breaker record the last of its
+writes, each one version on, with fields that fit its state. Every planned
 fault must fire (the first of a schedule; the later ones may miss once it changed the flow). The
 figures are printed at the end of the session.
 """
@@ -146,6 +147,7 @@ def run_with_faults(
             clock,
             sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
             dynamodb=faults.wrap(aws.dynamodb),
+            s3=faults.wrap(aws.s3),
         )
         try:
             report = faulty.run(REMAINING)
@@ -199,6 +201,8 @@ def check_books(
         outcome.problems.append(f"duplicates without a send/delete gap: {outcome.duplicates}")
     if "poison" not in {m["Body"] for m in parked}:
         outcome.problems.append("the poison message was not parked")
+    if unarchived := {m["Body"] for m in parked} - archived_bodies(aws):
+        outcome.problems.append(f"parked but not archived: {sorted(unarchived)}")
 
     for message in in_source + parked:
         item = by_body.get(message["Body"])
@@ -237,6 +241,14 @@ def check_books(
     breaker = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=1).load_breaker(config.breaker_key)
     if breaker.state is not State.CLOSED:  # it takes 100 failed runs to open it
         outcome.problems.append(f"the breaker left CLOSED: {breaker}")
+
+
+def archived_bodies(aws: Aws) -> set[str]:
+    listed = aws.s3.list_objects_v2(Bucket=aws.archive_bucket).get("Contents", [])
+    return {
+        json.loads(aws.s3.get_object(Bucket=aws.archive_bucket, Key=o["Key"])["Body"].read())["body"]
+        for o in listed
+    }
 
 
 def applicable(operation: str) -> list[Fault]:
@@ -279,8 +291,15 @@ def test_a_healthy_run_loses_nothing() -> None:
     outcome, calls = run_with_faults({})
     FIGURES.append(outcome)
     assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
-    # the steps the suite must fault: a re-drive, a delete, and the breaker write (PutItem)
-    assert {"send_message_batch", "delete_message_batch", "put_item"} <= set(calls), calls
+    # the steps the suite must fault: a re-drive, a delete, the breaker write (PutItem), the
+    # DLQ's retention read and the archive write
+    assert {
+        "send_message_batch",
+        "delete_message_batch",
+        "put_item",
+        "get_queue_attributes",
+        "put_object",
+    } <= set(calls), calls
 
 
 def test_a_healthy_run_with_long_holds_loses_nothing_and_holds_in_the_dlq() -> None:

@@ -61,6 +61,35 @@ def test_scheduled_invocation_redrives_and_emits_metrics(
     assert emf and emf[-1]["Redriven"] == [1.0] and emf[-1]["BreakerState"] == [0.0]
 
 
+def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_expiring(
+    aws: Aws,
+    redriver_handler: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN the construct's archive bucket, and a margin as long as the DLQ's retention: every
+    # message is expiring on sight
+    monkeypatch.setenv("ARCHIVE_BUCKET", aws.archive_bucket)
+    monkeypatch.setenv("EXPIRY_MARGIN_SECONDS", "60")
+    handler = import_fresh("redriver.handler")
+    aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "60"})
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
+    poison = {"id": "id-p", "n": 5, "first": 1, "at": [1, 2, 3, 4, 5]}  # over the limit: that reason wins
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody=order_body("o-2"),
+        MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": json.dumps(poison)}},
+    )
+
+    result = handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
+
+    assert (result["parked"], result["expiring"], result["redriven"]) == (2, 1, 0)
+    archived = aws.s3.list_objects_v2(Bucket=aws.archive_bucket)["Contents"]
+    assert len(archived) == 2 and all(o["Key"].startswith("parked/orders/") for o in archived)
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf[-1]["Expiring"] == [1.0] and emf[-1]["Parked"] == [2.0]
+
+
 def test_a_duplicate_scheduled_event_does_not_run_twice(aws: Aws, redriver_handler: ModuleType) -> None:
     first = redriver_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("late"))

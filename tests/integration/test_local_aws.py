@@ -77,7 +77,8 @@ def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_publis
         deployment = deploy({})
         [kit_layer] = boto3.client("lambda").list_layers(CompatibleRuntime="python3.14")["Layers"]
         s3 = boto3.client("s3")
-        [bucket] = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
+        [bucket] = [name for name in buckets if name.startswith("cdk-")]  # the fake bootstrap's
         zipped = {
             obj["Key"]: set(
                 zipfile.ZipFile(
@@ -94,6 +95,7 @@ def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_publis
         ENV_MAX_RECEIVE_COUNT: "5",
     }
     assert deployment.redriver.environment["CONSUMER_VERDICTS"] == "true"
+    assert buckets - {bucket} == {deployment.redriver.environment["ARCHIVE_BUCKET"]}  # the archive
     assert "RedriverConsumerKitLayer" in kit_layer["LayerName"]
     [layer_files] = [names for names in zipped.values() if "python/redriver/model/envelope.py" in names]
     assert [name for name in layer_files if "__pycache__" in name or name.endswith(".pyc")] == []

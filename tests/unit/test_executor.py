@@ -18,7 +18,7 @@ from redriver.decide.routing import Routes
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive
 from redriver.model.tracked import Tracked
-from tests.fakes import FakeQueue, FakeStateStore, dlq_message
+from tests.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 
 NOW = 1_800_000_000
 TEN_ATTRIBUTES = {f"a{i}": string_attribute(str(i)) for i in range(10)}
@@ -28,7 +28,7 @@ SILENT = logging.getLogger("executor-tests")
 
 
 class World:
-    def __init__(self, *, fifo: bool = False) -> None:
+    def __init__(self, *, fifo: bool = False, archive: FakeArchive | None = None) -> None:
         suffix = ".fifo" if fifo else ""
         self.dlq = FakeQueue(f"orders-dlq{suffix}")
         self.orders = FakeQueue(f"orders{suffix}")
@@ -52,6 +52,7 @@ class World:
             routes=self.routes,
             fifo=fifo,
             logger=SILENT,
+            archive=archive,
         )
         self.executor = Executor(dlq=self.dlq, redrives=redrives, parker=parker, logger=SILENT)
 
@@ -195,3 +196,34 @@ def test_release_gives_held_messages_back_and_a_failure_is_one_error() -> None:
     assert world.executor.release({"m-1": "rh-1"}) == 0 and world.dlq.hidden == {"m-1": 0}
     world.dlq.fail_calls.add("change_visibility")
     assert world.executor.release({"m-2": "rh-2"}) == 1
+
+
+def test_a_parked_message_is_archived_before_the_parking_lot_send() -> None:
+    archive = FakeArchive()
+    world = World(archive=archive)
+    archive.journal = world.parking_lot.calls
+    [poison] = tracked(dlq_message("poison", attributes={"k": string_attribute("v")}))
+
+    executed = world.executor.execute(BatchPlan(park=(world.park(poison),)), NOW)
+
+    assert world.parking_lot.calls == ["archive.put", "parking-lot.send"]
+    assert executed.tally.parked == 1 and world.dlq.deleted == [poison.message_id]
+    [document] = archive.objects.values()
+    assert (document["body"], document["message_attributes"], document["parked_at"]) == (
+        "poison",
+        {"k": string_attribute("v")},
+        NOW,
+    )
+    assert document["reason"]["cause"] == "over_limit"
+
+
+def test_a_message_whose_archive_write_failed_is_neither_parked_nor_deleted() -> None:
+    world = World(archive=FakeArchive(fail={"unlucky"}))
+    unlucky, fine = tracked(dlq_message("unlucky"), dlq_message("fine"))
+
+    executed = world.executor.execute(BatchPlan(park=(world.park(unlucky), world.park(fine))), NOW)
+
+    assert (executed.tally.parked, executed.tally.errors) == (1, 1)
+    assert [m.body for m in world.parking_lot.sent] == ["fine"]
+    assert world.dlq.deleted == [fine.message_id]
+    assert [r.mark.identity for r in world.state.records] == [fine.mark.identity]

@@ -28,11 +28,16 @@ class ExecutionBooks:
     rejected: list[Park] = field(default_factory=list)
     redriven: int = 0
     parked: int = 0
+    expiring: int = 0  # of the parked: by the retention guard
     unparkable: int = 0
     errors: int = 0
 
     def result(self, failure: str | None) -> Executed:
         tally = Tally(
-            redriven=self.redriven, parked=self.parked, unparkable=self.unparkable, errors=self.errors
+            redriven=self.redriven,
+            parked=self.parked,
+            expiring=self.expiring,
+            unparkable=self.unparkable,
+            errors=self.errors,
         )
         return Executed(tally, tuple(self.sent), failure)

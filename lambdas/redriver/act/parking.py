@@ -1,17 +1,29 @@
-"""Parking: poison goes to the parking lot with its reason; what the lot refuses stays hidden."""
+"""Parking: poison goes to the archive, then the parking lot, with its reason; what the archive
+or the lot does not take stays in the DLQ."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from redriver.act.archiving import archive_document, archive_key
 from redriver.act.books import ExecutionBooks
 from redriver.act.decision_log import log_decision
 from redriver.act.outgoing import outgoing
-from redriver.adapters.ports import CALL_FAILED, BatchResult, MessageRecord, Queue, RecordStatus, StateStore
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import (
+    CALL_FAILED,
+    Archive,
+    BatchResult,
+    MessageRecord,
+    Queue,
+    RecordStatus,
+    StateStore,
+)
 from redriver.decide import fifo
 from redriver.decide.routing import Routes
 from redriver.model.intents import Park
+from redriver.model.reasons import ParkCause
 
 # A message the parking lot refuses for good is hidden this long between tries. SQS caps a
 # message's total visibility timeout at 12 hours from its receive, so 6 hours is always accepted.
@@ -20,9 +32,18 @@ UNPARKABLE_HIDE_SECONDS = 6 * 3600
 
 class Parker:
     def __init__(
-        self, *, parking_lot: Queue, dlq: Queue, state: StateStore, routes: Routes, fifo: bool, logger: Any
+        self,
+        *,
+        parking_lot: Queue,
+        dlq: Queue,
+        state: StateStore,
+        routes: Routes,
+        fifo: bool,
+        logger: Any,
+        archive: Archive | None = None,
     ) -> None:
         self.parking_lot = parking_lot
+        self.archive = archive
         self.dlq = dlq
         self.state = state
         self.routes = routes
@@ -30,7 +51,9 @@ class Parker:
         self.log = logger
 
     def park(self, parks: Sequence[Park], books: ExecutionBooks) -> str | None:
-        """Records with the reasons, then the parking-lot send; return a whole call's error."""
+        """The archive, records with the reasons, then the parking-lot send; return a whole call's
+        error. A message the archive did not take is not parked this run."""
+        parks = self._archived(parks, books)
         if not parks:
             return None
         self.state.save_records(
@@ -58,9 +81,34 @@ class Parker:
             park = parks[int(key)]
             books.arrived[park.tracked.message_id] = park.tracked.receipt_handle
             books.parked += 1
+            if park.reason.cause is ParkCause.EXPIRING:
+                books.expiring += 1
             log_decision(self.log, "parked", park.tracked, reason=park.reason.why)
         self._handle_unparkable(result, parks, books)
         return result.call_error
+
+    def _archived(self, parks: Sequence[Park], books: ExecutionBooks) -> list[Park]:
+        """Archive each one first, so the parking lot's 14 days lose nothing; those whose object
+        was not stored stay in the DLQ (an error, counted and logged) and are tried again later."""
+        if self.archive is None:
+            return list(parks)
+        stored = []
+        for park in parks:
+            try:
+                self.archive.put(archive_key(park, books.now), archive_document(park, books.now))
+            except AwsCallError as exc:
+                books.errors += 1
+                self.log.error(
+                    "archiving failed; it stays in the DLQ",
+                    extra={
+                        "identity": park.tracked.mark.identity,
+                        "message_id": park.tracked.message_id,
+                        "error": str(exc),
+                    },
+                )
+                continue
+            stored.append(park)
+        return stored
 
     def _handle_unparkable(self, result: BatchResult, parks: Sequence[Park], books: ExecutionBooks) -> None:
         """A message the parking lot refuses for good stays in the DLQ, hidden for 6 hours.

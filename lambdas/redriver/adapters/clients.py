@@ -20,10 +20,12 @@ AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_tim
 
 @dataclass(frozen=True)
 class AwsClients:
-    """One SQS and one DynamoDB client, shared by every adapter (and by parallel batches)."""
+    """One SQS and one DynamoDB client, shared by every adapter (and by parallel batches), and an
+    S3 client when parked messages are archived."""
 
     sqs: SQSClient | Any
     dynamodb: DynamoDBClient | Any
+    s3: Any = None
 
 
 def lambda_client() -> LambdaClient | Any:
@@ -31,9 +33,11 @@ def lambda_client() -> LambdaClient | Any:
     return boto3.client("lambda", config=AWS_CONFIG)
 
 
-def aws_clients() -> AwsClients:
-    """Real clients from the standard credential chain; created on first use, never at import."""
+def aws_clients(*, s3: bool = False) -> AwsClients:
+    """Real clients from the standard credential chain; created on first use, never at import. The
+    S3 client only with ``s3`` (an archive bucket is configured): it costs cold start otherwise."""
     return AwsClients(
         sqs=boto3.client("sqs", config=AWS_CONFIG),
         dynamodb=boto3.client("dynamodb", config=AWS_CONFIG),
+        s3=boto3.client("s3", config=AWS_CONFIG) if s3 else None,
     )

@@ -131,6 +131,10 @@ class Queue(Protocol):
         """The queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
         ...
 
+    def retention_seconds(self) -> int:
+        """The queue's MessageRetentionPeriod."""
+        ...
+
 
 class StateStore(Protocol):
     """The state table: the breaker record and per-message records."""
@@ -166,4 +170,20 @@ class StateStore(Protocol):
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:
         """Write message records (none: no call)."""
+        ...
+
+    def load_sweep_due(self, key: str) -> int:
+        """When the next retention sweep is due (0 when none was recorded)."""
+        ...
+
+    def save_sweep_due(self, key: str, due_at: int) -> None:
+        """Record when the next retention sweep is due."""
+        ...
+
+
+class Archive(Protocol):
+    """Where parked messages are kept past SQS retention (an S3 bucket), one object each."""
+
+    def put(self, key: str, document: bytes) -> None:
+        """Store one object; raise ``AwsCallError`` when it was not stored."""
         ...

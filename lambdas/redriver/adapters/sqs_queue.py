@@ -34,6 +34,7 @@ class SqsQueue:
         self.url = url
         self.key = queue_key_from_url(url)
         self._client = client
+        self._retention: int | None = None
 
     def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
         """Receive up to 10 messages with all their message and system attributes."""
@@ -125,6 +126,19 @@ class SqsQueue:
             visibility_timeout_seconds=int(attributes.get("VisibilityTimeout", 30)),
             max_receive_count=int(policy.get("maxReceiveCount", 1)),
         )
+
+    def retention_seconds(self) -> int:
+        """MessageRetentionPeriod, read once per adapter (an execution environment): it works for
+        imported queues, and a changed retention is seen by the next cold start."""
+        if self._retention is None:
+            response = self._call(
+                "GetQueueAttributes",
+                self._client.get_queue_attributes,
+                QueueUrl=self.url,
+                AttributeNames=["MessageRetentionPeriod"],
+            )
+            self._retention = int(response["Attributes"]["MessageRetentionPeriod"])
+        return self._retention
 
     def _per_ten(self, operation: str, call: Any, entries: list[dict[str, Any]]) -> BatchResult:
         result = BatchResult()

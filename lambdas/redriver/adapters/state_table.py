@@ -119,6 +119,29 @@ class StateTable:
             raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
         return True
 
+    # -- retention sweep -------------------------------------------------------------------------
+
+    def load_sweep_due(self, key: str) -> int:
+        """When the next retention sweep is due (0: now, none was recorded)."""
+        response = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self.table_name,
+            Key={"pk": {"S": key}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return int(item["due_at"]["N"]) if item else 0
+
+    def save_sweep_due(self, key: str, due_at: int) -> None:
+        """Record when the next retention sweep is due."""
+        self._call(
+            "PutItem",
+            self._client.put_item,
+            TableName=self.table_name,
+            Item={"pk": {"S": key}, "due_at": {"N": str(due_at)}},
+        )
+
     # -- message records -----------------------------------------------------------------------
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:

@@ -25,7 +25,8 @@ class Mode(StrEnum):
     PROBE = "PROBE"  # HALF_OPEN without a canary in flight: send one canary
     WATCH = "WATCH"  # HALF_OPEN with a canary in flight: look for it in the DLQ
     VERDICT = "VERDICT"  # HALF_OPEN, the canary's window is over: look once more, then judge it
-    SKIP = "SKIP"  # OPEN and cooling down: touch nothing
+    SKIP = "SKIP"  # OPEN and cooling down: touch nothing (but the retention sweep)
+    SWEEP = "SWEEP"  # a run's retention sweep: park the expiring, give back the rest
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from redriver.decide.parking import (
     terminal_reason,
     unknown_source_reason,
 )
+from redriver.decide.retention import Retention, capped_hold, expiring, expiring_reason
 from redriver.decide.routing import Routes
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
 from redriver.model.report import StopReason, Tally
@@ -51,6 +52,8 @@ class BatchState:
     retry_fingerprints: frozenset[str] = frozenset()
     # REDRIVE with consumer verdicts: the tag the run's re-drives carry.
     wave: WaveTag | None = None
+    # The DLQ's retention: messages near its end are parked in every mode (None: no guard).
+    retention: Retention | None = None
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,13 @@ class Planner:
             Mode.PROBE: self._probe,
             Mode.WATCH: self._look_for_canary,
             Mode.VERDICT: self._look_for_canary,
+            Mode.SWEEP: self._sweep,
         }
 
     def plan(self, tracking: Tracking, state: BatchState) -> BatchPlan:
-        """Terminal failures, poison and messages from unknown sources are parked in every mode
-        (parking never touches the consumer); what is due is then handled as the mode says."""
+        """Terminal failures, poison, messages from unknown sources and messages the DLQ's retention
+        is about to delete are parked in every mode (parking never touches the consumer); what is
+        due is then handled as the mode says."""
         rules = self.rules
         batch = tracking.unique
         waits = self._waits(batch, state.now)
@@ -101,6 +106,8 @@ class Planner:
                 park.append(Park(t, reason))
             elif rules.routes.source_url(t) is None:
                 park.append(Park(t, unknown_source_reason(t, now=state.now, routes=rules.routes)))
+            elif state.retention and expiring(t, state.retention, now=state.now):
+                park.append(Park(t, expiring_reason(t, state.retention, now=state.now, routes=rules.routes)))
             else:
                 due.append(t)
         base = BatchPlan(park=tuple(park), leave=tuple(tracking.duplicates), returned=returned)
@@ -127,7 +134,7 @@ class Planner:
         waits = due.waits
         # A longer wait is renewed by the run that receives the message when its hold ends.
         hold = tuple(
-            Hold(t, min(waits[t.message_id], backoff.MAX_HOLD_SECONDS))
+            Hold(t, self._hold_seconds(t, min(waits[t.message_id], backoff.MAX_HOLD_SECONDS), state))
             for t in due.messages
             if t.message_id in waits
         )
@@ -139,6 +146,13 @@ class Planner:
             if t.message_id not in waits
         )
         return replace(base, redrive=redrive, hold=hold)
+
+    @staticmethod
+    def _hold_seconds(tracked: Tracked, seconds: int, state: BatchState) -> int:
+        """A hold ends before the message enters the expiring window (decide/retention.py)."""
+        if state.retention is None:
+            return seconds
+        return capped_hold(tracked, seconds, state.retention, now=state.now)
 
     def _delay_for(self, tracked: Tracked) -> int:
         """No delay for what waited out its backoff in the DLQ: all of FIFO's (they refuse
@@ -153,6 +167,10 @@ class Planner:
         chosen = canary.choose(due.messages, size=self.rules.canary_size, fifo=self.rules.fifo)
         rest = tuple(t for t in due.messages if t not in chosen)
         return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
+
+    def _sweep(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
+        """The retention sweep: the expiring are parked (above), the rest given back untouched."""
+        return replace(base, leave=base.leave + tuple(due.messages), returned=0)
 
     def _look_for_canary(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
         """WATCH and VERDICT: nothing is re-driven. Checked over the whole batch: a canary back at

@@ -14,6 +14,7 @@ class ParkCause(StrEnum):
     UNKNOWN_SOURCE = "unknown_source"  # SQS names a source queue that is not configured
     SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
     TERMINAL = "terminal"  # the consumer kit classified its failure as terminal
+    EXPIRING = "expiring"  # the DLQ's retention would delete it soon (decide/retention.py)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class Tally:
     received: int = 0
     redriven: int = 0
     parked: int = 0
+    expiring: int = 0  # of the parked: by the retention guard
     returned: int = 0
     canaries: int = 0
     errors: int = 0
@@ -71,6 +72,10 @@ class RunReport:
     @property
     def parked(self) -> int:
         return self.tally.parked
+
+    @property
+    def expiring(self) -> int:
+        return self.tally.expiring
 
     @property
     def returned(self) -> int:

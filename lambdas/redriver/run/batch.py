@@ -16,6 +16,7 @@ from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, with_canary
 from redriver.decide.identity import counted_in_table, track
 from redriver.decide.plan import BatchState, Planner
+from redriver.decide.retention import Retention
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage
 from redriver.model.intents import BatchPlan, WaveTag
@@ -45,8 +46,12 @@ class BatchHandler:
         fifo: bool,
         logger: Any,
         clock: Callable[[], float],
+        dlq: Queue,
+        expiry_margin_seconds: int,
     ) -> None:
         self.planner = planner
+        self.dlq = dlq
+        self.expiry_margin_seconds = expiry_margin_seconds
         self.executor = executor
         self.state = state
         self.sources = sources
@@ -83,7 +88,8 @@ class BatchHandler:
         }
         retry = self.state.load_retry_marks(terminal_fingerprints) if terminal_fingerprints else frozenset()
 
-        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now, retry, wave))
+        retention = self.retention()
+        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now, retry, wave, retention))
         errors = 0
         if plan.open_breaker:
             if plan.canaries_back:
@@ -102,6 +108,10 @@ class BatchHandler:
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def retention(self) -> Retention:
+        """The DLQ's retention (read once per execution environment) and the guard's margin."""
+        return Retention(self.dlq.retention_seconds(), self.expiry_margin_seconds)
 
     def _claim_probe(
         self, plan: BatchPlan, breaker: Breaker, writer: BreakerWriter, now: int

@@ -27,10 +27,11 @@ from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
 from redriver.decide.continuation import continues
 from redriver.decide.pacing import out_of_time
+from redriver.decide.retention import sweep_interval
 from redriver.model.continuation import Resume
 from redriver.model.report import RunReport, StopReason, Tally
 from redriver.run.canary_verdict import CanaryJudge, Step
-from redriver.run.gate import pass_gate
+from redriver.run.gate import Passage, pass_gate
 from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
 from redriver.run.wave import SlowStart, Wave
@@ -107,6 +108,7 @@ class Redriver:
             if step.then is None:
                 break
             mode = step.then
+        tally += self._sweep_if_due(passage, stop, remaining_ms, writer)
         report = RunReport(
             mode=passage.mode,
             breaker_state=writer.last_state or passage.breaker.state,
@@ -218,6 +220,28 @@ class Redriver:
         if drained.breaker.state is not State.HALF_OPEN or tally.errors:
             return step
         return self.judge.after_scan(step, drained.canary_may_hide, writer)
+
+    def _sweep_if_due(
+        self, passage: Passage, stop: StopReason, remaining_ms: Callable[[], int], writer: BreakerWriter
+    ) -> Tally:
+        """The retention guard of runs that do not scan the DLQ (breaker OPEN, WATCH, re-drives held
+        by the source backlog): when due, receive every message, park the expiring, give the rest
+        back at once, re-drive nothing. Due every half of EXPIRY_MARGIN_SECONDS, recorded in the table."""
+        scans = passage.stop is not StopReason.BREAKER_OPEN and passage.mode is not Mode.WATCH
+        if scans and stop is not StopReason.SOURCE_BACKLOG:
+            return Tally()
+        key, now, tally = self.settings.sweep_key, self.now(), Tally()
+        try:
+            if now < self.state.load_sweep_due(key) or self._out_of_time(remaining_ms):
+                return tally
+            drained = self._drain(Mode.SWEEP, passage.breaker, remaining_ms, writer)
+            tally = self._released(drained)
+            if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
+                self.state.save_sweep_due(key, now + sweep_interval(self.settings.expiry_margin_seconds))
+        except AwsCallError as exc:
+            self.log.error("retention sweep failed", extra={"error": str(exc)})
+            tally += Tally(errors=1)
+        return tally
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -59,10 +59,17 @@ class Settings:
     verdict_wait_seconds: int = default("verdict_wait_seconds")
     slow_start_seconds: int = default("slow_start_seconds")
     max_continuations: int = default("max_continuations")
+    expiry_margin_seconds: int = default("expiry_margin_seconds")
+    # The archive bucket of parked messages; empty: no archive.
+    archive_bucket: str = ""
 
     @property
     def breaker_key(self) -> str:
         return f"BREAKER#{self.source_queue_url}"
+
+    @property
+    def sweep_key(self) -> str:
+        return f"SWEEP#{self.dlq_url}"
 
     @property
     def source_queue_urls(self) -> tuple[str, ...]:
@@ -104,6 +111,7 @@ def _resources(env: Mapping[str, str]) -> dict[str, Any]:
         "other_source_queue_urls": source_urls[1:],
         "parking_lot_url": parking_lot_url,
         "table_name": _required(env, names["table_name"]),
+        "archive_bucket": env.get(names["archive_bucket"], "").strip(),
     }
 
 

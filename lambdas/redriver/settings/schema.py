@@ -45,6 +45,7 @@ RESOURCE_ENV = {
     "source_queue_url": "SOURCE_QUEUE_URL",  # a shared DLQ's source queues, separated by commas
     "parking_lot_url": "PARKING_LOT_URL",
     "table_name": "DYNAMODB_TABLE_NAME",
+    "archive_bucket": "ARCHIVE_BUCKET",  # optional: empty or unset, parked messages are not archived
 }
 URL_SEPARATOR = ","
 
@@ -275,6 +276,16 @@ SCHEMA: tuple[Setting[Any], ...] = (
         meaning="how long a run keeps received DLQ messages hidden from other runs",
         context=False,
         shown_default=f"timeout + {DLQ_VISIBILITY_MARGIN_SECONDS} (set by the construct; 960 if unset)",
+    ),
+    # Parked at least this long before the DLQ's retention ends; the retention sweep of runs that do
+    # not scan (breaker OPEN, WATCH) comes every half of it, so it must span several schedule periods.
+    IntSetting(
+        "expiry_margin_seconds",
+        "EXPIRY_MARGIN_SECONDS",
+        default=86_400,
+        low=60,
+        high=7 * 86_400,
+        meaning="park a DLQ message this close to the end of the DLQ's retention (reason `expiring`)",
     ),
     IntSetting(
         "state_ttl_days",
