@@ -75,14 +75,16 @@ demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
 
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3";
-# then the recovery benchmark against the baselines in simulated time (also alone: make bench-recovery):
-# RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json"
+# then, in simulated time (also alone: make bench-recovery), the recovery benchmark against the
+# baselines, RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json", and the backlog drains,
+# DRAIN_ARGS="--drain-sizes 1200 3000 --json"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
-	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
+	$(MAKE) --no-print-directory bench-recovery
 
 bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
+	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 
 # README.md's configuration table, rendered from the settings schema (lambdas/redriver/settings/schema.py).
 readme: $(STAMP)

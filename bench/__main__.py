@@ -16,7 +16,7 @@ measured in simulated time and predicted by a model, then predicted at 40,000 me
 `--backlog-drains` drains a DLQ already holding a backlog (bench/backlog_compare.py), in simulated
 time, against the model and the target, then predicted at 40,000 messages:
 
-    python -m bench --backlog-drains [--drain-sizes 1200 6000] [--json]
+    python -m bench --backlog-drains [--drain-sizes 1200 3000] [--json]
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="drain a DLQ already holding a backlog in simulated time, against the model, instead",
     )
-    parser.add_argument("--drain-sizes", type=int, nargs="+", default=[1200, 6000])
+    parser.add_argument("--drain-sizes", type=int, nargs="+", default=[1200, 3000])
     parser.add_argument("--outage-minutes", type=float, default=90)
     parser.add_argument(
         "--designs",
