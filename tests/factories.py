@@ -9,6 +9,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from local_aws import ACCOUNT, REGION
+from local_aws.clients import ClientProxy
+
 
 @dataclass
 class FakeClock:
@@ -66,3 +69,22 @@ def always(_: Any) -> bool:
 
 def never(_: Any) -> bool:
     return False
+
+
+class NamesTheSource(ClientProxy):
+    """Real SQS adds DeadLetterQueueSourceArn to messages it moves to a DLQ; moto does not. The
+    source is the queue ``source_of`` maps the body's prefix (before ``:``) to; none if unmapped."""
+
+    def __init__(self, client: Any, source_of: dict[str, str]) -> None:
+        super().__init__(client)
+        self._source_of = source_of
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        response = self._client.receive_message(**kwargs)
+        for message in response.get("Messages", []):
+            queue = self._source_of.get(message["Body"].split(":")[0])
+            if queue is not None:
+                message.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = (
+                    f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue}"
+                )
+        return response

@@ -85,7 +85,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
     metrics.add_metric(
         name="BreakerState", unit=MetricUnit.Count, value=BREAKER_STATE_VALUE[report.breaker_state]
     )
-    summary = {
+    summary: dict[str, Any] = {
         "mode": report.mode.value,
         "breaker_state": report.breaker_state.value,
         "received": report.received,
@@ -100,6 +100,21 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "breaker_transitions": report.breaker_transitions,
         "continued": report.continue_with is not None,
     }
+    if report.parts:
+        # A shared DLQ with a breaker per source: breaker_state above is the worst of them.
+        summary["sources"] = [
+            {
+                "source": part.source,
+                "mode": part.mode.value,
+                "breaker_state": part.breaker_state.value,
+                "received": part.tally.received_own,
+                "redriven": part.redriven,
+                "parked": part.parked,
+                "returned": part.returned,
+                "stopped_because": part.stopped_because,
+            }
+            for part in report.parts
+        ]
     logger.info("run finished", extra=summary)
     return summary
 

@@ -8,14 +8,13 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from local_aws import ACCOUNT, REGION
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
 from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
 from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume
+from tests.factories import FakeClock, NamesTheSource, always, consume
 
 REMAINING = lambda: 60_000  # noqa: E731
 
@@ -122,23 +121,6 @@ def test_fifo_poison_is_parked_in_a_fifo_parking_lot(fifo: Aws, clock: FakeClock
 
     [parked] = receive_all(fifo, fifo.parking_lot_url)
     assert parked["Body"] == "poison" and parked["Attributes"]["MessageGroupId"] == "g"
-
-
-class NamesTheSource(ClientProxy):
-    """Real SQS adds DeadLetterQueueSourceArn to messages it moves to a DLQ; moto does not."""
-
-    def __init__(self, client: Any, source_of: dict[str, str]) -> None:
-        super().__init__(client)
-        self._source_of = source_of
-
-    def receive_message(self, **kwargs: Any) -> Any:
-        response = self._client.receive_message(**kwargs)
-        for message in response.get("Messages", []):
-            queue = self._source_of[message["Body"].split(":")[0]]
-            message.setdefault("Attributes", {})["DeadLetterQueueSourceArn"] = (
-                f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue}"
-            )
-        return response
 
 
 def test_a_shared_dlq_sends_each_message_back_to_its_own_source(aws: Aws, clock: FakeClock) -> None:

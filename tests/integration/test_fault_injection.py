@@ -1,6 +1,7 @@
 """Nothing lost under faults: every AWS call of a run, failed in every way, and a crash before each;
-with one batch at a time, with parallel batches, and with long holds (backoff steps past 900 s
-waited out hidden in the DLQ, some longer than SQS lets a message hide, over a day of healthy runs).
+with one batch at a time, with parallel batches, with long holds (backoff steps past 900 s
+waited out hidden in the DLQ, some longer than SQS lets a message hide, over a day of healthy runs),
+and with a DLQ shared by two sources, each with its own breaker (each part gives the other's back).
 
 Each case: seed the DLQ, run the re-driver with one fault planned (S3 archive writes included), let
 time pass, then run healthy re-drivers until the DLQ is empty. Then every message must be in exactly
@@ -32,8 +33,9 @@ from redriver.adapters.state_table import StateTable
 from redriver.decide.backoff import backoff_step
 from redriver.decide.breaker import Breaker, BreakerPolicy, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.settings import breaker_key
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock
+from tests.factories import FakeClock, NamesTheSource
 from tests.faults import (
     BATCH_ENTRY_OPERATIONS,
     BATCH_ITEM_OPERATIONS,
@@ -53,11 +55,15 @@ DYNAMODB_OPERATIONS = {"get_item", "put_item", "delete_item", "batch_get_item", 
 # A chain: the faulted run stops at this per-run limit and hands over to continuations.
 CHAIN_LIMIT = 5
 CHAIN_RUNS = 4
-CHAIN_FAULTS = {Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL, Fault.CONDITIONAL}
+# A chain or a shared DLQ (runs of many calls): one fault of each path (throttling and timeouts
+# take the 5xx path).
+PATH_FAULTS = {Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL, Fault.CONDITIONAL}
 PARALLEL_BATCHES = 4
 # Which call a number names varies between parallel runs, so these faults fit any call: a death,
 # a whole call failing (a read timeout and throttling take the same path as a 5xx), a partial batch.
 PARALLEL_FAULTS = [Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL]
+# Shared DLQ: the second source's messages, named by the body's prefix (others go to the first).
+OTHER_SOURCE = "payments"
 # Runs of a parallel case until its fault fires: a number names a call the run may not reach when
 # the workers interleave differently (none needed a second run so far).
 PARALLEL_ATTEMPTS = 3
@@ -76,10 +82,14 @@ class Seeded:
     last_at: int = 0  # its last re-drive: long ago (due), or just now (long holds: it must wait)
 
 
-def seed_messages(fresh: int = 7, long_holds: bool = False) -> list[Seeded]:
+def seed_messages(fresh: int = 7, long_holds: bool = False, shared: bool = False) -> list[Seeded]:
     """Fresh, already re-driven, at-the-limit (poison) and mark-less messages: two receive batches
-    (with the default ``fresh``); with long holds, two more re-driven just now, that must wait."""
+    (with the default ``fresh``); with long holds, two more re-driven just now, that must wait; with
+    a shared DLQ, the other source's, mixed in."""
     seeded = [Seeded(f"fresh-{i}", 0) for i in range(fresh)]
+    if shared:
+        seeded += [Seeded(f"{OTHER_SOURCE}:fresh-{i}", 0) for i in range(3)]
+        seeded += [Seeded(f"{OTHER_SOURCE}:again", 2), Seeded(f"{OTHER_SOURCE}:poison", MAX_REDRIVES)]
     seeded += [Seeded(f"again-{i}", 2) for i in range(2)]
     seeded.append(Seeded("poison", MAX_REDRIVES))
     seeded.append(Seeded("ten-attributes", 0, dict(TEN_ATTRIBUTES)))
@@ -115,24 +125,45 @@ def fault_settings(aws: Aws, parallel_batches: int = 1, *, long_holds: bool = Fa
 
 
 def seed_breaker(aws: Aws, settings: Any) -> list[dict[str, Any]]:
-    """A breaker with one failed run behind it; returns its write, for the books of the breaker."""
+    """A breaker (each source's) with one failed run behind it; returns the writes, for the books
+    of the breaker."""
     seeder = Faults()
     table = StateTable(aws.table_name, seeder.wrap(aws.dynamodb), ttl_seconds=1)
-    table.save_breaker(settings.breaker_key, Breaker(failures=1, version=1), expected_version=0)
+    for url in settings.source_queue_urls:
+        table.save_breaker(breaker_key(url), Breaker(failures=1, version=1), expected_version=0)
     return seeder.puts
 
 
+def shared_sources(aws: Aws, shared: bool) -> dict[str, Any]:
+    """The settings of a DLQ shared with a second source queue (none unless ``shared``)."""
+    if not shared:
+        return {}
+    return {"other_source_queue_urls": (aws.sqs.create_queue(QueueName=OTHER_SOURCE)["QueueUrl"],)}
+
+
+def routed(sqs: Any, shared: bool) -> Any:
+    """Moto names no DLQ message's source: the other source's messages are named by their body."""
+    return NamesTheSource(sqs, {OTHER_SOURCE: OTHER_SOURCE}) if shared else sqs
+
+
 def run_with_faults(
-    plan: dict[int, Fault], parallel_batches: int = 1, *, long_holds: bool = False, chain: bool = False
+    plan: dict[int, Fault],
+    parallel_batches: int = 1,
+    *,
+    long_holds: bool = False,
+    chain: bool = False,
+    shared: bool = False,
 ) -> tuple[Outcome, list[str]]:
     """One case, in a fresh mock: the faulted run, healthy runs, then the books. With parallel
     batches, the DLQ holds a batch for each worker. With ``chain``, the faulted run stops at a
-    per-run limit and its continuations follow under the same plan (its slot writes are calls)."""
+    per-run limit and its continuations follow under the same plan (its slot writes are calls).
+    With ``shared``, the DLQ has two sources, each with its own breaker."""
     with mock_aws():
         aws = create_aws()
-        seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1), long_holds=long_holds)
+        sources = shared_sources(aws, shared)
+        seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1), long_holds=long_holds, shared=shared)
         fill(aws, seeded)
-        seeded_breaker = seed_breaker(aws, fault_settings(aws))
+        seeded_breaker = seed_breaker(aws, fault_settings(aws, **sources))
         clock = FakeClock()
         faults = Faults(plan=dict(plan))
         faulty_sqs = faults.wrap(aws.sqs)
@@ -143,9 +174,10 @@ def run_with_faults(
                 parallel_batches,
                 long_holds=long_holds,
                 **({"max_messages_per_run": CHAIN_LIMIT} if chain else {}),
+                **sources,
             ),
             clock,
-            sqs=AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs,
+            sqs=routed(AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs, shared),
             dynamodb=faults.wrap(aws.dynamodb),
             s3=faults.wrap(aws.s3),
         )
@@ -170,23 +202,34 @@ def run_with_faults(
             outcome.fault = "none (the run ended before the planned call)"
         recorder = Faults()  # no faults: it records the healthy runs' breaker writes
         healthy = make_redriver(
-            aws, fault_settings(aws, long_holds=long_holds), clock, dynamodb=recorder.wrap(aws.dynamodb)
+            aws,
+            fault_settings(aws, long_holds=long_holds, **sources),
+            clock,
+            sqs=routed(aws.sqs, shared),
+            dynamodb=recorder.wrap(aws.dynamodb),
         )
         for _ in range(HEALTHY_RUNS):
             # A held message shows up before its hold ends, as a released one does: held again.
             make_visible(aws.dlq_url)
             clock.advance(HEALTHY_STEP_SECONDS[long_holds])
             healthy.run(REMAINING)
-        check_books(aws, seeded, faults, seeded_breaker + faults.puts + recorder.puts, outcome)
+        check_books(aws, seeded, faults, seeded_breaker + faults.puts + recorder.puts, outcome, sources)
         return outcome, faults.calls
 
 
 def check_books(
-    aws: Aws, seeded: list[Seeded], faults: Faults, breaker_writes: list[dict[str, Any]], outcome: Outcome
+    aws: Aws,
+    seeded: list[Seeded],
+    faults: Faults,
+    breaker_writes: list[dict[str, Any]],
+    outcome: Outcome,
+    sources: dict[str, Any],
 ) -> None:
     outcome.messages = len(seeded)
+    config = fault_settings(aws, **sources)
     left_in_dlq = drain(aws.sqs, aws.dlq_url)
-    in_source = drain(aws.sqs, aws.source_url)
+    by_source = {url: drain(aws.sqs, url) for url in config.source_queue_urls}
+    in_source = [message for messages in by_source.values() for message in messages]
     parked = drain(aws.sqs, aws.parking_lot_url)
     where = Counter(m["Body"] for m in in_source + parked)
     by_body = {item.body: item for item in seeded}
@@ -203,6 +246,11 @@ def check_books(
         outcome.problems.append("the poison message was not parked")
     if unarchived := {m["Body"] for m in parked} - archived_bodies(aws):
         outcome.problems.append(f"parked but not archived: {sorted(unarchived)}")
+    for url, messages in by_source.items():
+        if strays := [
+            m["Body"] for m in messages if m["Body"].startswith(OTHER_SOURCE) != url.endswith(OTHER_SOURCE)
+        ]:
+            outcome.problems.append(f"re-driven to the wrong source {url}: {strays}")
 
     for message in in_source + parked:
         item = by_body.get(message["Body"])
@@ -234,13 +282,14 @@ def check_books(
     if any(m.get("MessageAttributes") != TEN_ATTRIBUTES for m in ten):
         outcome.problems.append("the 10-attribute message lost or gained attributes")
 
-    config = fault_settings(aws)
-    outcome.problems += breaker_problems(
-        aws.dynamodb, aws.table_name, config.breaker_key, breaker_writes, config.breaker
-    )
-    breaker = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=1).load_breaker(config.breaker_key)
-    if breaker.state is not State.CLOSED:  # it takes 100 failed runs to open it
-        outcome.problems.append(f"the breaker left CLOSED: {breaker}")
+    for url in config.source_queue_urls:
+        key = breaker_key(url)
+        outcome.problems += breaker_problems(
+            aws.dynamodb, aws.table_name, key, breaker_writes, config.breaker
+        )
+        breaker = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=1).load_breaker(key)
+        if breaker.state is not State.CLOSED:  # it takes 100 failed runs to open it
+            outcome.problems.append(f"the breaker of {url} left CLOSED: {breaker}")
 
 
 def archived_bodies(aws: Aws) -> set[str]:
@@ -264,26 +313,28 @@ def applicable(operation: str) -> list[Fault]:
 
 @functools.cache
 def healthy_calls(
-    parallel_batches: int = 1, *, long_holds: bool = False, chain: bool = False
+    parallel_batches: int = 1, *, long_holds: bool = False, chain: bool = False, shared: bool = False
 ) -> tuple[str, ...]:
     """The calls of a run without faults, measured once. With one batch at a time every run makes
     these same calls up to its first fault; parallel runs make as many, in a varying order."""
-    _, calls = run_with_faults({}, parallel_batches, long_holds=long_holds, chain=chain)
+    _, calls = run_with_faults({}, parallel_batches, long_holds=long_holds, chain=chain, shared=shared)
     return tuple(calls)
 
 
-def every_fault_point(*, long_holds: bool = False, chain: bool = False) -> list[tuple[int, str, Fault]]:
+def every_fault_point(
+    *, long_holds: bool = False, chain: bool = False, shared: bool = False
+) -> list[tuple[int, str, Fault]]:
     """Every call and the faults that fit it. In a chain, from the first run's offer of a
-    continuation on (the run before is the one-run case), with one fault of each path (throttling
-    and timeouts take the 5xx path)."""
-    calls = healthy_calls(long_holds=long_holds, chain=chain)
+    continuation on (the run before is the one-run case); in a chain or a shared DLQ, one fault of
+    each path."""
+    calls = healthy_calls(long_holds=long_holds, chain=chain, shared=shared)
     first = calls.index("delete_item") if chain else 1  # the offer is the call before the first take
     return [
         (index, operation, fault)
         for index, operation in enumerate(calls, 1)
         if index >= first
         for fault in applicable(operation)
-        if not chain or fault in CHAIN_FAULTS
+        if not (chain or shared) or fault in PATH_FAULTS
     ]
 
 
@@ -309,6 +360,14 @@ def test_a_healthy_run_with_long_holds_loses_nothing_and_holds_in_the_dlq() -> N
     assert "change_message_visibility_batch" in calls, calls  # the hold: a step the suite faults
 
 
+def test_a_healthy_run_of_a_shared_dlq_loses_nothing_and_gives_each_part_the_others_back() -> None:
+    outcome, calls = run_with_faults({}, shared=True)
+    FIGURES.append(outcome)
+    assert not outcome.lost and not outcome.duplicates and not outcome.problems, outcome
+    # each source's breaker is written, and a part gives the other source's messages back
+    assert calls.count("put_item") >= 2 and "change_message_visibility_batch" in calls, calls
+
+
 def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
     outcome, calls = run_with_faults({}, chain=True)
     FIGURES.append(outcome)
@@ -318,14 +377,14 @@ def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("long_holds", "chain"),
-    [(False, False), (True, False), (False, True)],
-    ids=["delays", "long-holds", "continuation chain"],
+    ("long_holds", "chain", "shared"),
+    [(False, False, False), (True, False, False), (False, True, False), (False, False, True)],
+    ids=["delays", "long-holds", "continuation chain", "shared DLQ"],
 )
-def test_every_enumerated_fault_point_loses_nothing(long_holds: bool, chain: bool) -> None:
+def test_every_enumerated_fault_point_loses_nothing(long_holds: bool, chain: bool, shared: bool) -> None:
     failures = []
-    for index, _, fault in every_fault_point(long_holds=long_holds, chain=chain):
-        outcome, _ = run_with_faults({index: fault}, long_holds=long_holds, chain=chain)
+    for index, _, fault in every_fault_point(long_holds=long_holds, chain=chain, shared=shared):
+        outcome, _ = run_with_faults({index: fault}, long_holds=long_holds, chain=chain, shared=shared)
         FIGURES.append(outcome)
         if outcome.lost or outcome.problems or outcome.call != index:  # one batch at a time: it must fire
             failures.append(outcome)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import time
 from types import ModuleType
 from typing import Any
 
@@ -13,8 +14,10 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
 from local_aws.queues import depth, drain
+from redriver.adapters.state_table import StateTable
+from redriver.decide.breaker import Breaker
 from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.settings import ConfigError
+from redriver.settings import ConfigError, breaker_key
 from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.factories import order_body
@@ -55,7 +58,7 @@ def test_scheduled_invocation_redrives_and_emits_metrics(
 
     result = redriver_handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
 
-    assert (result["redriven"], result["breaker_state"]) == (1, "CLOSED")
+    assert (result["redriven"], result["breaker_state"], "sources" in result) == (1, "CLOSED", False)
     assert [m["Body"] for m in drain(aws.sqs, aws.source_url)] == [order_body("o-1")]
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf and emf[-1]["Redriven"] == [1.0] and emf[-1]["BreakerState"] == [0.0]
@@ -88,6 +91,30 @@ def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_e
     assert len(archived) == 2 and all(o["Key"].startswith("parked/orders/") for o in archived)
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf[-1]["Expiring"] == [1.0] and emf[-1]["Parked"] == [2.0]
+
+
+@pytest.mark.usefixtures("redriver_handler")
+def test_a_shared_dlq_reports_each_sources_breaker_and_the_worst_as_its_state(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a second source whose breaker is open
+    payments = aws.sqs.create_queue(QueueName="payments")["QueueUrl"]
+    monkeypatch.setenv("SOURCE_QUEUE_URL", f"{aws.source_url},{payments}")
+    handler = import_fresh("redriver.handler")
+    StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).save_breaker(
+        breaker_key(payments), Breaker().opened(int(time.time())), expected_version=0
+    )
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
+
+    result = handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
+
+    assert (result["redriven"], result["breaker_state"]) == (1, "OPEN")
+    assert {s["source"]: (s["breaker_state"], s["redriven"]) for s in result["sources"]} == {
+        aws.source_url: ("CLOSED", 1),
+        payments: ("OPEN", 0),
+    }
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf[-1]["BreakerState"] == [2.0]
 
 
 def test_a_duplicate_scheduled_event_does_not_run_twice(aws: Aws, redriver_handler: ModuleType) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import boto3
 import pytest
@@ -13,7 +14,7 @@ from redriver.adapters.continuation import start_continuation
 from redriver.decide.breaker import Mode, State
 from redriver.decide.continuation import continues
 from redriver.model.continuation import Resume
-from redriver.model.report import RunReport, StopReason, Tally
+from redriver.model.report import RunReport, StopReason, Tally, combine
 
 PROGRESS = Tally(redriven=500)
 
@@ -63,6 +64,36 @@ def test_a_chain_stops_at_its_limit_and_zero_turns_continuation_off() -> None:
     assert continues(report(), generation=99, max_continuations=100)
     assert not continues(report(), generation=100, max_continuations=100)
     assert not continues(report(), generation=0, max_continuations=0)
+
+
+def test_a_shared_dlq_continues_when_any_sources_part_ran_out_of_room() -> None:
+    broken = RunReport(Mode.SKIP, State.OPEN, stopped_because=StopReason.BREAKER_OPEN, source="a")
+    drained = replace(report(StopReason.DLQ_EMPTY), source="b")
+    busy = replace(report(StopReason.TIME_BUDGET), source="b")
+
+    assert continues(combine([broken, busy], first_source="a"), generation=0, max_continuations=100)
+    assert not continues(combine([broken, drained], first_source="a"), generation=0, max_continuations=100)
+
+
+def test_a_shared_dlqs_run_shows_the_worst_breaker_and_the_first_sources_mode() -> None:
+    first = replace(report(StopReason.DLQ_EMPTY), source="q/a", full_rate=True)
+    other = RunReport(
+        Mode.PROBE, State.HALF_OPEN, Tally(redriven=1), StopReason.CANARY_SENT, ["OPEN->HALF_OPEN"]
+    )
+
+    run = combine([replace(other, source="q/b"), first], first_source="q/a")
+
+    assert (run.mode, run.breaker_state, run.stopped_because) == (Mode.REDRIVE, State.HALF_OPEN, "DLQ empty")
+    assert (run.redriven, run.breaker_transitions) == (501, ["b: OPEN->HALF_OPEN"])
+
+
+def test_a_shared_dlqs_continuation_is_at_full_rate_when_every_closed_source_was() -> None:
+    ramped = replace(report(), source="a", full_rate=True)
+    slow = replace(report(), source="b")
+    broken = RunReport(Mode.SKIP, State.OPEN, source="b")
+
+    assert combine([ramped, broken], first_source="a").full_rate
+    assert not combine([ramped, slow], first_source="a").full_rate
 
 
 def test_a_continuation_event_round_trips_and_a_scheduled_event_is_none() -> None:

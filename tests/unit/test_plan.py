@@ -46,10 +46,12 @@ def plan(
     so_far: Tally | None = None,
     retry: frozenset[str] = frozenset(),
     wave: WaveTag | None = None,
+    owner: str | None = None,
     **rule_overrides: object,
 ) -> BatchPlan:
     tracking = track(batch, {}, NOW)
-    state = BatchState(mode, breaker or Breaker(), so_far or Tally(received=len(batch)), NOW, retry, wave)
+    so_far = so_far or Tally(received=len(batch))
+    state = BatchState(mode, breaker or Breaker(), so_far, NOW, retry, wave, owner=owner)
     return Planner(rules(**rule_overrides), random.Random(7)).plan(tracking, state)
 
 
@@ -102,6 +104,64 @@ def test_a_second_copy_of_an_identity_is_left_for_a_later_run() -> None:
 
     assert bodies(result.leave) == ["copy-2"]
     assert bodies(r.tracked for r in result.redrive) == ["copy-1"]
+
+
+# -- a breaker per source: the part of one source of a shared DLQ ----------------------------------
+
+
+def test_a_sources_part_leaves_the_other_sources_messages_whole_and_parks_unknown_ones() -> None:
+    batch = [
+        dlq_message("order", source="orders"),
+        dlq_message("no-source"),
+        dlq_message("pay", source="payments"),
+        marked(3, body="pay-poison", source="payments"),
+        dlq_message("legacy", source="legacy-orders"),
+    ]
+
+    result = plan(batch, owner=ORDERS)
+
+    assert bodies(r.tracked for r in result.redrive) == ["order", "no-source"]
+    assert bodies(result.leave) == ["pay", "pay-poison"] and result.others == 2
+    assert bodies(p.tracked for p in result.park) == ["legacy"]
+
+
+def test_a_message_without_a_named_source_belongs_to_the_first_source_only() -> None:
+    result = plan([dlq_message("no-source")], owner=PAYMENTS)
+
+    assert (bodies(result.leave), result.redrive, result.others) == (["no-source"], (), 1)
+
+
+def test_another_sources_returns_neither_trip_a_sources_breaker_nor_count_as_its_volume() -> None:
+    breaker = Breaker(changed_at=NOW - 600)
+    back = [marked(1, last_at=NOW - 60, body=f"pay-back-{i}", source="payments") for i in range(4)]
+    fresh = [dlq_message(f"order-{i}", source="orders") for i in range(2)]
+
+    orders = plan(back + fresh, breaker=breaker, owner=ORDERS)
+    payments = plan(back + fresh, breaker=breaker, owner=PAYMENTS)
+
+    assert (orders.open_breaker, orders.returned, len(orders.redrive)) == (False, 0, 2)
+    # 4 of payments' own 4 came back: its breaker opens, though 4 of 6 received is not all
+    assert (payments.open_breaker, payments.returned) == (True, 4)
+
+
+def test_a_sources_ratio_counts_only_its_own_messages_received_so_far() -> None:
+    # 3 of orders' messages came back among 20 received, 16 of them payments' (earlier batches)
+    breaker = Breaker(changed_at=NOW - 600)
+    batch = [marked(1, last_at=NOW - 60, source="orders") for _ in range(3)] + [dlq_message(source="orders")]
+
+    shared = plan(batch, breaker=breaker, so_far=Tally(received=20), owner=ORDERS)
+    own = plan(batch, breaker=breaker, so_far=Tally(received=20, others=16), owner=ORDERS)
+
+    assert (shared.open_breaker, own.open_breaker) == (False, True)
+
+
+def test_a_sources_canary_is_one_of_its_own_messages() -> None:
+    breaker = Breaker(State.HALF_OPEN)
+    batch = [dlq_message("pay", source="payments"), marked(2, body="order", source="orders")]
+
+    result = plan(batch, mode=Mode.PROBE, breaker=breaker, owner=ORDERS)
+
+    assert bodies(result.canaries) == ["order"] and bodies(result.leave) == ["pay"]
 
 
 # -- REDRIVE: backoff, the returned count, the breaker ------------------------------------------

@@ -16,10 +16,14 @@ CONTINUED_STOPS = frozenset({StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET})
 
 def continues(report: RunReport, *, generation: int, max_continuations: int) -> bool:
     """Whether the run that produced ``report`` (the ``generation``-th continuation of its chain,
-    0 for a scheduled run) is followed by another one now."""
+    0 for a scheduled run) is followed by another one now. A DLQ shared by sources with a breaker
+    each has one continuation: it goes on when any source's part would."""
+    return generation < max_continuations and any(_part_continues(part) for part in report.by_source)
+
+
+def _part_continues(part: RunReport) -> bool:
     return (
-        generation < max_continuations
-        and report.breaker_state is State.CLOSED
-        and report.stopped_because in CONTINUED_STOPS
-        and report.redriven + report.parked > 0
+        part.breaker_state is State.CLOSED
+        and part.stopped_because in CONTINUED_STOPS
+        and part.redriven + part.parked > 0
     )

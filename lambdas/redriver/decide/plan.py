@@ -54,12 +54,15 @@ class BatchState:
     wave: WaveTag | None = None
     # The DLQ's retention: messages near its end are parked in every mode (None: no guard).
     retention: Retention | None = None
+    # A shared DLQ with a breaker per source: the source whose part of the run this is. Messages
+    # of other sources are left for their own part; None: every message is the run's.
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
 class Due:
-    """The batch (one message per identity), the part of it that is due for the mode's handling
-    (not parked), and the waits of messages still backing off in the DLQ."""
+    """The batch's messages of the run's source (one per identity), the part of them that is due
+    for the mode's handling (not parked), and the waits of messages still backing off in the DLQ."""
 
     batch: list[Tracked]
     messages: list[Tracked]
@@ -83,9 +86,12 @@ class Planner:
     def plan(self, tracking: Tracking, state: BatchState) -> BatchPlan:
         """Terminal failures, poison, messages from unknown sources and messages the DLQ's retention
         is about to delete are parked in every mode (parking never touches the consumer); what is
-        due is then handled as the mode says."""
+        due is then handled as the mode says. Messages of another source than ``state.owner`` are
+        left whole for that source's part (a poison one that came back is evidence for its own
+        breaker), unless the retention is about to delete them."""
         rules = self.rules
-        batch = tracking.unique
+        others = {t.message_id for t in tracking.unique if self._of_another_source(t, state.owner)}
+        batch = [t for t in tracking.unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
         # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
         # each time it reappears;
@@ -97,9 +103,13 @@ class Planner:
             and t.message_id not in waits
             and not (t.mark.failure and t.mark.failure.terminal)
         )
-        park, due = [], []
-        for t in batch:
-            if terminal(t, state.retry_fingerprints):
+        park, due, leave = [], [], list(tracking.duplicates)
+        for t in tracking.unique:
+            if t.message_id in others and not (
+                state.retention and expiring(t, state.retention, now=state.now)
+            ):
+                leave.append(t)
+            elif terminal(t, state.retry_fingerprints):
                 park.append(Park(t, terminal_reason(t, now=state.now, routes=rules.routes)))
             elif over_limit(t, rules.max_redrives):
                 reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)
@@ -110,8 +120,12 @@ class Planner:
                 park.append(Park(t, expiring_reason(t, state.retention, now=state.now, routes=rules.routes)))
             else:
                 due.append(t)
-        base = BatchPlan(park=tuple(park), leave=tuple(tracking.duplicates), returned=returned)
+        base = BatchPlan(park=tuple(park), leave=tuple(leave), returned=returned, others=len(others))
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
+
+    def _of_another_source(self, tracked: Tracked, owner: str | None) -> bool:
+        source = self.rules.routes.source_url(tracked)
+        return owner is not None and source is not None and source != owner
 
     def _waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
         """FIFO: every step is waited out in the DLQ, in group order; standard: the steps past
@@ -124,7 +138,7 @@ class Planner:
 
     def _redrive(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
         so_far = RunOutcome(
-            received=state.so_far.received,
+            received=state.so_far.received_own - base.others,
             returned=state.so_far.returned + base.returned,
             errors=state.so_far.errors,
         )

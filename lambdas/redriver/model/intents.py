@@ -54,6 +54,8 @@ class BatchPlan:
     canaries_back: tuple[Tracked, ...] = ()
     # Received messages re-driven in the breaker's current period: the consumer failed them again.
     returned: int = 0
+    # Received messages of another source than the part's (a shared DLQ); see Tally.others.
+    others: int = 0
     canary_may_hide: bool = False
     stop: StopReason = StopReason.NONE
 

@@ -42,9 +42,17 @@ class Tally:
     canaries: int = 0
     errors: int = 0
     unparkable: int = 0
+    # Received in one source's part but belonging to another source (a shared DLQ): given back,
+    # never held for or against this source's breaker.
+    others: int = 0
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    @property
+    def received_own(self) -> int:
+        """What the breaker's ratio counts: the received messages of the part's own source."""
+        return self.received - self.others
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,15 @@ class RunReport:
     full_rate: bool = False
     # The continuation to start now (the handler invokes the function with it), if any.
     continue_with: Resume | None = None
+    # A shared DLQ with a breaker per source: the source queue this part of a run was for, and a
+    # run's parts (one per source, in the order they ran).
+    source: str | None = None
+    parts: tuple[RunReport, ...] = ()
+
+    @property
+    def by_source(self) -> tuple[RunReport, ...]:
+        """One report per source: the parts, or the run itself when it has one source."""
+        return self.parts or (self,)
 
     @property
     def received(self) -> int:
@@ -92,3 +109,32 @@ class RunReport:
     @property
     def unparkable(self) -> int:
         return self.tally.unparkable
+
+
+STATE_SEVERITY = (State.CLOSED, State.HALF_OPEN, State.OPEN)
+
+
+def combine(parts: list[RunReport], first_source: str) -> RunReport:
+    """A run of several sources from its parts. ``mode`` and ``stopped_because`` are the first
+    source's (today's breaker); ``breaker_state`` is the worst, so the BreakerState metric shows
+    any broken consumer. A continuation starts at full rate when every source whose breaker ended
+    CLOSED ended its slow start (the others' parts start slowly anyway: see Redriver._part)."""
+    first = next(p for p in parts if p.source == first_source)
+    tally = Tally()
+    for part in parts:
+        tally += part.tally
+    return RunReport(
+        mode=first.mode,
+        breaker_state=max((p.breaker_state for p in parts), key=STATE_SEVERITY.index),
+        tally=tally,
+        stopped_because=first.stopped_because,
+        breaker_transitions=[
+            f"{_queue_name(p.source)}: {move}" for p in parts for move in p.breaker_transitions
+        ],
+        full_rate=all(p.full_rate for p in parts if p.breaker_state is State.CLOSED),
+        parts=tuple(parts),
+    )
+
+
+def _queue_name(url: str | None) -> str:
+    return (url or "").rstrip("/").rsplit("/", 1)[-1]

@@ -68,10 +68,12 @@ class BatchHandler:
         so_far: Tally,
         writer: BreakerWriter,
         wave: WaveTag | None = None,
+        owner: str | None = None,
     ) -> Handled:
         """Decide and act on one batch. ``so_far`` includes this batch's receive; ``wave`` tags its
-        re-drives for the consumer kit's verdicts. AWS errors of the planning reads propagate;
-        those of acting end the batch with stop AWS_ERROR."""
+        re-drives for the consumer kit's verdicts; ``owner`` is the source whose part of the run
+        this is (None: all of them). AWS errors of the planning reads propagate; those of acting
+        end the batch with stop AWS_ERROR."""
         now = int(self.clock())
         counted = counted_in_table(batch)
         recorded = self.state.load_marks(counted) if counted else {}
@@ -89,7 +91,8 @@ class BatchHandler:
         retry = self.state.load_retry_marks(terminal_fingerprints) if terminal_fingerprints else frozenset()
 
         retention = self.retention()
-        plan = self.planner.plan(tracking, BatchState(mode, breaker, so_far, now, retry, wave, retention))
+        state = BatchState(mode, breaker, so_far, now, retry, wave, retention, owner)
+        plan = self.planner.plan(tracking, state)
         errors = 0
         if plan.open_breaker:
             if plan.canaries_back:
@@ -99,10 +102,11 @@ class BatchHandler:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
             except AwsCallError as exc:
-                return self._stopped_by(exc, Tally(returned=plan.returned), breaker, plan, leave=())
+                seen = Tally(returned=plan.returned, others=plan.others)
+                return self._stopped_by(exc, seen, breaker, plan, leave=())
 
         executed = self.executor.execute(plan, now)
-        tally = Tally(returned=plan.returned, errors=errors) + executed.tally
+        tally = Tally(returned=plan.returned, others=plan.others, errors=errors) + executed.tally
         if plan.stop is StopReason.CANARY_SENT:
             breaker, tally = self._account_canaries(executed, breaker, tally, writer)
         if executed.failure:

@@ -60,10 +60,13 @@ class BatchLoop:
         writer: BreakerWriter,
         halt: threading.Event,
         wave: Wave | None = None,
+        owner: str | None = None,
     ) -> Drained:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
         holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
-        ``wave`` paces the batches (slow start) and may trip the breaker on the consumer's verdicts."""
+        ``wave`` paces the batches (slow start) and may trip the breaker on the consumer's verdicts.
+        With ``owner`` (a shared DLQ, a breaker per source) only that source's messages are acted
+        on and its queue alone gives back-pressure; the others' are held and given back."""
         tally = Tally()
         held: dict[str, str] = {}
         may_hide = False
@@ -72,7 +75,7 @@ class BatchLoop:
             stop = (
                 StopReason.HALTED
                 if halt.is_set()
-                else self._stop_before_batch(mode, tally, limit, remaining_ms)
+                else self._stop_before_batch(mode, tally, limit, remaining_ms, owner)
             )
             if stop:
                 break
@@ -103,7 +106,7 @@ class BatchLoop:
                 if not batch:
                     stop = StopReason.DLQ_EMPTY
                     break
-                handled = self.handler.handle(batch, mode, breaker, tally, writer, tag)
+                handled = self.handler.handle(batch, mode, breaker, tally, writer, tag, owner)
                 redriven = handled.tally.redriven
             except AwsCallError as exc:
                 self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
@@ -123,25 +126,27 @@ class BatchLoop:
         return Drained(tally, breaker, stop, held, may_hide)
 
     def _stop_before_batch(
-        self, mode: Mode, tally: Tally, limit: int, remaining_ms: Callable[[], int]
+        self, mode: Mode, tally: Tally, limit: int, remaining_ms: Callable[[], int], owner: str | None
     ) -> StopReason:
         if limit_reached(tally.received, limit):
             return StopReason.PER_RUN_LIMIT
         if self._out_of_time(remaining_ms):
             return StopReason.TIME_BUDGET
-        if mode is Mode.REDRIVE and self._source_backlogged(tally.received):
+        if mode is Mode.REDRIVE and self._source_backlogged(tally.received, owner):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
 
-    def _source_backlogged(self, received: int) -> bool:
-        """Back-pressure: is a source queue's backlog above the limit?"""
+    def _source_backlogged(self, received: int, owner: str | None) -> bool:
+        """Back-pressure: is a source queue's backlog (the owner's, when given) above the limit?"""
         limit = self.settings.source_backlog_limit
         if not backlog_check_due(received, limit):
             return False
         for source in self.sources:
+            if owner is not None and source.url != owner:
+                continue
             try:
                 backlog = source.backlog()
             except AwsCallError as exc:

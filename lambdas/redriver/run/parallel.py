@@ -24,6 +24,7 @@ def drain_in_parallel(
     remaining_ms: Callable[[], int],
     writer: BreakerWriter,
     wave: Wave | None = None,
+    owner: str | None = None,
 ) -> Drained:
     """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
@@ -41,6 +42,7 @@ def drain_in_parallel(
                 writer=writer,
                 halt=halt,
                 wave=wave,
+                owner=owner,
             )
         except BaseException:
             halt.set()  # this worker died: the others stop before their next batch

@@ -4,14 +4,15 @@ A step is one mode's work (re-drive, probe, watch, judge the canary). When a ste
 breaker (a canary's verdict), the run goes on with the mode the new record allows: a canary that
 passed is followed by the next canary at once, and a breaker that closed by a re-drive, in the
 same invocation. A run that stopped on its time budget or per-run limit with work left is
-followed at once by another (``RunReport.continue_with``; decide/continuation.py says when). The
-run talks to AWS only through the ports it is given (adapters/ports.py). It deletes a DLQ message
-only after the message was sent somewhere else and the send succeeded.
+followed at once by another (``RunReport.continue_with``; decide/continuation.py says when). A DLQ
+shared by several sources is handled one source at a time, each part under that source's own
+breaker (decide/fairness.py says which goes first). The run talks to AWS only through the ports
+it is given (adapters/ports.py). It deletes a DLQ message only after the message was sent
+somewhere else and the send succeeded.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import uuid
@@ -26,16 +27,17 @@ from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
 from redriver.decide.continuation import continues
+from redriver.decide.fairness import turn_order
 from redriver.decide.pacing import out_of_time
 from redriver.decide.retention import sweep_interval
 from redriver.model.continuation import Resume
-from redriver.model.report import RunReport, StopReason, Tally
+from redriver.model.report import RunReport, StopReason, Tally, combine
 from redriver.run.canary_verdict import CanaryJudge, Step
 from redriver.run.gate import Passage, pass_gate
 from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
 from redriver.run.wave import SlowStart, Wave
-from redriver.settings import Settings
+from redriver.settings import Settings, breaker_key
 
 # Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
 # re-drive at most.
@@ -50,6 +52,33 @@ class Ramp:
     """Whether the run's re-drives have finished their slow start (a continuation inherits it)."""
 
     full_rate: bool = False
+
+
+@dataclass(frozen=True)
+class Part:
+    """What one source's part of a run works with: the source (None: the only one), the writer of
+    its breaker, its slow start, and the room left of the run's per-run limit."""
+
+    owner: str | None
+    writer: BreakerWriter
+    ramp: Ramp
+    limit: int
+
+
+@dataclass(frozen=True)
+class Done:
+    """One part of a run, done: its report, the gate it passed, what it worked with."""
+
+    report: RunReport
+    passage: Passage
+    part: Part
+
+    @property
+    def scanned(self) -> bool:
+        """Whether it read the DLQ through; runs that did not may owe the retention a sweep."""
+        passage, stop = self.passage, self.report.stopped_because
+        scans = passage.stop is not StopReason.BREAKER_OPEN and passage.mode is not Mode.WATCH
+        return scans and stop is not StopReason.SOURCE_BACKLOG
 
 
 class Redriver:
@@ -81,17 +110,39 @@ class Redriver:
 
     def run(self, remaining_ms: Callable[[], int], resume: Resume | None = None) -> RunReport:
         """Do one run; ``remaining_ms`` is the Lambda context's time left, ``resume`` the
-        continuation this run was started with (None for a scheduled tick)."""
+        continuation this run was started with (None for a scheduled tick). A DLQ shared by
+        several sources is handled source by source, each under its own breaker."""
         settings = self.settings
         if resume is not None and not self.state.take_continuation(settings.dlq_url, resume.token):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
             breaker = self.state.load_breaker(settings.breaker_key)
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
-        writer = BreakerWriter(self.state, settings.breaker_key, self.log)
-        passage = pass_gate(self.state, writer, settings.breaker_key, settings.breaker, self.now())
-        ramp = Ramp(full_rate=resume is not None and resume.full_rate)
-        steps: dict[Mode, Callable[[Breaker, Callable[[], int], BreakerWriter], Step]] = {
-            Mode.REDRIVE: functools.partial(self._redrive, ramp=ramp),
+        full_rate = resume is not None and resume.full_rate
+        urls = settings.source_queue_urls
+        if len(urls) == 1:
+            parts = [self._part(None, settings.max_messages_per_run, remaining_ms, full_rate)]
+            report = parts[0].report
+        else:
+            generation = resume.generation if resume is not None else 0
+            parts = []
+            for index in turn_order(len(urls), generation=generation, now=self.now()):
+                room = settings.max_messages_per_run - sum(done.report.received for done in parts)
+                parts.append(self._part(urls[index], room, remaining_ms, full_rate))
+            report = combine([done.report for done in parts], first_source=urls[0])
+        report = replace(report, tally=report.tally + self._sweep_if_due(parts, remaining_ms))
+        return replace(report, continue_with=self._continuation(report, resume))
+
+    def _part(self, owner: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool) -> Done:
+        """The run's work under one breaker: the owner's (None: the only source's)."""
+        key = breaker_key(owner or self.settings.source_queue_url)
+        writer = BreakerWriter(self.state, key, self.log)
+        passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now())
+        # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
+        # this run starts its re-drives slowly, whatever the other sources did.
+        ramp = Ramp(full_rate=full_rate and passage.mode is Mode.REDRIVE)
+        part = Part(owner, writer, ramp, max(limit, 0))
+        steps: dict[Mode, Callable[[Breaker, Callable[[], int], Part], Step]] = {
+            Mode.REDRIVE: self._redrive,
             Mode.PROBE: self._probe,
             Mode.WATCH: self._watch,
             Mode.VERDICT: self._verdict,
@@ -103,21 +154,21 @@ class Redriver:
             if self._out_of_time(remaining_ms):
                 stop = stop or StopReason.TIME_BUDGET
                 break
-            step = steps[mode](breaker, remaining_ms, writer)
+            step = steps[mode](breaker, remaining_ms, part)
             tally, breaker, stop = tally + step.tally, step.breaker, step.stop
             if step.then is None:
                 break
             mode = step.then
-        tally += self._sweep_if_due(passage, stop, remaining_ms, writer)
         report = RunReport(
             mode=passage.mode,
             breaker_state=writer.last_state or passage.breaker.state,
             tally=tally,
             stopped_because=stop,
             breaker_transitions=list(writer.transitions),
-            full_rate=ramp.full_rate,
+            full_rate=part.ramp.full_rate,
+            source=owner,
         )
-        return replace(report, continue_with=self._continuation(report, resume))
+        return Done(report, passage, part)
 
     def _continuation(self, report: RunReport, resume: Resume | None) -> Resume | None:
         """The run to start now, if draining goes on; at most one is ever pending."""
@@ -146,10 +197,8 @@ class Redriver:
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _redrive(
-        self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter, *, ramp: Ramp
-    ) -> Step:
-        settings = self.settings
+    def _redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+        settings, writer = self.settings, part.writer
         wave = Wave(
             self._slow_start(),
             verdict_key=f"run/{self.now()}/{uuid.uuid4().hex[:8]}",
@@ -157,9 +206,9 @@ class Redriver:
             clock=self.clock,
             pause=self.pause,
             logger=self.log,
-            ramped=ramp.full_rate,
+            ramped=part.ramp.full_rate,
         )
-        limit = settings.max_messages_per_run
+        limit = part.limit
         if settings.parallel_batches > 1:
             drained = drain_in_parallel(
                 self.loop,
@@ -169,6 +218,7 @@ class Redriver:
                 remaining_ms=remaining_ms,
                 writer=writer,
                 wave=wave,
+                owner=part.owner,
             )
         else:
             drained = self.loop.drain(
@@ -179,12 +229,13 @@ class Redriver:
                 writer=writer,
                 halt=threading.Event(),
                 wave=wave,
+                owner=part.owner,
             )
         tally = self._released(drained)
-        ramp.full_rate = wave.at_full_rate
+        part.ramp.full_rate = wave.at_full_rate
         verdicts = wave.verdicts
         outcome = RunOutcome(
-            received=tally.received,
+            received=tally.received_own,
             returned=tally.returned,
             errors=tally.errors,
             ok_verdicts=verdicts.ok,
@@ -196,45 +247,46 @@ class Redriver:
             tally += Tally(errors=errors)
         return Step(tally, drained.breaker, drained.stop)
 
-    def _probe(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
-        drained = self._drain(Mode.PROBE, breaker, remaining_ms, writer)
+    def _probe(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+        drained = self._drain(Mode.PROBE, breaker, remaining_ms, part)
         step = Step(self._released(drained), drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT or not self.settings.consumer_verdicts:
             return step
-        return self.judge.await_verdict(step, lambda: self._out_of_time(remaining_ms), writer)
+        return self.judge.await_verdict(step, lambda: self._out_of_time(remaining_ms), part.writer)
 
-    def _watch(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+    def _watch(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """The canary's window is not over: only the consumer kit's verdict can say more now.
         The DLQ is not scanned: a failing canary cannot be back before its window ends."""
-        return self.judge.hear(Step(Tally(), breaker), writer)
+        return self.judge.hear(Step(Tally(), breaker), part.writer)
 
-    def _verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter) -> Step:
+    def _verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """The canary's window is over: its verdict from the kit, else a scan that stops at it."""
         if self.settings.consumer_verdicts:
-            heard = self.judge.hear(Step(Tally(), breaker), writer)
+            heard = self.judge.hear(Step(Tally(), breaker), part.writer)
             if heard.breaker is not breaker:
                 return heard
-        drained = self._drain(Mode.VERDICT, breaker, remaining_ms, writer)
+        drained = self._drain(Mode.VERDICT, breaker, remaining_ms, part)
         tally = self._released(drained)
         step = Step(tally, drained.breaker, drained.stop)
         if drained.breaker.state is not State.HALF_OPEN or tally.errors:
             return step
-        return self.judge.after_scan(step, drained.canary_may_hide, writer)
+        return self.judge.after_scan(step, drained.canary_may_hide, part.writer)
 
-    def _sweep_if_due(
-        self, passage: Passage, stop: StopReason, remaining_ms: Callable[[], int], writer: BreakerWriter
-    ) -> Tally:
+    def _sweep_if_due(self, parts: list[Done], remaining_ms: Callable[[], int]) -> Tally:
         """The retention guard of runs that do not scan the DLQ (breaker OPEN, WATCH, re-drives held
-        by the source backlog): when due, receive every message, park the expiring, give the rest
-        back at once, re-drive nothing. Due every half of EXPIRY_MARGIN_SECONDS, recorded in the table."""
-        scans = passage.stop is not StopReason.BREAKER_OPEN and passage.mode is not Mode.WATCH
-        if scans and stop is not StopReason.SOURCE_BACKLOG:
+        by the source backlog; with several sources, none of the parts scanned: a part that scans
+        parks any source's expiring messages): when due, receive every message, park the expiring,
+        give the rest back at once, re-drive nothing. Due every half of EXPIRY_MARGIN_SECONDS,
+        recorded in the table."""
+        if any(done.scanned for done in parts):
             return Tally()
         key, now, tally = self.settings.sweep_key, self.now(), Tally()
+        first = parts[0]
+        every_source = replace(first.part, owner=None, limit=self.settings.max_messages_per_run)
         try:
             if now < self.state.load_sweep_due(key) or self._out_of_time(remaining_ms):
                 return tally
-            drained = self._drain(Mode.SWEEP, passage.breaker, remaining_ms, writer)
+            drained = self._drain(Mode.SWEEP, first.passage.breaker, remaining_ms, every_source)
             tally = self._released(drained)
             if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
                 self.state.save_sweep_due(key, now + sweep_interval(self.settings.expiry_margin_seconds))
@@ -245,16 +297,15 @@ class Redriver:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _drain(
-        self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], writer: BreakerWriter
-    ) -> Drained:
+    def _drain(self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Drained:
         return self.loop.drain(
             mode,
             breaker,
-            limit=self.settings.max_messages_per_run,
+            limit=part.limit,
             remaining_ms=remaining_ms,
-            writer=writer,
+            writer=part.writer,
             halt=threading.Event(),
+            owner=part.owner,
         )
 
     def _released(self, drained: Drained) -> Tally:

@@ -16,7 +16,7 @@ from redriver.settings.kinds import InvalidSetting, reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
 from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, RESOURCE_ENV, URL_SEPARATOR, default
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["ConfigError", "Settings", "breaker_key", "load_settings"]
 
 # Schema settings named breaker_* make up Settings.breaker, without the prefix.
 BREAKER_PREFIX = "breaker_"
@@ -24,6 +24,11 @@ BREAKER_PREFIX = "breaker_"
 
 class ConfigError(InvalidSetting):
     """A setting is missing or outside what the re-driver accepts."""
+
+
+def breaker_key(source_queue_url: str) -> str:
+    """The state table key of a source queue's breaker (each source of a shared DLQ has one)."""
+    return f"BREAKER#{source_queue_url}"
 
 
 def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:
@@ -65,7 +70,8 @@ class Settings:
 
     @property
     def breaker_key(self) -> str:
-        return f"BREAKER#{self.source_queue_url}"
+        """The first source's breaker: the only one of a DLQ with one source."""
+        return breaker_key(self.source_queue_url)
 
     @property
     def sweep_key(self) -> str:
