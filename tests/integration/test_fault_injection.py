@@ -32,6 +32,7 @@ from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
 from redriver.decide.backoff import backoff_step
 from redriver.decide.breaker import Breaker, BreakerPolicy, State
+from redriver.decide.fairness import turn_order
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.settings import breaker_key
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
@@ -141,6 +142,14 @@ def shared_sources(aws: Aws, shared: bool) -> dict[str, Any]:
     return {"other_source_queue_urls": (aws.sqs.create_queue(QueueName=OTHER_SOURCE)["QueueUrl"],)}
 
 
+def first_source_leads(clock: FakeClock) -> None:
+    """Move the clock (at most minutes) to the start of a minute whose scheduled run takes the first
+    source first: the faulted run's calls are then those of the healthy run measured before it."""
+    clock.advance(60 - clock.now % 60)
+    while turn_order(2, generation=0, now=int(clock.now))[0] != 0:
+        clock.advance(60)
+
+
 def routed(sqs: Any, shared: bool) -> Any:
     """Moto names no DLQ message's source: the other source's messages are named by their body."""
     return NamesTheSource(sqs, {OTHER_SOURCE: OTHER_SOURCE}) if shared else sqs
@@ -165,6 +174,8 @@ def run_with_faults(
         fill(aws, seeded)
         seeded_breaker = seed_breaker(aws, fault_settings(aws, **sources))
         clock = FakeClock()
+        if shared:
+            first_source_leads(clock)
         faults = Faults(plan=dict(plan))
         faulty_sqs = faults.wrap(aws.sqs)
         faulty = make_redriver(
