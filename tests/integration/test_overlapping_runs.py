@@ -143,10 +143,13 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
         aws.dynamodb, aws.table_name, settings.breaker_key, writes.puts, settings.breaker
     )
     assert problems == []
-    # nothing else left the DLQ
+    # nothing else left the DLQ but poison: a run that lost the probe still parks what it received
+    # over the limit (every mode does), and which runs receive which batches depends on timing
     make_visible(aws.dlq_url)
     left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
-    assert sorted(left + [in_source[0]["Body"]]) == sorted(counts)
+    parked = [m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)]
+    assert set(parked) <= {body for body, count in counts.items() if count >= MAX_REDRIVES}
+    assert sorted(left + parked + [in_source[0]["Body"]]) == sorted(counts)
 
 
 def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, clock: FakeClock) -> None:
