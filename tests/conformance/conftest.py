@@ -131,6 +131,8 @@ class Rig:
     def __init__(self, endpoints: Endpoints) -> None:
         self.sqs: Any = boto3.client("sqs", region_name=REGION, endpoint_url=endpoints.sqs)
         self.dynamodb: Any = boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoints.dynamodb)
+        # The archive of parked messages, on the moto server that plays DynamoDB.
+        self.s3: Any = boto3.client("s3", region_name=REGION, endpoint_url=endpoints.dynamodb)
         self.prefix = f"c{uuid.uuid4().hex[:8]}"
 
     def queue(self, name: str, *, fifo: bool = False, dead_letter_to: str | None = None) -> str:
@@ -163,7 +165,15 @@ class Rig:
             dlq_url=dlq_url,
             parking_lot_url=self.queue(f"{name}-parking-lot", fifo=fifo),
             table_name=table_name,
+            s3=self.s3,
+            archive_bucket=self.archive_bucket(),
         )
+
+    def archive_bucket(self) -> str:
+        """A bucket of this test's own for the archive of parked messages."""
+        name = f"{self.prefix}-archive".lower()
+        self.s3.create_bucket(Bucket=name)  # us-east-1 takes no LocationConstraint
+        return name
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def redriver_for(aws: Resources, **overrides: Any) -> Redriver:
     """The real re-driver (composed as in Lambda) on the real clock. LocalStack's receive is atomic,
     as SQS's is, so it keeps its default parallel batches."""
     settings = make_settings(aws, parallel_batches=default("parallel_batches"), **overrides)
-    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb)
+    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
 
 
 def is_empty(aws: Resources, queue_url: str) -> bool:
@@ -152,6 +152,8 @@ def test_a_shared_dlq_sends_each_message_back_to_the_source_sqs_names(rig: Rig) 
         dlq_url=dlq_url,
         parking_lot_url=rig.queue("parking-lot"),
         table_name=table_name,
+        s3=rig.s3,
+        archive_bucket=rig.archive_bucket(),
     )
     for url, source in ((orders_url, "orders"), (payments_url, "payments")):
         for n in (1, 2):
