@@ -79,6 +79,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         ("Canaries", report.canaries),
         ("RunErrors", report.errors),
         ("Unparkable", report.unparkable),
+        ("Unarchived", report.unarchived),
         ("Continuations", int(report.continue_with is not None)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
@@ -96,6 +97,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "canaries": report.canaries,
         "errors": report.errors,
         "unparkable": report.unparkable,
+        "unarchived": report.unarchived,
         "stopped_because": report.stopped_because,
         "breaker_transitions": report.breaker_transitions,
         "continued": report.continue_with is not None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from redriver.decide.parking import over_limit_reason
 from redriver.decide.routing import Routes
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive
+from redriver.model.reasons import ParkCause
 from redriver.model.tracked import Tracked
 from tests.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 
@@ -223,7 +225,20 @@ def test_a_message_whose_archive_write_failed_is_neither_parked_nor_deleted() ->
 
     executed = world.executor.execute(BatchPlan(park=(world.park(unlucky), world.park(fine))), NOW)
 
-    assert (executed.tally.parked, executed.tally.errors) == (1, 1)
+    assert (executed.tally.parked, executed.tally.unarchived, executed.tally.errors) == (1, 1, 0)
     assert [m.body for m in world.parking_lot.sent] == ["fine"]
     assert world.dlq.deleted == [fine.message_id]
     assert [r.mark.identity for r in world.state.records] == [fine.mark.identity]
+
+
+def test_an_expiring_message_whose_archive_write_failed_is_parked_all_the_same() -> None:
+    # the DLQ would delete it; the parking lot keeps it 14 days
+    world = World(archive=FakeArchive(fail={"old"}))
+    [old] = tracked(dlq_message("old"))
+    expiring = Park(old, replace(world.park(old).reason, cause=ParkCause.EXPIRING))
+
+    executed = world.executor.execute(BatchPlan(park=(expiring,)), NOW)
+
+    assert (executed.tally.parked, executed.tally.expiring, executed.tally.unarchived) == (1, 1, 1)
+    assert executed.tally.errors == 0
+    assert [m.body for m in world.parking_lot.sent] == ["old"] and world.dlq.deleted == [old.message_id]

@@ -30,6 +30,7 @@ class ExecutionBooks:
     parked: int = 0
     expiring: int = 0  # of the parked: by the retention guard
     unparkable: int = 0
+    unarchived: int = 0
     errors: int = 0
 
     def result(self, failure: str | None) -> Executed:
@@ -38,6 +39,7 @@ class ExecutionBooks:
             parked=self.parked,
             expiring=self.expiring,
             unparkable=self.unparkable,
+            unarchived=self.unarchived,
             errors=self.errors,
         )
         return Executed(tally, tuple(self.sent), failure)

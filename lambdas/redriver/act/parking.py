@@ -52,7 +52,7 @@ class Parker:
 
     def park(self, parks: Sequence[Park], books: ExecutionBooks) -> str | None:
         """The archive, records with the reasons, then the parking-lot send; return a whole call's
-        error. A message the archive did not take is not parked this run."""
+        error. A message the archive did not take is not parked this run, unless it is expiring."""
         parks = self._archived(parks, books)
         if not parks:
             return None
@@ -88,8 +88,10 @@ class Parker:
         return result.call_error
 
     def _archived(self, parks: Sequence[Park], books: ExecutionBooks) -> list[Park]:
-        """Archive each one first, so the parking lot's 14 days lose nothing; those whose object
-        was not stored stay in the DLQ (an error, counted and logged) and are tried again later."""
+        """Archive each one first, so the parking lot's 14 days lose nothing. One whose object was
+        not stored stays in the DLQ and is tried again later; an expiring one is parked all the same
+        (the DLQ would delete it, the lot keeps it 14 days). Either way the failure is logged and
+        counted (metric ``Unarchived``), never held against the consumer's breaker."""
         if self.archive is None:
             return list(parks)
         stored = []
@@ -97,16 +99,20 @@ class Parker:
             try:
                 self.archive.put(archive_key(park, books.now), archive_document(park, books.now))
             except AwsCallError as exc:
-                books.errors += 1
+                books.unarchived += 1
+                expiring = park.reason.cause is ParkCause.EXPIRING
                 self.log.error(
-                    "archiving failed; it stays in the DLQ",
+                    "archiving failed; parked all the same: it is expiring"
+                    if expiring
+                    else "archiving failed; it stays in the DLQ",
                     extra={
                         "identity": park.tracked.mark.identity,
                         "message_id": park.tracked.message_id,
                         "error": str(exc),
                     },
                 )
-                continue
+                if not expiring:
+                    continue
             stored.append(park)
         return stored
 

@@ -42,6 +42,8 @@ class Tally:
     canaries: int = 0
     errors: int = 0
     unparkable: int = 0
+    # Parkings whose archive write failed: not a consumer failure, so never held against the breaker.
+    unarchived: int = 0
     # Received in one source's part but belonging to another source (a shared DLQ): given back,
     # never held for or against this source's breaker.
     others: int = 0
@@ -109,6 +111,10 @@ class RunReport:
     @property
     def unparkable(self) -> int:
         return self.tally.unparkable
+
+    @property
+    def unarchived(self) -> int:
+        return self.tally.unarchived
 
 
 STATE_SEVERITY = (State.CLOSED, State.HALF_OPEN, State.OPEN)
