@@ -70,12 +70,12 @@ def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_e
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # GIVEN the construct's archive bucket, and a margin as long as the DLQ's retention: every
-    # message is expiring on sight
+    # GIVEN the construct's archive bucket, a DLQ retention of 61 s (SQS's least is 60) and a margin
+    # of 60 s: a message is expiring from 1 s of age on
     monkeypatch.setenv("ARCHIVE_BUCKET", aws.archive_bucket)
     monkeypatch.setenv("EXPIRY_MARGIN_SECONDS", "60")
     handler = import_fresh("redriver.handler")
-    aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "60"})
+    aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "61"})
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
     poison = {"id": "id-p", "n": 5, "first": 1, "at": [1, 2, 3, 4, 5]}  # over the limit: that reason wins
     aws.sqs.send_message(
@@ -84,6 +84,8 @@ def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_e
         MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": json.dumps(poison)}},
     )
 
+    # WHEN the run comes a second later or more
+    time.sleep(1.1)
     result = handler.lambda_handler(scheduled_event("evt-1"), LambdaContext())
 
     assert (result["parked"], result["expiring"], result["redriven"]) == (2, 1, 0)

@@ -10,7 +10,7 @@ import pytest
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
 from redriver.decide.identity import track
 from redriver.decide.plan import BatchState, Planner, PlanRules
-from redriver.decide.retention import Retention, capped_hold, expiring, sweep_interval
+from redriver.decide.retention import Retention, capped_hold, expiring, guarded, sweep_interval
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.intents import BatchPlan
@@ -140,3 +140,9 @@ def test_a_fifo_backoff_hold_ends_before_the_expiring_window() -> None:
     [hold] = plan([message], Mode.REDRIVE, fifo=True).hold
 
     assert hold.seconds == 30
+
+
+def test_a_margin_not_shorter_than_the_retention_falls_back_to_a_quarter_of_it() -> None:
+    assert guarded(600, 120) == Retention(600, 120)
+    assert guarded(600, 600) == Retention(600, 150)
+    assert guarded(60, 86_400) == Retention(60, 15)

@@ -23,6 +23,14 @@ class Retention:
     margin_seconds: int
 
 
+def guarded(retention_seconds: int, margin_seconds: int) -> Retention:
+    """The guard for a DLQ: a margin not shorter than the retention would park every message on
+    sight (an imported DLQ's retention is only known at run time), so it falls back to a quarter."""
+    if margin_seconds >= retention_seconds:
+        return Retention(retention_seconds, retention_seconds // 4)
+    return Retention(retention_seconds, margin_seconds)
+
+
 def sweep_interval(margin_seconds: int) -> int:
     """A message spends ``margin_seconds`` in the expiring window; a sweep every half of that sees
     it there at least once, with half the margin left to park it."""

@@ -16,7 +16,7 @@ from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, with_canary
 from redriver.decide.identity import counted_in_table, track
 from redriver.decide.plan import BatchState, Planner
-from redriver.decide.retention import Retention
+from redriver.decide.retention import Retention, guarded
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage
 from redriver.model.intents import BatchPlan, WaveTag
@@ -115,7 +115,13 @@ class BatchHandler:
 
     def retention(self) -> Retention:
         """The DLQ's retention (read once per execution environment) and the guard's margin."""
-        return Retention(self.dlq.retention_seconds(), self.expiry_margin_seconds)
+        retention = guarded(self.dlq.retention_seconds(), self.expiry_margin_seconds)
+        if retention.margin_seconds != self.expiry_margin_seconds:
+            self.log.error(
+                "EXPIRY_MARGIN_SECONDS is not shorter than the DLQ's retention: using a quarter of it",
+                extra={"margin": self.expiry_margin_seconds, "retention": retention.seconds},
+            )
+        return retention
 
     def _claim_probe(
         self, plan: BatchPlan, breaker: Breaker, writer: BreakerWriter, now: int
