@@ -201,7 +201,11 @@ class World:
                 self._redriver_run(pending)
             else:
                 self._redriver_run(None)
-                self.next_run_ms += self.schedule_seconds * 1000
+                # Ticks missed while runs held the function's one concurrency were throttled and
+                # retried: they come down to one run, not a burst of catch-up runs.
+                period_ms = self.schedule_seconds * 1000
+                while self.next_run_ms <= self.clock.now_ms:
+                    self.next_run_ms += period_ms
 
     def pause(self, seconds: float) -> None:
         """The re-driver waits: the world moves on (the consumer runs, no schedule tick fires: a

@@ -16,7 +16,8 @@ ARCHIVE_PREFIX = "parked"
 def archive_key(park: Park, now: int) -> str:
     """Unique per parking and browsable: by source queue, parking date, identity, DLQ MessageId."""
     tracked = park.tracked
-    source = park.reason.source_queue.rsplit("/", 1)[-1] or "unknown"
+    # A queue URL or ARN ends with the queue's name (a message SQS named no source: "None").
+    source = park.reason.source_queue.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
     day = time.strftime("%Y/%m/%d", time.gmtime(now))
     identity = tracked.mark.identity.replace("/", "_")
     return f"{ARCHIVE_PREFIX}/{source}/{day}/{identity}/{tracked.message_id}-{now}.json"

@@ -233,8 +233,8 @@ class StateTable:
             raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
 
 
-def continuation_record_key(breaker_key: str) -> str:
-    return f"CONTINUATION#{breaker_key}"
+def continuation_record_key(key: str) -> str:
+    return f"CONTINUATION#{key}"
 
 
 def _message_key(identity: str) -> str:

@@ -94,8 +94,8 @@ class Planner:
         batch = [t for t in tracking.unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
         # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
-        # each time it reappears;
-        # a terminal failure says the message is bad, not that the consumer is broken.
+        # each time it reappears; a terminal failure says the message is bad, not that the
+        # consumer is broken.
         returned = sum(
             1
             for t in batch

@@ -42,8 +42,9 @@ from redriver.settings import Settings, breaker_key
 # Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
 # re-drive at most.
 MAX_STEPS = 8
-# A continuation waits at most for the run in progress (reserved concurrency 1), which ends within
-# Lambda's longest timeout; an offer older than that was lost, and another run may offer again.
+# Lambda keeps a queued continuation at most the function's max_event_age (10 minutes, set by the
+# construct) while runs hold its one concurrency: an offer older than this was lost, and another run
+# may offer again (a late one that still arrives finds another token and does nothing).
 CONTINUATION_STALE_SECONDS = 900
 
 
