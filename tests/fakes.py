@@ -22,6 +22,7 @@ from redriver.adapters.ports import (
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.failure import VerdictCounts
+from redriver.model.pause import Pause
 
 ACCOUNT = "123456789012"
 QUEUE_URL = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/"
@@ -169,6 +170,7 @@ class FakeStateStore:
     sweep_due: dict[str, int] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     continuation_token: str | None = None
+    pause: Pause | None = None
 
     def load_breaker(self, key: str) -> Breaker:
         self.calls.append("load_breaker")
@@ -180,6 +182,10 @@ class FakeStateStore:
             return False
         self.breaker = breaker
         return True
+
+    def load_pause(self, key: str) -> Pause | None:
+        self.calls.append("load_pause")
+        return self.pause
 
     def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
         self.calls.append("offer_continuation")

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark, message_size
 from redriver.model.failure import VerdictCounts
+from redriver.model.pause import Pause
 from redriver.model.reasons import ParkReason
 
 # The code of entries that failed because their whole SendMessageBatch call failed.
@@ -145,6 +146,10 @@ class StateStore(Protocol):
 
     def save_breaker(self, key: str, breaker: Breaker, *, expected_version: int) -> bool:
         """Write if the stored version is still ``expected_version``; False when another run won."""
+        ...
+
+    def load_pause(self, key: str) -> Pause | None:
+        """The pause an operator recorded, if any."""
         ...
 
     def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:

@@ -23,6 +23,7 @@ from redriver.model.failure import (
     retry_record_key,
     verdict_record_key,
 )
+from redriver.model.pause import Pause
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -123,14 +124,7 @@ class StateTable:
 
     def load_sweep_due(self, key: str) -> int:
         """When the next retention sweep is due (0: now, none was recorded)."""
-        response = self._call(
-            "GetItem",
-            self._client.get_item,
-            TableName=self.table_name,
-            Key={"pk": {"S": key}},
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
+        item = self._get_item(key)
         return int(item["due_at"]["N"]) if item else 0
 
     def save_sweep_due(self, key: str, due_at: int) -> None:
@@ -141,6 +135,29 @@ class StateTable:
             TableName=self.table_name,
             Item={"pk": {"S": key}, "due_at": {"N": str(due_at)}},
         )
+
+    # -- the operator's pause -------------------------------------------------------------------
+
+    def load_pause(self, key: str) -> Pause | None:
+        """The pause an operator recorded, if any."""
+        item = self._get_item(key)
+        if not item:
+            return None
+        return Pause(reason=item["reason"]["S"], by=item["by"]["S"], at=int(item["at"]["N"]))
+
+    def save_pause(self, key: str, pause: Pause) -> None:
+        """Pause the re-driver: every run from now on honours it."""
+        item = {
+            "pk": {"S": key},
+            "reason": {"S": pause.reason},
+            "by": {"S": pause.by},
+            "at": {"N": str(pause.at)},
+        }
+        self._call("PutItem", self._client.put_item, TableName=self.table_name, Item=item)
+
+    def clear_pause(self, key: str) -> None:
+        """Resume: the next run re-drives again."""
+        self._call("DeleteItem", self._client.delete_item, TableName=self.table_name, Key={"pk": {"S": key}})
 
     # -- message records -----------------------------------------------------------------------
 
@@ -185,6 +202,18 @@ class StateTable:
             name: int(item[name]["N"]) if name in item else 0 for name in ("ok", "transient", "terminal")
         }
         return VerdictCounts(**counts)
+
+    def _get_item(self, key: str) -> dict[str, Any] | None:
+        """One item, read consistently; None when there is none."""
+        response = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self.table_name,
+            Key={"pk": {"S": key}},
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
 
     def _get_items(self, keys: Sequence[str]) -> list[dict[str, Any]]:
         """Consistent BatchGetItem of these keys, retrying unprocessed ones; expired items left out."""

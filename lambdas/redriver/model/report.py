@@ -22,6 +22,7 @@ class StopReason(StrEnum):
     CANARY_FAILED = "canary failed"
     CANARY_SENT = "canary sent"
     PROBE_TAKEN = "another run holds the probe"
+    PAUSED = "paused"  # an operator's pause: nothing touched but the retention sweep
     CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
 
     @property

@@ -78,7 +78,8 @@ class Done:
     def scanned(self) -> bool:
         """Whether it read the DLQ through; runs that did not may owe the retention a sweep."""
         passage, stop = self.passage, self.report.stopped_because
-        scans = passage.stop is not StopReason.BREAKER_OPEN and passage.mode is not Mode.WATCH
+        not_scanning = (StopReason.BREAKER_OPEN, StopReason.PAUSED)
+        scans = passage.stop not in not_scanning and passage.mode is not Mode.WATCH
         return scans and stop is not StopReason.SOURCE_BACKLOG
 
 
@@ -119,25 +120,32 @@ class Redriver:
             breaker = self.state.load_breaker(settings.breaker_key)
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
         full_rate = resume is not None and resume.full_rate
+        paused = self._paused()
         urls = settings.source_queue_urls
         if len(urls) == 1:
-            parts = [self._part(None, settings.max_messages_per_run, remaining_ms, full_rate)]
+            parts = [self._part(None, settings.max_messages_per_run, remaining_ms, full_rate, paused)]
             report = parts[0].report
         else:
             generation = resume.generation if resume is not None else 0
             parts = []
             for index in turn_order(len(urls), generation=generation, now=self.now()):
                 room = settings.max_messages_per_run - sum(done.report.received for done in parts)
-                parts.append(self._part(urls[index], room, remaining_ms, full_rate))
+                parts.append(self._part(urls[index], room, remaining_ms, full_rate, paused))
             report = combine([done.report for done in parts], first_source=urls[0])
         report = replace(report, tally=report.tally + self._sweep_if_due(parts, remaining_ms))
         return replace(report, continue_with=self._continuation(report, resume))
 
-    def _part(self, owner: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool) -> Done:
-        """The run's work under one breaker: the owner's (None: the only source's)."""
+    def _part(
+        self, owner: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
+    ) -> Done:
+        """The run's work under one breaker: the owner's (None: the only source's). Paused, it
+        touches neither the DLQ nor the breaker (time does not move an OPEN one either)."""
         key = breaker_key(owner or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
-        passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now())
+        if paused:
+            passage = Passage(self.state.load_breaker(key), Mode.SKIP, StopReason.PAUSED)
+        else:
+            passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now())
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
         # this run starts its re-drives slowly, whatever the other sources did.
         ramp = Ramp(full_rate=full_rate and passage.mode is Mode.REDRIVE)
@@ -170,6 +178,16 @@ class Redriver:
             source=owner,
         )
         return Done(report, passage, part)
+
+    def _paused(self) -> bool:
+        """Whether an operator paused re-drives (``sqs-redriver pause``); logged with who and why."""
+        pause = self.state.load_pause(self.settings.pause_key)
+        if pause is not None:
+            self.log.warning(
+                "re-drives paused by an operator",
+                extra={"by": pause.by, "reason": pause.reason, "since": pause.at},
+            )
+        return pause is not None
 
     def _continuation(self, report: RunReport, resume: Resume | None) -> Resume | None:
         """The run to start now, if draining goes on; at most one is ever pending."""

@@ -78,6 +78,10 @@ class Settings:
         return f"SWEEP#{self.dlq_url}"
 
     @property
+    def pause_key(self) -> str:
+        return f"PAUSE#{self.dlq_url}"
+
+    @property
     def source_queue_urls(self) -> tuple[str, ...]:
         return (self.source_queue_url, *self.other_source_queue_urls)
 
