@@ -180,7 +180,7 @@ class Redriver:
         return Done(report, passage, part)
 
     def _paused(self) -> bool:
-        """Whether an operator paused re-drives (``sqs-redriver pause``); logged with who and why."""
+        """Whether an operator paused re-drives (the PAUSE# item); logged with who and why."""
         pause = self.state.load_pause(self.settings.pause_key)
         if pause is not None:
             self.log.warning(
