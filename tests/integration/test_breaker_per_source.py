@@ -16,7 +16,7 @@ from redriver.model.continuation import Resume
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.model.report import RunReport
 from redriver.run.runner import Redriver
-from redriver.settings import breaker_key
+from redriver.settings import Settings, breaker_key
 from tests.conftest import (
     CANARY_WINDOW,
     MAX_RECEIVE_COUNT,
@@ -222,16 +222,23 @@ def test_a_backlogged_source_holds_back_only_its_own_redrives(
     assert report.redriven == 2 and [m["Body"] for m in peek(aws)] == ["orders:1"]
 
 
-def test_a_part_parks_another_sources_expiring_message_and_no_sweep_is_needed(
-    aws: Aws, payments: str, clock: FakeClock
-) -> None:
-    # GIVEN messages of both sources near the end of the DLQ's retention, and payments' breaker open
+def near_retention_in_both_sources(aws: Aws, payments: str, clock: FakeClock) -> tuple[Settings, Redriver]:
+    """A DLQ retention of 600 s and a margin of 120 s, a message of each source 500 s old, and the
+    re-driver of both sources."""
     aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "600"})
     settings = make_settings(aws, other_source_queue_urls=(payments,), expiry_margin_seconds=120)
     redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
     for body in ("payments:old", "orders:old"):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
     clock.advance(500)
+    return settings, redriver
+
+
+def test_a_part_parks_another_sources_expiring_message_and_no_sweep_is_needed(
+    aws: Aws, payments: str, clock: FakeClock
+) -> None:
+    # GIVEN messages of both sources near the end of the DLQ's retention, and payments' breaker open
+    settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     redriver.state.save_breaker(breaker_key(payments), Breaker().opened(int(clock.now)), expected_version=0)
 
     # WHEN a run goes: orders' part reads the DLQ, payments' is SKIP
@@ -250,12 +257,7 @@ def test_a_run_whose_parts_all_skip_sweeps_once_for_every_source(
     aws: Aws, payments: str, clock: FakeClock
 ) -> None:
     # GIVEN both breakers open, and a message of each source near the end of the DLQ's retention
-    aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "600"})
-    settings = make_settings(aws, other_source_queue_urls=(payments,), expiry_margin_seconds=120)
-    redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
-    for body in ("payments:old", "orders:old"):
-        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
-    clock.advance(500)
+    settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     for url in (aws.source_url, payments):
         redriver.state.save_breaker(breaker_key(url), Breaker().opened(int(clock.now)), expected_version=0)
 

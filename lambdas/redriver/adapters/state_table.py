@@ -55,14 +55,7 @@ class StateTable:
 
     def load_breaker(self, key: str) -> Breaker:
         """The stored breaker, or a fresh CLOSED one (version 0) when none was written yet."""
-        response = self._call(
-            "GetItem",
-            self._client.get_item,
-            TableName=self.table_name,
-            Key={"pk": {"S": key}},
-            ConsistentRead=True,
-        )
-        item = response.get("Item")
+        item = self._get_item(key)
         return _breaker_from_item(item) if item else Breaker()
 
     def save_breaker(self, key: str, breaker: Breaker, *, expected_version: int) -> bool:
@@ -190,14 +183,7 @@ class StateTable:
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none)."""
-        response = self._call(
-            "GetItem",
-            self._client.get_item,
-            TableName=self.table_name,
-            Key={"pk": {"S": verdict_record_key(verdict_key)}},
-            ConsistentRead=True,
-        )
-        item = response.get("Item") or {}
+        item = self._get_item(verdict_record_key(verdict_key)) or {}
         counts = {
             name: int(item[name]["N"]) if name in item else 0 for name in ("ok", "transient", "terminal")
         }
