@@ -18,11 +18,11 @@ from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling, RemovalPolic
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra import LAMBDAS_DIR
-from infra.functions import RUNTIME
-
 # The consumer's environment, as the kit reads it.
 from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+
+from . import LAMBDAS_DIR
+from .functions import RUNTIME
 
 __all__ = ["ENV_DLQ_URL", "ENV_MAX_RECEIVE_COUNT", "ENV_TABLE_NAME", "consumer_kit_layer"]
 

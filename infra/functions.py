@@ -9,7 +9,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import LAMBDAS_DIR
+from . import LAMBDAS_DIR
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 # The public Powertools layer (account 017000801446) for RUNTIME on arm64. Its version number

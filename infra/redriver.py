@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import CfnOutput, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -13,22 +13,24 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
-from infra.defaults import secure_bucket, secure_queue, secure_table
-from infra.functions import (
-    POWERTOOLS_LAYER_VERSION,
-    acknowledge,
-    grant_item_access,
-    powertools_layer,
-    python_function,
-)
-from infra.settings import RedriverSettings, SettingsError
 from redriver.act.archiving import ARCHIVE_PREFIX
 from redriver.model.failure import FAILURE_RECORD_PREFIX, VERDICT_RECORD_PREFIX
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
 from redriver.settings.schema import BY_NAME, RESOURCE_ENV, URL_SEPARATOR
 from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.deployment import OUTPUT_DESCRIPTION
+
+from .consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
+from .defaults import secure_bucket, secure_queue, secure_table
+from .functions import (
+    POWERTOOLS_LAYER_VERSION,
+    acknowledge,
+    grant_item_access,
+    powertools_layer,
+    python_function,
+)
+from .settings import RedriverSettings, SettingsError
 
 PARKING_LOT_RETENTION = Duration.days(14)
 ARCHIVE_EXPIRATION = Duration.days(365)
@@ -154,6 +156,22 @@ class SqsRedriver(Construct):
             "A scheduled tick that cannot be delivered carries no data; the next tick replaces it.",
         )
         self.consumer_kit_layer = consumer_kit_layer(self)
+        self._publish_deployment()
+
+    def _publish_deployment(self) -> None:
+        """One stack output naming every resource, so the operator's tool needs only the stack name."""
+        document = {
+            "name": self.node.path,
+            "dlq_url": self.dead_letter_queue.queue_url,
+            "source_queue_urls": [queue.queue_url for queue in self.source_queues],
+            "parking_lot_url": self.parking_lot.queue_url,
+            "table_name": self.state_table.table_name,
+            "function_name": self.function.function_name,
+            "archive_bucket": self.archive.bucket_name if self.archive else "",
+        }
+        CfnOutput(
+            self, "Deployment", value=Stack.of(self).to_json_string(document), description=OUTPUT_DESCRIPTION
+        )
 
     def _archive_bucket(self, expiration: Duration | None, removal_policy: RemovalPolicy) -> s3.Bucket:
         bucket = secure_bucket(self, "Archive", expiration=expiration, removal_policy=removal_policy)

@@ -9,10 +9,10 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.defaults import secure_queue, secure_table
-from infra.functions import acknowledge, grant_item_access, powertools_layer, python_function
-from infra.redriver import SqsRedriver
-from infra.settings import RedriverSettings
+from .defaults import secure_queue, secure_table
+from .functions import acknowledge, grant_item_access, powertools_layer, python_function
+from .redriver import SqsRedriver
+from .settings import RedriverSettings
 
 SOURCE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(14)
