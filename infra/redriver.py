@@ -10,6 +10,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -30,6 +31,7 @@ from .functions import (
     powertools_layer,
     python_function,
 )
+from .monitoring import METRICS_NAMESPACE, SERVICE_NAME, alarm_retention_seconds, monitor
 from .settings import RedriverSettings, SettingsError
 
 PARKING_LOT_RETENTION = Duration.days(14)
@@ -48,8 +50,10 @@ class SqsRedriver(Construct):
     """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
 
     Attributes: ``parking_lot``, ``archive`` (the S3 bucket of parked messages, None when
-    disabled), ``state_table``, ``function``, ``schedule_rule``, and ``consumer_kit_layer`` (the
-    stack's consumer kit layer, see ``grant_consumer``).
+    disabled), ``state_table``, ``function``, ``schedule_rule``, ``consumer_kit_layer`` (the
+    stack's consumer kit layer, see ``grant_consumer``), and ``dashboard``, ``alarms`` (name ->
+    alarm) and ``alarm_topic`` (None, empty and None with ``monitoring=False``; see
+    infra/monitoring.py).
     """
 
     def __init__(
@@ -65,11 +69,17 @@ class SqsRedriver(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         archive: bool = True,
         archive_expiration: Duration | None = ARCHIVE_EXPIRATION,
+        monitoring: bool = True,
+        alarm_email: str | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        dlq_retention: Duration | None = None,
     ) -> None:
         """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
         each message goes back to the queue SQS names as its source. ``archive``: keep every parked
         message in an S3 bucket as well (one object each), deleted ``archive_expiration`` after it
-        was written (None: never)."""
+        was written (None: never). ``monitoring``: a CloudWatch dashboard and alarms; they send
+        to ``alarm_topic`` if given, or to a topic made here with ``alarm_email`` subscribed.
+        ``dlq_retention``: an imported DLQ's retention, for the oldest-age alarm (default 4 days)."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
@@ -116,8 +126,8 @@ class SqsRedriver(Construct):
                 RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
                 RESOURCE_ENV["table_name"]: self.state_table.table_name,
                 RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
-                "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
-                "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
+                "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 **settings.lambda_environment(),
             },
             timeout=Duration.seconds(settings.redriver_timeout_seconds),
@@ -157,6 +167,18 @@ class SqsRedriver(Construct):
         )
         self.consumer_kit_layer = consumer_kit_layer(self)
         self._publish_deployment()
+        self.monitoring = monitor(
+            self,
+            on=monitoring,
+            alarm_email=alarm_email,
+            alarm_topic=alarm_topic,
+            dlq_retention_seconds=alarm_retention_seconds(
+                _retention_seconds(dead_letter_queue), dlq_retention
+            ),
+        )
+        self.dashboard = self.monitoring.dashboard if self.monitoring else None
+        self.alarms = self.monitoring.alarms if self.monitoring else {}
+        self.alarm_topic = self.monitoring.alarm_topic if self.monitoring else None
 
     def _publish_deployment(self) -> None:
         """One stack output naming every resource, so the operator's tool needs only the stack name."""
@@ -239,6 +261,8 @@ class SqsRedriver(Construct):
         function.add_layers(consumer_kit_layer(function))
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        if self.monitoring is not None:
+            self.monitoring.add_consumer(function, queue or self.source_queues[0])
 
     def _consumer_max_receive_count(self, queue: sqs.IQueue | None, explicit: int | None) -> int:
         """The maxReceiveCount of the consumer's queue: its RedrivePolicy's, or ``explicit``."""
