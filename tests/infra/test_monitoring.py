@@ -157,6 +157,14 @@ def test_the_dashboard_shows_queues_runs_breaker_and_function(default_template: 
     } <= set(titles)
 
 
+def test_the_dashboard_is_named_for_stack_path_and_region(default_template: Template) -> None:
+    # dashboards are global to the account: the region keeps two deployments of the stack apart
+    default_template.has_resource_properties(
+        "AWS::CloudWatch::Dashboard",
+        {"DashboardName": {"Fn::Join": ["", [f"{STACK}-Redriver-", {"Ref": "AWS::Region"}]]}},
+    )
+
+
 def test_the_dashboard_plots_every_run_metric_with_the_powertools_dimension(
     default_template: Template,
 ) -> None:
@@ -394,18 +402,18 @@ def test_cdk_nag_finds_nothing_unacknowledged_in_the_monitoring(variants: cdk.Ap
 
 
 @pytest.mark.parametrize(
-    "props",
+    ("props", "message"),
     [
-        {"alarm_email": "ops@example.com", "alarm_topic": "topic"},
-        {"monitoring": False, "alarm_email": "ops@example.com"},
+        ({"alarm_email": "ops@example.com", "alarm_topic": True}, "alarm_email and alarm_topic: pass one"),
+        ({"monitoring": False, "alarm_email": "ops@example.com"}, "need monitoring=True"),
     ],
 )
-def test_contradicting_monitoring_props_fail_at_synth(props: dict[str, Any]) -> None:
+def test_contradicting_monitoring_props_fail_at_synth(props: dict[str, Any], message: str) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
-    if props.get("alarm_topic") == "topic":
-        props["alarm_topic"] = sns.Topic(stack, "Topic")
+    if props.get("alarm_topic"):
+        props = {**props, "alarm_topic": sns.Topic(stack, "Topic")}
 
-    with pytest.raises(SettingsError, match="alarm_email and alarm_topic"):
+    with pytest.raises(SettingsError, match=message):
         SqsRedriver.from_queue_arns(
             stack, "Redriver", source_queue_arn=SOURCE_ARN, dead_letter_queue_arn=DLQ_ARN, **props
         )
