@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -31,6 +32,7 @@ from .functions import (
     powertools_layer,
     python_function,
 )
+from .monitoring import METRICS_NAMESPACE, SERVICE_NAME, alarm_retention_seconds, monitor
 from .resources import (
     check_key_arns,
     check_parking_lot,
@@ -79,7 +81,8 @@ class SqsRedriver(Construct):
     disabled), ``state_table``, ``function``, ``schedule_rule``, ``powertools_layer`` (the function's,
     for other functions of the app), ``consumer_kit_layer`` (the stack's consumer kit layer, see
     ``grant_consumer``) and ``encryption_key`` (the KMS key of what the construct created, None when
-    it uses AWS-managed encryption).
+    it uses AWS-managed encryption), and ``dashboard``, ``alarms`` (name -> alarm) and
+    ``alarm_topic`` (None, empty and None with ``monitoring=False``; see infra/monitoring.py).
     """
 
     def __init__(
@@ -100,6 +103,10 @@ class SqsRedriver(Construct):
         parking_lot: sqs.IQueue | None = None,
         state_table: dynamodb.ITable | None = None,
         function_props: lambda_.FunctionOptions | None = None,
+        monitoring: bool = True,
+        alarm_email: str | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        dlq_retention: Duration | None = None,
     ) -> None:
         """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
         each message goes back to the queue SQS names as its source. ``archive``: keep every parked
@@ -115,7 +122,10 @@ class SqsRedriver(Construct):
         parking lot of the DLQ's kind, with a customer-managed key if the DLQ has one; a table keyed
         by ``pk``, a string, with TTL on ``expires_at``). ``function_props``: further props of the
         re-drive function (VPC, description, extra environment variables or layers, log group...);
-        those the construct sets itself are refused. Raises SettingsError naming the prop."""
+        those the construct sets itself are refused. ``monitoring``: a CloudWatch dashboard and
+        alarms; they send to ``alarm_topic`` if given, or to a topic made here with ``alarm_email``
+        subscribed. ``dlq_retention``: an imported DLQ's retention, for the oldest-age alarm (default
+        4 days). Raises SettingsError naming the prop."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
@@ -150,8 +160,8 @@ class SqsRedriver(Construct):
             RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
             RESOURCE_ENV["table_name"]: self.state_table.table_name,
             RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
-            "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
-            "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             **settings.lambda_environment(),
         }
         self.function = python_function(
@@ -197,6 +207,18 @@ class SqsRedriver(Construct):
         )
         self.consumer_kit_layer = consumer_kit_layer(self)
         self._publish_deployment()
+        self.monitoring = monitor(
+            self,
+            on=monitoring,
+            alarm_email=alarm_email,
+            alarm_topic=alarm_topic,
+            dlq_retention_seconds=alarm_retention_seconds(
+                _retention_seconds(dead_letter_queue), dlq_retention
+            ),
+        )
+        self.dashboard = self.monitoring.dashboard if self.monitoring else None
+        self.alarms = self.monitoring.alarms if self.monitoring else {}
+        self.alarm_topic = self.monitoring.alarm_topic if self.monitoring else None
 
     def _publish_deployment(self) -> None:
         """One stack output naming every resource, so the operator's tool needs only the stack name."""
@@ -304,6 +326,8 @@ class SqsRedriver(Construct):
         function.add_layers(consumer_kit_layer(function))
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        if self.monitoring is not None:
+            self.monitoring.add_consumer(function, queue or self.source_queues[0])
 
     def _consumer_max_receive_count(self, queue: sqs.IQueue | None, explicit: int | None) -> int:
         """The maxReceiveCount of the consumer's queue: its RedrivePolicy's, or ``explicit``."""
