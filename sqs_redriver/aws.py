@@ -131,12 +131,20 @@ class QueueScan:
     """
 
     def __init__(
-        self, queue: SqsQueue, sqs: Any, where: Where, *, hold_seconds: int = SCAN_HOLD_SECONDS
+        self,
+        queue: SqsQueue,
+        sqs: Any,
+        where: Where,
+        *,
+        hold_seconds: int = SCAN_HOLD_SECONDS,
+        wait_seconds: int = 1,
     ) -> None:
         self.queue = queue
         self.where = where
         self._sqs = sqs
         self._hold_seconds = hold_seconds
+        # A long poll asks every SQS server, so an empty answer means an empty queue.
+        self._wait_seconds = wait_seconds
         self._held: dict[str, str] = {}  # message id -> receipt handle
         self._seen: set[str] = set()
 
@@ -146,7 +154,7 @@ class QueueScan:
     def __exit__(self, *_exc: object) -> None:
         self.release()
 
-    def batches(self, wait_seconds: int = 1) -> Iterator[list[Inspected]]:
+    def batches(self) -> Iterator[list[Inspected]]:
         """Batches of up to 10 messages not seen before, until a receive finds none."""
         while True:
             response = _call(
@@ -154,7 +162,7 @@ class QueueScan:
                 self._sqs.receive_message,
                 QueueUrl=self.queue.url,
                 MaxNumberOfMessages=SQS_MAX_BATCH_SIZE,
-                WaitTimeSeconds=wait_seconds,
+                WaitTimeSeconds=self._wait_seconds,
                 VisibilityTimeout=self._hold_seconds,
                 MessageAttributeNames=["All"],
                 MessageSystemAttributeNames=["All"],

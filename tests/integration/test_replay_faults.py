@@ -76,7 +76,8 @@ def park_messages(aws: Aws) -> set[str]:
 
 def run_replay(aws: Aws, sqs: Any, dynamodb: Any) -> MoveReport:
     source = SqsQueue(aws.source_url, sqs)
-    scan = QueueScan(SqsQueue(aws.parking_lot_url, sqs), sqs, Where.PARKING_LOT)
+    # moto's queue is one server: a short poll that finds nothing means an empty queue.
+    scan = QueueScan(SqsQueue(aws.parking_lot_url, sqs), sqs, Where.PARKING_LOT, wait_seconds=0)
     table = StateTable(aws.table_name, dynamodb, ttl_seconds=60)
     report = MoveReport()
     return replay(scan, Selection(), lambda _item: source, table=table, now=NOW, report=report)
