@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from .redriver import SqsRedriver
 
 METRICS_NAMESPACE = "DlqRedriver"
-SERVICE_NAME = "dlq-redriver"  # POWERTOOLS_SERVICE_NAME: the one dimension of every custom metric
+SERVICE_PREFIX = "dlq-redriver"
+
+
+def service_name(redriver_path: str) -> str:
+    """The re-driver's POWERTOOLS_SERVICE_NAME: the one dimension of its custom metrics, and the
+    ``service`` of its logs. It names the construct, so two re-drivers of one account and region
+    keep their metrics (and alarms) apart."""
+    return f"{SERVICE_PREFIX}:{redriver_path}"
+
+
 # What lambdas/redriver/handler.py publishes once per run (a test keeps the two in step).
 RUN_COUNTS = ("Redriven", "Parked", "FailedRedrives", "Canaries", "Expiring")
 RUN_PROBLEMS = ("RunErrors", "Unparkable", "Unarchived")
@@ -66,12 +75,14 @@ class RedriverMonitoring(Construct):
         parking_lot: sqs.IQueue,
         source_queues: Sequence[sqs.IQueue],
         settings: RedriverSettings,
+        service: str,
         dlq_retention_seconds: int,
         archive: bool,
         alarm_email: str | None = None,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._service = service
         if alarm_email is not None and alarm_topic is not None:
             raise SettingsError("alarm_email and alarm_topic: pass one (subscribe the address to your topic)")
         age_threshold = dlq_retention_seconds - settings.expiry_margin_seconds
@@ -289,7 +300,7 @@ class RedriverMonitoring(Construct):
         return cw.Metric(
             namespace=METRICS_NAMESPACE,
             metric_name=name,
-            dimensions_map={"service": SERVICE_NAME},
+            dimensions_map={"service": self._service},
             statistic=statistic,
             period=period,
         )
@@ -391,6 +402,7 @@ def monitor(
         parking_lot=redriver.parking_lot,
         source_queues=redriver.source_queues,
         settings=redriver.settings,
+        service=service_name(redriver.node.path),
         dlq_retention_seconds=dlq_retention_seconds,
         archive=redriver.archive is not None,
         alarm_email=alarm_email,

@@ -32,7 +32,7 @@ from .functions import (
     powertools_layer,
     python_function,
 )
-from .monitoring import METRICS_NAMESPACE, SERVICE_NAME, alarm_retention_seconds, monitor
+from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
 from .resources import (
     check_key_arns,
     check_parking_lot,
@@ -53,6 +53,7 @@ PARTITION_KEY = "pk"
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 # What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
+OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
 OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
     "sqs:ReceiveMessage",
     "sqs:ChangeMessageVisibility",
@@ -160,7 +161,7 @@ class SqsRedriver(Construct):
             RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
             RESOURCE_ENV["table_name"]: self.state_table.table_name,
             RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
-            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_SERVICE_NAME": service_name(self.node.path),
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             **settings.lambda_environment(),
         }
@@ -361,7 +362,8 @@ class SqsRedriver(Construct):
         One policy of this construct, attached to the principal, with exactly what the tool calls:
         receive, change visibility, delete, send and read attributes on the DLQ and the parking lot;
         send and read attributes on each source queue; ``kms:Decrypt`` and ``kms:GenerateDataKey``
-        on the keys of KMS-encrypted queues; six item actions on the state table (no Scan, no
+        on the keys of KMS-encrypted queues; decrypt, encrypt and data keys of the table's and the
+        archive's customer-managed key, when they have one; six item actions on the state table (no Scan, no
         Query); ``cloudformation:DescribeStacks`` on this stack; ``cloudwatch:GetMetricStatistics``
         and ``GetMetricData`` (no resource-level permissions: ``*``); and, with an archive,
         ``s3:GetObject`` and ``s3:ListBucket`` on its ``parked/`` prefix. The policy's cdk-nag
@@ -395,6 +397,16 @@ class SqsRedriver(Construct):
             # Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
             statements.append(
                 iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
+            )
+        data_keys = {
+            key.key_arn
+            for key in (self.state_table.encryption_key, self.archive and self.archive.encryption_key)
+            if key is not None
+        }
+        if data_keys:
+            # A customer-managed table (and archive) key: DynamoDB and S3 ask the caller to use it.
+            statements.append(
+                iam.PolicyStatement(actions=list(OPERATOR_DATA_KEY_ACTIONS), resources=sorted(data_keys))
             )
         if self.archive is not None:
             statements += [

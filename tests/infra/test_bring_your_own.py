@@ -328,7 +328,7 @@ def test_function_props_add_environment_and_layers_to_the_constructs(built: Buil
     layers = built.function["Layers"]
 
     assert environment["POWERTOOLS_LOG_LEVEL"] == "DEBUG"
-    assert environment["POWERTOOLS_SERVICE_NAME"] == "dlq-redriver"  # the construct's own stay
+    assert environment["POWERTOOLS_SERVICE_NAME"].startswith("dlq-redriver:")  # the construct's own stay
     assert len(layers) == 2 and "/aws/service/powertools/" in str(layers[0])
     assert layers[1] == EXTENSION_LAYER
     assert built.function["Description"] == "Re-drives the payments DLQ"

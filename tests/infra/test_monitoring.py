@@ -28,7 +28,6 @@ from infra.monitoring import (
     METRICS_NAMESPACE,
     RUN_COUNTS,
     RUN_PROBLEMS,
-    SERVICE_NAME,
     alarm_retention_seconds,
     breaker_period,
     schedule_seconds,
@@ -175,7 +174,7 @@ def test_the_dashboard_plots_every_run_metric_with_the_powertools_dimension(
     }
 
     assert plotted == {
-        (METRICS_NAMESPACE, name, "service", SERVICE_NAME)
+        (METRICS_NAMESPACE, name, "service", "dlq-redriver:SqsSmartRedriver/Redriver")
         for name in (*RUN_COUNTS, *RUN_PROBLEMS, CONTINUATIONS, BREAKER_STATE)
     }
 
@@ -252,7 +251,7 @@ def test_the_breaker_alarm_needs_open_in_three_periods_of_a_schedule_tick(defaul
         "Statistic": "Maximum",
         "Threshold": 2,
     }
-    assert props["Dimensions"] == [{"Name": "service", "Value": SERVICE_NAME}]
+    assert props["Dimensions"] == [{"Name": "service", "Value": "dlq-redriver:SqsSmartRedriver/Redriver"}]
     # rate(5 minutes) and a 60 s cooldown: a period is the schedule's tick
     assert (props["Period"], props["EvaluationPeriods"], props["TreatMissingData"]) == (300, 3, "ignore")
 
@@ -502,3 +501,22 @@ def test_a_consumer_in_another_stack_stays_off_the_dashboard() -> None:
     redriver.grant_consumer(consumer, max_receive_count=5)
 
     assert not any(t.startswith("Consumer") for t in widget_titles(Template.from_stack(stack)))
+
+
+def test_two_re_drivers_of_one_account_publish_their_run_metrics_apart() -> None:
+    stack = cdk.Stack(cdk.App(), "Two")
+    for name in ("Orders", "Payments"):
+        dlq = sqs.Queue(stack, f"{name}Dlq", retention_period=cdk.Duration.days(14))
+        source = sqs.Queue(
+            stack, f"{name}Queue", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3)
+        )
+        SqsRedriver(stack, f"{name}Redriver", source_queue=source, dead_letter_queue=dlq)
+
+    functions = Template.from_stack(stack).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "redriver.handler.lambda_handler"}}
+    )
+
+    services = sorted(
+        f["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] for f in functions.values()
+    )
+    assert services == ["dlq-redriver:Two/OrdersRedriver", "dlq-redriver:Two/PaymentsRedriver"]

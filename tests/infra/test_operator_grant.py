@@ -189,13 +189,15 @@ def test_kms_encrypted_queues_give_the_operator_decrypt_and_generate_data_key_on
         for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
         if p["Properties"].get("Groups") == [{"Ref": logical_id(group)}]
     ]
-    [kms_statement] = [
-        s
+    kms_statements = {
+        tuple(_as_list(s["Action"])): s["Resource"]
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
         if "kms:Decrypt" in _as_list(s["Action"])
-    ]
-    assert kms_statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"]
-    assert kms_statement["Resource"] == arn_of(key)
+    }
+    assert kms_statements[("kms:Decrypt", "kms:GenerateDataKey")] == arn_of(key)
+    # The DLQ's key also encrypts the table and archive the construct made: the operator uses it there.
+    data_key_actions = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
+    assert kms_statements[data_key_actions] == arn_of(key)
 
 
 def test_a_principal_that_cannot_hold_a_policy_fails_at_synth() -> None:
