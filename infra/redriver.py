@@ -42,6 +42,8 @@ CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
+# The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
+FUNCTION_PACKAGE = "redriver"
 
 
 class SqsRedriver(Construct):
@@ -106,6 +108,7 @@ class SqsRedriver(Construct):
             self,
             "RedriveFunction",
             handler="redriver.handler.lambda_handler",
+            packages=(FUNCTION_PACKAGE,),
             environment={
                 RESOURCE_ENV["dlq_url"]: dead_letter_queue.queue_url,
                 RESOURCE_ENV["source_queue_url"]: Fn.join(
