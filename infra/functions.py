@@ -24,12 +24,18 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from .settings import SettingsError
+
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-# The public Powertools layer (account 017000801446) for RUNTIME on arm64. Its version number
-# must ship the Powertools release pinned in requirements-dev.txt; override per construct.
-POWERTOOLS_LAYER_VERSION = 42
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# The Powertools release the functions run: the one requirements-dev.txt pins and the tests run
+# against (a test checks the installed package's version). The layer follows it.
+POWERTOOLS_RELEASE = "3.37.0"
+# The account that publishes the public Powertools layers (commercial partition).
+POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 
@@ -38,14 +44,50 @@ def acknowledge(scope: Construct, rule_id: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
 
-def powertools_layer(scope: Construct, version: int = POWERTOOLS_LAYER_VERSION) -> lambda_.ILayerVersion:
-    runtime_tag = RUNTIME.name.replace(".", "")
-    return lambda_.LayerVersion.from_layer_version_arn(
-        scope,
-        "PowertoolsLayer",
-        f"arn:aws:lambda:{Aws.REGION}:017000801446:layer:"
-        f"AWSLambdaPowertoolsPythonV3-{runtime_tag}-arm64:{version}",
-    )
+def powertools_layer_parameter(release: str = POWERTOOLS_RELEASE) -> str:
+    """The public SSM parameter whose value is the ARN of ``release``'s layer for RUNTIME and
+    ARCHITECTURE, in the partition and region it is read in."""
+    return f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{release}"
+
+
+def powertools_layer(
+    scope: Construct, *, version: int | None = None, arn: str | None = None
+) -> lambda_.ILayerVersion:
+    """The public Powertools layer for RUNTIME and ARCHITECTURE.
+
+    By default the layer of POWERTOOLS_RELEASE, read from its public SSM parameter by a dynamic
+    reference that CloudFormation resolves at deploy time in the stack's partition and region.
+    Overrides: ``version``, the public layer's version number (in the commercial account that
+    publishes it, in the stack's partition and region), or ``arn``, any layer's ARN.
+    Raises SettingsError naming the props (``powertools_layer_version``, ``powertools_layer_arn``)
+    when both are given or the version is not a positive integer.
+    """
+    if version is not None and arn is not None:
+        raise SettingsError(
+            "powertools_layer_version and powertools_layer_arn both given: pass one of them, or "
+            f"neither for the layer of Powertools {POWERTOOLS_RELEASE} from its public SSM parameter"
+        )
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SettingsError(
+                f"powertools_layer_version must be a positive integer (a layer version), got {version!r}"
+            )
+        runtime_tag = RUNTIME.name.replace(".", "")
+        arn = (
+            f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{POWERTOOLS_LAYER_ACCOUNT}:layer:"
+            f"AWSLambdaPowertoolsPythonV3-{runtime_tag}-{ARCHITECTURE.name}:{version}"
+        )
+    elif arn is None:
+        # force_dynamic_reference: {{resolve:ssm:...}} in the property itself. Without it CDK adds a
+        # template Parameter of type AWS::SSM::Parameter::Value<String> (and value_for_string_parameter
+        # does the same): one more input for every deployment of the template to carry.
+        arn = ssm.StringParameter.from_string_parameter_attributes(
+            scope,
+            "PowertoolsLayerParameter",
+            parameter_name=powertools_layer_parameter(),
+            force_dynamic_reference=True,
+        ).string_value
+    return lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", arn)
 
 
 def python_function(
@@ -83,7 +125,7 @@ def python_function(
         container,
         "Function",
         runtime=RUNTIME,
-        architecture=lambda_.Architecture.ARM_64,
+        architecture=ARCHITECTURE,
         handler=handler,
         code=package_code(packages),
         environment=environment,

@@ -24,7 +24,6 @@ from sqs_redriver.deployment import OUTPUT_DESCRIPTION
 from .consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
 from .defaults import secure_bucket, secure_queue, secure_table
 from .functions import (
-    POWERTOOLS_LAYER_VERSION,
     acknowledge,
     grant_item_access,
     powertools_layer,
@@ -40,6 +39,24 @@ PARTITION_KEY = "pk"
 # What the consumer kit writes to the state table: its verdict and failure records, nothing else.
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
+# What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
+OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
+    "sqs:ReceiveMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:SendMessage",
+    "sqs:GetQueueAttributes",
+)
+OPERATOR_SOURCE_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes")
+OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+)
+OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics", "cloudwatch:GetMetricData")
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 # The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
@@ -50,8 +67,9 @@ class SqsRedriver(Construct):
     """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
 
     Attributes: ``parking_lot``, ``archive`` (the S3 bucket of parked messages, None when
-    disabled), ``state_table``, ``function``, ``schedule_rule``, and ``consumer_kit_layer`` (the
-    stack's consumer kit layer, see ``grant_consumer``).
+    disabled), ``state_table``, ``function``, ``schedule_rule``, ``powertools_layer`` (the function's,
+    for other functions of the app), and ``consumer_kit_layer`` (the stack's consumer kit layer, see
+    ``grant_consumer``).
     """
 
     def __init__(
@@ -63,7 +81,8 @@ class SqsRedriver(Construct):
         dead_letter_queue: sqs.IQueue,
         other_source_queues: Sequence[sqs.IQueue] = (),
         settings: RedriverSettings | None = None,
-        powertools_layer_version: int = POWERTOOLS_LAYER_VERSION,
+        powertools_layer_version: int | None = None,
+        powertools_layer_arn: str | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         archive: bool = True,
         archive_expiration: Duration | None = ARCHIVE_EXPIRATION,
@@ -71,7 +90,10 @@ class SqsRedriver(Construct):
         """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
         each message goes back to the queue SQS names as its source. ``archive``: keep every parked
         message in an S3 bucket as well (one object each), deleted ``archive_expiration`` after it
-        was written (None: never)."""
+        was written (None: never). ``powertools_layer_version`` (the public layer's version
+        number) or ``powertools_layer_arn`` (any layer) override the Powertools layer, which is by
+        default the one of the release the project pins, read from its public SSM parameter at deploy
+        time; one of them at most."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
@@ -79,6 +101,9 @@ class SqsRedriver(Construct):
         _validate_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
         self.source_queues: tuple[sqs.IQueue, ...] = tuple(sources)
         self.dead_letter_queue = dead_letter_queue
+        self.powertools_layer = powertools_layer(
+            self, version=powertools_layer_version, arn=powertools_layer_arn
+        )
 
         self.parking_lot = secure_queue(
             self,
@@ -125,7 +150,7 @@ class SqsRedriver(Construct):
             },
             timeout=Duration.seconds(settings.redriver_timeout_seconds),
             memory_size=settings.redriver_memory_mb,
-            layer=powertools_layer(self, powertools_layer_version),
+            layer=self.powertools_layer,
             # One run at a time: the breaker and the per-message counts assume a single writer,
             # and a duplicate EventBridge delivery then waits instead of overlapping.
             reserved_concurrency=1,
@@ -269,6 +294,86 @@ class SqsRedriver(Construct):
             )
         return checked
 
+    def grant_operator(self, principal: iam.IGrantable) -> None:
+        """Let ``principal`` (an IAM role, user or group, or what holds one) run the operator's tool.
+
+        One policy of this construct, attached to the principal, with exactly what the tool calls:
+        receive, change visibility, delete, send and read attributes on the DLQ and the parking lot;
+        send and read attributes on each source queue; ``kms:Decrypt`` and ``kms:GenerateDataKey``
+        on the keys of KMS-encrypted queues; six item actions on the state table (no Scan, no
+        Query); ``cloudformation:DescribeStacks`` on this stack; ``cloudwatch:GetMetricStatistics``
+        and ``GetMetricData`` (no resource-level permissions: ``*``); and, with an archive,
+        ``s3:GetObject`` and ``s3:ListBucket`` on its ``parked/`` prefix. The policy's cdk-nag
+        findings (the two wildcards) are acknowledged on the policy itself, not on the principal.
+
+        Raises SettingsError for a principal that cannot hold a policy (a service or account
+        principal: grant those through a role they assume).
+        """
+        identity = principal.grant_principal
+        queues = [self.dead_letter_queue, self.parking_lot]
+        statements = [
+            iam.PolicyStatement(
+                actions=list(OPERATOR_QUEUE_ACTIONS), resources=[queue.queue_arn for queue in queues]
+            ),
+            iam.PolicyStatement(
+                actions=list(OPERATOR_SOURCE_ACTIONS),
+                resources=[queue.queue_arn for queue in self.source_queues],
+            ),
+            iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[self.state_table.table_arn]),
+            iam.PolicyStatement(
+                actions=["cloudformation:DescribeStacks"], resources=[Stack.of(self).stack_id]
+            ),
+            iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
+        ]
+        keys = {
+            key.key_arn: key
+            for queue in [*queues, *self.source_queues]
+            if (key := queue.encryption_master_key) is not None
+        }
+        if keys:
+            # Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
+            statements.append(
+                iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
+            )
+        if self.archive is not None:
+            statements += [
+                iam.PolicyStatement(
+                    actions=["s3:GetObject"], resources=[self.archive.arn_for_objects(ARCHIVE_OBJECTS)]
+                ),
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[self.archive.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
+                ),
+            ]
+        taken = sum(1 for child in self.node.children if child.node.id.startswith("OperatorPolicy"))
+        policy = iam.Policy(self, f"OperatorPolicy{taken + 1}", statements=statements)
+        # jsii interfaces cannot be isinstance-checked: tell the identities apart by their names.
+        if hasattr(identity, "role_name"):
+            policy.attach_to_role(identity)  # type: ignore[arg-type]
+        elif hasattr(identity, "user_name"):
+            policy.attach_to_user(identity)  # type: ignore[arg-type]
+        elif hasattr(identity, "group_name"):
+            policy.attach_to_group(identity)  # type: ignore[arg-type]
+        else:
+            raise SettingsError(
+                "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
+                f"function), got {type(identity).__name__}: grant a role it assumes instead"
+            )
+        acknowledge(
+            policy,
+            "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricStatistics and GetMetricData support no resource-level permissions; "
+            "every other statement of the operator's policy names its resource.",
+        )
+        if self.archive is not None:
+            acknowledge(
+                policy,
+                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{self._archive_id()}.Arn>/{ARCHIVE_OBJECTS}]",
+                "The operator reads parked messages from the archive, one object each under keys made "
+                "up at run time: GetObject on the parked/ prefix only.",
+            )
+
     @classmethod
     def from_queue_arns(
         cls,
@@ -321,16 +426,20 @@ class SqsRedriver(Construct):
                     actions=["s3:PutObject"], resources=[self.archive.arn_for_objects(ARCHIVE_OBJECTS)]
                 )
             )
-            cfn_bucket = self.archive.node.default_child
-            assert isinstance(cfn_bucket, s3.CfnBucket)
-            bucket_id = Stack.of(self).get_logical_id(cfn_bucket)
             assert self.function.role is not None
             acknowledge(
                 self.function.role,
-                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{ARCHIVE_OBJECTS}]",
+                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{self._archive_id()}.Arn>/{ARCHIVE_OBJECTS}]",
                 "One object per parked message under a key the function makes up at run time "
                 "(source, date, identity, message id): PutObject on the archive's parked/ prefix only.",
             )
+
+    def _archive_id(self) -> str:
+        """The archive bucket's logical id, as cdk-nag names it in findings."""
+        assert self.archive is not None
+        cfn_bucket = self.archive.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        return Stack.of(self).get_logical_id(cfn_bucket)
 
 
 def _validate_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:

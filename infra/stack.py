@@ -10,7 +10,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .defaults import secure_queue, secure_table
-from .functions import acknowledge, grant_item_access, powertools_layer, python_function
+from .functions import acknowledge, grant_item_access, python_function
 from .redriver import SqsRedriver
 from .settings import RedriverSettings
 
@@ -70,7 +70,7 @@ class RedriverStack(Stack):
             },
             timeout=Duration.seconds(settings.consumer_timeout_seconds),
             memory_size=256,
-            layer=powertools_layer(self),
+            layer=self.redriver.powertools_layer,  # the re-driver's: one Powertools release
         )
         grant_item_access(self.consumer, self.idempotency_table)
         # The kit's permissions, environment and layer; the re-driver then waits for its verdicts.

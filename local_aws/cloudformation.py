@@ -3,6 +3,12 @@
 The app is synthesized exactly as `cdk synth` would (with a profile from cdk.json), and its
 CloudFormation template is created in moto's CloudFormation, so what runs locally is the same
 infrastructure definition as `cdk deploy`'s. moto needs a fake CDK bootstrap for the assets.
+
+The template goes in unchanged, including the Powertools layer's dynamic reference
+(`{{resolve:ssm:/aws/service/powertools/...}}`): moto's CloudFormation resolves no dynamic
+references and drops a function's Layers, so the reference is never read. moto could not host that
+parameter anyway (it refuses names under `/aws/`), and a template Parameter in its place made
+moto's server fail create_stack. The functions run in-process here, with the installed Powertools.
 """
 
 from __future__ import annotations

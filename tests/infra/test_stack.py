@@ -14,6 +14,7 @@ from aws_cdk.assertions import Match, Template
 from constructs import Construct
 
 from app import build_app
+from infra.functions import powertools_layer_parameter
 from infra.redriver import SqsRedriver
 from infra.settings import RedriverSettings, SettingsError
 from infra.stack import RedriverStack
@@ -183,16 +184,7 @@ def test_redrive_function_runtime_and_limits(template: Template) -> None:
             "ReservedConcurrentExecutions": 1,
             "TracingConfig": {"Mode": "Active"},
             "LoggingConfig": {"LogFormat": "JSON", "LogGroup": Match.any_value()},
-            "Layers": [
-                {
-                    "Fn::Join": [
-                        "",
-                        Match.array_with(
-                            [Match.string_like_regexp("AWSLambdaPowertoolsPythonV3-python314-arm64:\\d+")]
-                        ),
-                    ]
-                }
-            ],
+            "Layers": [f"{{{{resolve:ssm:{powertools_layer_parameter()}}}}}"],
         },
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 
 import boto3
@@ -13,6 +14,7 @@ from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import SQSBackend, sqs_backends
 
 from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from infra.functions import powertools_layer_parameter
 from local_aws import ACCOUNT, REGION
 from local_aws.cloudformation import deploy
 from local_aws.server import speed_up_moto_sqs
@@ -99,3 +101,14 @@ def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_publis
     assert "RedriverConsumerKitLayer" in kit_layer["LayerName"]
     [layer_files] = [names for names in zipped.values() if "python/redriver/model/envelope.py" in names]
     assert [name for name in layer_files if "__pycache__" in name or name.endswith(".pyc")] == []
+
+
+def test_the_powertools_layers_dynamic_reference_deploys_into_moto_unchanged() -> None:
+    # moto resolves no {{resolve:ssm:...}} and cannot hold parameters under /aws/: the template goes
+    # in as `cdk deploy` would send it, and moto drops the function's Layers.
+    with mock_aws():
+        deployment = deploy({})
+        body = boto3.client("cloudformation").get_template(StackName=deployment.stack_name)["TemplateBody"]
+
+    template = body if isinstance(body, str) else json.dumps(body)
+    assert f"{{{{resolve:ssm:{powertools_layer_parameter()}}}}}" in template

@@ -1,0 +1,198 @@
+"""The command-line tool's AWS calls: its clients, the stack that names a deployment, queue depths,
+the DLQ's oldest age, and scans that read a queue without consuming it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from redriver.adapters import AwsCallError
+from redriver.adapters.sqs_queue import SqsQueue
+from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.deployment import Deployment, from_stack_outputs
+from sqs_redriver.inventory import Inspected, Where, inspect
+
+# An operator waits for the answer: retry throttling, but not for long.
+TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+# How long a scan hides each message it has read: long enough to read a large queue once, short
+# enough that a scan killed without releasing them gives them back soon.
+SCAN_HOLD_SECONDS = 300
+OLDEST_AGE_WINDOW_SECONDS = 900
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint."""
+
+    profile: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+    @cached_property
+    def _session(self) -> boto3.Session:
+        return boto3.Session(profile_name=self.profile, region_name=self.region)
+
+    def client(self, service: str) -> Any:
+        return self._session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)
+
+
+def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
+    """The re-driver the stack's outputs name (``redriver`` picks one of several)."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
+    return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
+
+
+def caller(sts: Any) -> str:
+    """Who is running the tool: the caller's ARN, else the local user name."""
+    try:
+        return str(sts.get_caller_identity()["Arn"])
+    except (ClientError, BotoCoreError):
+        return os.environ.get("USER", "unknown")
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """A queue's approximate message counts and its retention."""
+
+    url: str
+    visible: int
+    in_flight: int
+    delayed: int
+    retention_seconds: int
+
+    @property
+    def name(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight + self.delayed
+
+
+def queue_depth(sqs: Any, url: str) -> QueueDepth:
+    attributes = _call(
+        "GetQueueAttributes",
+        sqs.get_queue_attributes,
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+            "MessageRetentionPeriod",
+        ],
+    )["Attributes"]
+    return QueueDepth(
+        url=url,
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+        retention_seconds=int(attributes.get("MessageRetentionPeriod", 0)),
+    )
+
+
+def oldest_age_seconds(cloudwatch: Any, queue_name: str, now: float) -> int | None:
+    """The queue's ApproximateAgeOfOldestMessage as SQS last published it to CloudWatch (None when
+    there is no recent datapoint: an empty or idle queue, or a local endpoint). Reading it consumes
+    nothing, unlike receiving messages to look at their age."""
+    response = _call(
+        "GetMetricStatistics",
+        cloudwatch.get_metric_statistics,
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=datetime.fromtimestamp(now - OLDEST_AGE_WINDOW_SECONDS, UTC),
+        EndTime=datetime.fromtimestamp(now, UTC),
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    points = sorted(response.get("Datapoints", []), key=lambda point: point["Timestamp"])
+    return int(points[-1]["Maximum"]) if points else None
+
+
+class QueueScan:
+    """Reads each message of a queue once without consuming it.
+
+    Every message read stays hidden (held) until ``release`` gives it back or the caller deletes
+    it (``forget``), so a scan never sees a message twice. Use it as a context manager: leaving it,
+    by an error or Ctrl-C too, gives back everything still held; a scan killed outright gives them
+    back when their hold ends (``SCAN_HOLD_SECONDS``).
+    """
+
+    def __init__(
+        self, queue: SqsQueue, sqs: Any, where: Where, *, hold_seconds: int = SCAN_HOLD_SECONDS
+    ) -> None:
+        self.queue = queue
+        self.where = where
+        self._sqs = sqs
+        self._hold_seconds = hold_seconds
+        self._held: dict[str, str] = {}  # message id -> receipt handle
+        self._seen: set[str] = set()
+
+    def __enter__(self) -> QueueScan:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+    def batches(self, wait_seconds: int = 1) -> Iterator[list[Inspected]]:
+        """Batches of up to 10 messages not seen before, until a receive finds none."""
+        while True:
+            response = _call(
+                "ReceiveMessage",
+                self._sqs.receive_message,
+                QueueUrl=self.queue.url,
+                MaxNumberOfMessages=SQS_MAX_BATCH_SIZE,
+                WaitTimeSeconds=wait_seconds,
+                VisibilityTimeout=self._hold_seconds,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            )
+            raws = response.get("Messages", [])
+            if not raws:
+                return
+            fresh = []
+            for raw in raws:
+                self._held[raw["MessageId"]] = raw["ReceiptHandle"]
+                if raw["MessageId"] not in self._seen:  # seen before: its hold had lapsed
+                    self._seen.add(raw["MessageId"])
+                    fresh.append(inspect(raw, self.where))
+            yield fresh
+
+    def everything(self) -> list[Inspected]:
+        """Every message of the queue (still held until ``release``)."""
+        return [item for batch in self.batches() for item in batch]
+
+    def forget(self, message_ids: Sequence[str]) -> None:
+        """These were deleted: nothing to give back."""
+        for message_id in message_ids:
+            self._held.pop(message_id, None)
+
+    def release(self) -> int:
+        """Give back every held message now; return how many could not be (their hold ends anyway)."""
+        held, self._held = self._held, {}
+        if not held:
+            return 0
+        try:
+            result = self.queue.change_visibility({mid: (handle, 0) for mid, handle in held.items()})
+        except AwsCallError:
+            return len(held)
+        return len(result.failed)
+
+
+def _call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
+    try:
+        response: Mapping[str, Any] = call(**kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"{operation} failed: {exc}") from exc
+    return response

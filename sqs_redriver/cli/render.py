@@ -1,0 +1,208 @@
+"""How the command-line tool shows things to a person (``--json`` prints the data instead)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Group as Stack
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from redriver.decide.breaker import State
+from sqs_redriver.aws import QueueDepth
+from sqs_redriver.inventory import Group, Inspected
+from sqs_redriver.moves import MoveReport
+from sqs_redriver.status import Status
+
+STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
+LAST_RUNS_SHOWN = 5
+
+
+def as_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str)
+
+
+def when(epoch: int, now: int) -> str:
+    """``2026-11-23 19:40:05Z (3m ago)``."""
+    if not epoch:
+        return "-"
+    stamp = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"{stamp} ({duration(now - epoch)} ago)"
+
+
+def duration(seconds: int) -> str:
+    """``45s``, ``12m``, ``3h20m``, ``2d4h``."""
+    if seconds < 0:
+        return f"-{duration(-seconds)}"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86_400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86_400}d{seconds % 86_400 // 3600}h"
+
+
+def status_view(status: Status) -> RenderableType:
+    now = status.at
+    parts: list[RenderableType] = [Text(f"re-driver {status.deployment.name}", style="bold")]
+    if status.pause is not None:
+        pause = status.pause
+        parts.append(Text(f"PAUSED by {pause.by} {when(pause.at, now)}: {pause.reason}", style="bold yellow"))
+    breakers = Table("source queue", "breaker", "since", "failures", "canary", title="Circuit breakers")
+    for url, breaker in status.breakers.items():
+        breakers.add_row(
+            _name(url),
+            Text(breaker.state.value, style=STATE_STYLE[breaker.state]),
+            when(breaker.changed_at, now),
+            str(breaker.failures),
+            "in flight" if breaker.canary is not None else "-",
+        )
+    parts.append(breakers)
+    parts.append(_queues(status))
+    if status.runs:
+        parts.append(_runs(status, now))
+    problems = status.problems
+    parts.append(
+        Text("\n".join(f"! {p}" for p in problems), style="red") if problems else Text("ok", style="green")
+    )
+    return Stack(*parts)
+
+
+def _queues(status: Status) -> Table:
+    table = Table("queue", "role", "visible", "in flight", "delayed", "note", title="Queues")
+    for depth in status.sources:
+        table.add_row(*_depth_cells(depth, "source"), "")
+    expiry = status.dlq_time_to_expiry_seconds
+    note = (
+        f"oldest {duration(status.dlq_oldest_age_seconds or 0)}, expires in {duration(expiry)}"
+        if expiry is not None
+        else f"retention {duration(status.dlq.retention_seconds)}; oldest age not published"
+    )
+    table.add_row(*_depth_cells(status.dlq, "DLQ"), note)
+    table.add_row(*_depth_cells(status.parking_lot, "parking lot"), "")
+    return table
+
+
+def _depth_cells(depth: QueueDepth, role: str) -> list[str]:
+    return [depth.name, role, str(depth.visible), str(depth.in_flight), str(depth.delayed)]
+
+
+def _runs(status: Status, now: int) -> Table:
+    table = Table(
+        "started",
+        "mode",
+        "breaker",
+        "received",
+        "re-driven",
+        "parked",
+        "returned",
+        "stopped",
+        title="Last runs",
+    )
+    for run in status.runs[:LAST_RUNS_SHOWN]:
+        row = run.to_dict()
+        mode = "PAUSED" if row.get("paused") else str(row.get("mode", ""))
+        if row.get("continuation"):
+            mode += " (cont.)"
+        table.add_row(
+            when(int(row.get("at", 0)), now),
+            mode,
+            str(row.get("breaker_state", "")),
+            *(str(row.get(name, 0)) for name in ("received", "redriven", "parked", "returned")),
+            str(row.get("stopped_because", "")),
+        )
+    return table
+
+
+def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
+    table = Table(
+        "queue", "group", "count", "oldest", "newest", "sources", "sample id", "what failed", title=title
+    )
+    for group in groups:
+        table.add_row(
+            group.where.value,
+            group.key,
+            str(group.count),
+            when(group.oldest, now),
+            when(group.newest, now),
+            ", ".join(_name(s) for s in sorted(group.sources)) or "-",
+            group.sample_id,
+            group.label[:80],
+        )
+    return table
+
+
+def message_view(item: Inspected, now: int) -> RenderableType:
+    message = item.message
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("queue", item.where.value)
+    table.add_row("message id", message.message_id)
+    table.add_row("identity", item.identity)
+    table.add_row("group", item.group)
+    table.add_row("source", item.source or "-")
+    table.add_row("sent", when(item.sent_at, now))
+    if item.mark is not None:
+        mark = item.mark
+        table.add_row("re-drives", str(mark.count))
+        table.add_row("first failed", when(mark.first_failed_at, now))
+        table.add_row("re-driven at", ", ".join(when(at, now) for at in mark.redriven_at) or "-")
+        table.add_row("replays", ", ".join(f"{when(at, now)} after {n}" for at, n in mark.replays) or "-")
+    if item.failure is not None:
+        failure = item.failure
+        table.add_row("failure", f"{failure.kind.value} {failure.error_class}: {failure.message}")
+        table.add_row("fingerprint", failure.fingerprint)
+    if item.parked is not None:
+        table.add_row("parked", f"{item.parked.get('cause')}: {item.parked.get('why')}")
+    for name, value in message.attributes.items():
+        table.add_row(f"attribute {name}", str(value.get("StringValue", "<binary>")))
+    return Stack(table, Text("body:", style="bold"), Text(message.body))
+
+
+def message_dict(item: Inspected) -> dict[str, Any]:
+    message = item.message
+    mark = item.mark
+    return {
+        "queue": item.where.value,
+        "message_id": message.message_id,
+        "identity": item.identity,
+        "group": item.group,
+        "source": item.source,
+        "sent_at": item.sent_at,
+        "body": message.body,
+        "attributes": {name: dict(value) for name, value in message.attributes.items()},
+        "system_attributes": dict(message.system_attributes),
+        "mark": None if mark is None else json.loads(mark.to_json()),
+        "parked": None if item.parked is None else dict(item.parked),
+    }
+
+
+def move_summary(verb: str, report: MoveReport) -> Text:
+    lines = [f"{verb}: {report.moved}"]
+    if report.not_deleted:
+        lines.append(
+            f"sent but still in the queue (its delete failed; a duplicate): {len(report.not_deleted)}"
+        )
+    lines.extend(f"left in place {mid}: {why}" for mid, why in report.failed.items())
+    if report.error:
+        lines.append(f"stopped: {report.error}")
+    if report.interrupted:
+        lines.append("interrupted: everything not moved was given back")
+    return Text("\n".join(lines), style="green" if report.clean else "yellow")
+
+
+def mapping_rows(title: str, rows: Mapping[str, Any]) -> Table:
+    table = Table("", "", title=title, show_header=False)
+    for key, value in rows.items():
+        table.add_row(key, str(value))
+    return table
+
+
+def _name(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]

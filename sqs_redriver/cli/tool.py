@@ -1,0 +1,117 @@
+"""What every command needs: the connection, the deployment it works on, and its adapters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from redriver.adapters.ports import queue_key_from_arn, queue_key_from_url
+from redriver.adapters.sqs_queue import SqsQueue
+from redriver.adapters.state_table import StateTable
+from redriver.model.failure import VERDICT_RECORD_TTL_SECONDS
+from sqs_redriver.aws import Connection, QueueScan, caller, find_deployment
+from sqs_redriver.deployment import Deployment
+from sqs_redriver.inventory import Inspected, Where
+
+
+class UsageError(ValueError):
+    """The command line does not say enough (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """How the operator named the re-driver: a stack (and which re-driver in it), or its resources."""
+
+    stack: str | None = None
+    redriver: str | None = None
+    dlq_url: str | None = None
+    source_urls: tuple[str, ...] = ()
+    parking_lot_url: str | None = None
+    table: str | None = None
+
+    def explicit(self) -> Deployment | None:
+        """The deployment the options name directly, when they name it whole."""
+        given = [self.dlq_url, self.source_urls, self.parking_lot_url, self.table]
+        if not any(given):
+            return None
+        if not all(given):
+            raise UsageError(
+                "name the re-driver by --stack, or by all of --dlq-url, --source-url, "
+                "--parking-lot-url and --table"
+            )
+        assert self.dlq_url and self.parking_lot_url and self.table
+        return Deployment(
+            name="(given on the command line)",
+            dlq_url=self.dlq_url,
+            source_queue_urls=self.source_urls,
+            parking_lot_url=self.parking_lot_url,
+            table_name=self.table,
+        )
+
+
+@dataclass
+class Tool:
+    """The connection and the deployment, resolved on first use; the adapters built on them."""
+
+    connection: Connection
+    target: Target
+    clock: Any = time.time
+    _clients: dict[str, Any] = field(default_factory=dict)
+    _queues: dict[str, SqsQueue] = field(default_factory=dict)
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.connection.client(service)
+        return self._clients[service]
+
+    @cached_property
+    def deployment(self) -> Deployment:
+        explicit = self.target.explicit()
+        if explicit is not None:
+            return explicit
+        if not self.target.stack:
+            raise UsageError(
+                "which re-driver? pass --stack STACK_NAME (or set SQS_REDRIVER_STACK), or its queue "
+                "URLs and table with --dlq-url, --source-url, --parking-lot-url and --table"
+            )
+        return find_deployment(self.client("cloudformation"), self.target.stack, self.target.redriver)
+
+    @cached_property
+    def table(self) -> StateTable:
+        return StateTable(
+            self.deployment.table_name, self.client("dynamodb"), ttl_seconds=VERDICT_RECORD_TTL_SECONDS
+        )
+
+    @cached_property
+    def who(self) -> str:
+        return caller(self.client("sts"))
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def queue(self, url: str) -> SqsQueue:
+        return self._queues.setdefault(url, SqsQueue(url, self.client("sqs")))
+
+    def scan(self, where: Where) -> QueueScan:
+        url = self.deployment.parking_lot_url if where is Where.PARKING_LOT else self.deployment.dlq_url
+        return QueueScan(self.queue(url), self.client("sqs"), where)
+
+    @property
+    def fifo(self) -> bool:
+        return self.deployment.dlq_url.endswith(".fifo")
+
+    def source_for(self, item: Inspected, override: str | None = None) -> SqsQueue | None:
+        """The source queue a message goes back to: ``override``, else the one its parking reason
+        or SQS names, if it is one of this re-driver's; a message that names none goes to the first."""
+        if override:
+            return self.queue(override)
+        named = item.source
+        if not named:
+            return self.queue(self.deployment.source_queue_urls[0])
+        key = queue_key_from_arn(named) if named.startswith("arn:") else queue_key_from_url(named)
+        for url in self.deployment.source_queue_urls:
+            if queue_key_from_url(url) == key:
+                return self.queue(url)
+        return None

@@ -1,0 +1,215 @@
+"""Replay and purge: moving chosen messages out of the parking lot (or the DLQ), safely.
+
+A message leaves its queue only after it arrived at its source queue (replay) or when the operator
+chose to delete it (purge). Everything read and not moved is given back when the move ends, however
+it ends (an error, Ctrl-C): at worst a message sent whose delete did not happen is in both queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from redriver.act.outgoing import outgoing
+from redriver.act.ratelimit import TokenBucket
+from redriver.adapters import AwsCallError
+from redriver.adapters.ports import BatchResult, Outgoing
+from redriver.decide import fifo
+from redriver.model.envelope import Mark
+from redriver.model.tracked import Tracked
+from sqs_redriver.aws import QueueScan
+from sqs_redriver.inventory import Inspected, Selection
+
+REPLAY_STEP = "replay"
+
+
+class Destination(Protocol):
+    url: str
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult: ...
+
+
+class MarkTable(Protocol):
+    def forget_marks(self, identities: Sequence[str]) -> None: ...
+
+
+@dataclass
+class MoveReport:
+    """What a replay or purge did; also what it did before an interruption."""
+
+    moved: int = 0
+    # Sent to the source queue but still in the parking lot (its delete failed): a duplicate.
+    not_deleted: list[str] = field(default_factory=list)
+    # Left where they were, and why.
+    failed: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    interrupted: bool = False
+
+    @property
+    def clean(self) -> bool:
+        return not (self.not_deleted or self.failed or self.error or self.interrupted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "moved": self.moved,
+            "not_deleted": self.not_deleted,
+            "failed": self.failed,
+            "error": self.error,
+            "interrupted": self.interrupted,
+        }
+
+
+def replayed(item: Inspected, now: int) -> Tracked:
+    """The message as it goes back to its source: count reset, the replay in its mark's history."""
+    mark = item.mark or Mark(identity=item.identity, first_failed_at=item.failed_at)
+    return Tracked(item.message, mark.replayed(now))
+
+
+def replay(
+    scan: QueueScan,
+    selection: Selection,
+    route: Callable[[Inspected], Destination | None],
+    *,
+    table: MarkTable,
+    now: int,
+    limit: int | None = None,
+    bucket: TokenBucket | None = None,
+    is_fifo: bool = False,
+    report: MoveReport,
+    on_moved: Callable[[int], None] = lambda _count: None,
+) -> MoveReport:
+    """Send the chosen messages of ``scan``'s queue to the source queue ``route`` names, then
+    delete them from it. Stops at ``limit`` messages, or at the first AWS error of a whole call."""
+    with scan, _reported(report):
+        for batch in scan.batches():
+            chosen = _chosen(batch, selection, now, limit, report)
+            for destination, items in _by_destination(chosen, route, report).items():
+                if bucket is not None:
+                    bucket.acquire(len(items))
+                if not _send_and_delete(scan, destination, items, table, now, is_fifo, report):
+                    return report
+                on_moved(report.moved)
+            if limit is not None and report.moved + len(report.failed) >= limit:
+                break
+    return report
+
+
+def purge(
+    scan: QueueScan,
+    selection: Selection,
+    *,
+    now: int,
+    limit: int | None = None,
+    report: MoveReport,
+    on_moved: Callable[[int], None] = lambda _count: None,
+) -> MoveReport:
+    """Delete the chosen messages of ``scan``'s queue (the parking lot: archived copies stay)."""
+    with scan, _reported(report):
+        for batch in scan.batches():
+            chosen = _chosen(batch, selection, now, limit, report)
+            if chosen and not _delete(scan, chosen, report):
+                return report
+            on_moved(report.moved)
+            if limit is not None and report.moved >= limit:
+                break
+    return report
+
+
+@contextmanager
+def _reported(report: MoveReport) -> Iterator[None]:
+    """A failed receive ends the move like a failed send: said in the report."""
+    try:
+        yield
+    except AwsCallError as exc:
+        report.error = str(exc)
+
+
+def _chosen(
+    batch: list[Inspected], selection: Selection, now: int, limit: int | None, report: MoveReport
+) -> list[Inspected]:
+    chosen = [item for item in batch if selection.matches(item, now)]
+    if limit is not None:
+        chosen = chosen[: max(0, limit - report.moved - len(report.failed))]
+    return chosen
+
+
+def _by_destination(
+    items: list[Inspected], route: Callable[[Inspected], Destination | None], report: MoveReport
+) -> dict[Destination, list[Inspected]]:
+    routed: dict[Destination, list[Inspected]] = {}
+    for item in items:
+        destination = route(item)
+        if destination is None:
+            report.failed[item.message.message_id] = (
+                f"no configured source queue is {item.source or 'named'}: choose one with --to"
+            )
+        else:
+            routed.setdefault(destination, []).append(item)
+    return routed
+
+
+def _send_and_delete(
+    scan: QueueScan,
+    destination: Destination,
+    items: list[Inspected],
+    table: MarkTable,
+    now: int,
+    is_fifo: bool,
+    report: MoveReport,
+) -> bool:
+    """One batch: forget table counts, send, delete what arrived. False after a failed whole call."""
+    # Messages too large for a mark are counted in the table only: reset that count first (if the
+    # send then fails they stay parked, so an early reset harms nothing).
+    counted_in_table = [i.identity for i in items if i.mark is None and not i.message.has_room_for_mark]
+    try:
+        if counted_in_table:
+            table.forget_marks(counted_in_table)
+    except AwsCallError as exc:
+        report.error = str(exc)
+        return False
+    entries = []
+    for index, item in enumerate(items):
+        tracked = replayed(item, now)
+        step = f"{REPLAY_STEP}{len(tracked.mark.replays)}"
+        entries.append(
+            outgoing(
+                str(index),
+                tracked,
+                tracked.mark.to_json(),
+                delay=0,
+                deduplication_id=fifo.deduplication_id(tracked, step),
+                fifo=is_fifo,
+            )
+        )
+    result = destination.send(entries)
+    for key, failure in result.failed.items():
+        report.failed[items[int(key)].message.message_id] = f"{failure.code}: {failure.message}"
+    arrived = [items[int(key)] for key in result.succeeded]
+    if arrived and not _delete(scan, arrived, report, sent=True):
+        return False
+    if result.call_error:
+        report.error = result.call_error
+        return False
+    return True
+
+
+def _delete(scan: QueueScan, items: list[Inspected], report: MoveReport, *, sent: bool = False) -> bool:
+    """Delete ``items`` from the scanned queue; False after a failed whole call."""
+    handles = {item.message.message_id: item.message.receipt_handle for item in items}
+    try:
+        result = scan.queue.delete(handles)
+    except AwsCallError as exc:
+        report.error = str(exc)
+        if sent:
+            report.not_deleted.extend(handles)
+        return False
+    scan.forget(result.succeeded)
+    report.moved += len(result.succeeded)
+    for message_id, failure in result.failed.items():
+        if sent:
+            report.not_deleted.append(message_id)
+        else:
+            report.failed[message_id] = f"{failure.code}: {failure.message}"
+    return True

@@ -1,0 +1,257 @@
+"""The operator's command-line tool on moto: what it shows, what it moves, what it records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from local_aws.queues import drain, queue_counts
+from redriver.adapters.state_table import StateTable
+from redriver.decide.breaker import State
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from redriver.model.failure import Failure, FailureKind
+from redriver.model.groups import GroupAction
+from redriver.model.reasons import ParkCause, ParkReason
+from redriver.settings import breaker_key, pause_key
+from sqs_redriver.cli import app
+from tests.conftest import Aws, create_aws
+
+FIRST_FAILED = 1_700_000_000
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws()
+
+
+def tool(aws: Aws, *args: str, input: str | None = None) -> Any:
+    """Run ``sqs-redriver`` on ``aws``'s resources, named explicitly."""
+    target = [
+        "--dlq-url",
+        aws.dlq_url,
+        "--source-url",
+        aws.source_url,
+        "--parking-lot-url",
+        aws.parking_lot_url,
+        "--table",
+        aws.table_name,
+    ]
+    return CliRunner().invoke(app, [*target, *args], input=input)
+
+
+def failure(fingerprint: str) -> Failure:
+    return Failure(
+        FailureKind.TERMINAL, "orders.InvalidOrder", "no items", fingerprint, FIRST_FAILED, 1, "arn"
+    )
+
+
+def park(aws: Aws, body: str, *, count: int = 5, fingerprint: str | None = None, **attributes: str) -> None:
+    """A message as the re-driver parks it: its attributes and its mark with the parking reason."""
+    mark = Mark(
+        identity=f"id-{body}",
+        count=count,
+        first_failed_at=FIRST_FAILED,
+        redriven_at=(FIRST_FAILED + 60,),
+        failure=failure(fingerprint) if fingerprint else None,
+    )
+    cause = ParkCause.TERMINAL if fingerprint else ParkCause.OVER_LIMIT
+    reason = ParkReason(cause, "test", count, FIRST_FAILED, FIRST_FAILED + 90, aws.source_url, "m-1")
+    message_attributes = {name: string_attribute(value) for name, value in attributes.items()}
+    message_attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
+    aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=message_attributes)
+
+
+def parked_fixture(aws: Aws) -> None:
+    for n in range(3):
+        park(aws, f"bad-{n}", fingerprint="fp-bad")
+    park(aws, "poison")
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="waiting")
+
+
+def marks(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        m["Body"]: json.loads(m["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+        for m in messages
+        if MARK_ATTRIBUTE in m.get("MessageAttributes", {})
+    }
+
+
+def test_groups_reads_both_queues_grouped_and_consumes_nothing(aws: Aws) -> None:
+    parked_fixture(aws)
+
+    result = tool(aws, "groups", "--json")
+
+    assert result.exit_code == 0, result.output
+    found = {(g["queue"], g["group"]): g for g in json.loads(result.output)}
+    assert found[("parking-lot", "fp-bad")]["count"] == 3
+    assert found[("parking-lot", "fp-bad")]["label"] == "orders.InvalidOrder: no items"
+    assert found[("parking-lot", "cause:over_limit")]["count"] == 1
+    assert found[("dlq", "unclassified")]["count"] == 1
+    # Everything was given back at once: visible again, nothing in flight.
+    assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 4
+    assert queue_counts(aws.sqs, aws.dlq_url).visible == 1
+
+
+def test_show_prints_one_message_with_its_mark_and_reason(aws: Aws) -> None:
+    park(aws, "poison", count=5)
+    message_id = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, VisibilityTimeout=0)["Messages"][0][
+        "MessageId"
+    ]
+
+    result = tool(aws, "show", message_id, "--json")
+    by_identity = tool(aws, "show", "id-poison")
+    missing = tool(aws, "show", "no-such-message")
+
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert (shown["body"], shown["mark"]["n"], shown["parked"]["cause"]) == ("poison", 5, "over_limit")
+    assert by_identity.exit_code == 0 and "poison" in by_identity.output
+    assert missing.exit_code == 1 and "no message no-such-message" in missing.output
+
+
+def test_a_dry_run_prints_the_histogram_and_moves_nothing(aws: Aws) -> None:
+    parked_fixture(aws)
+
+    result = tool(aws, "replay", "--group", "fp-bad", "--dry-run", "--json")
+
+    assert result.exit_code == 0, result.output
+    preview = json.loads(result.output)
+    assert preview["would_replay"] == 3
+    assert [(g["group"], g["count"]) for g in preview["groups"]] == [("fp-bad", 3)]
+    assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 4
+    assert queue_counts(aws.sqs, aws.source_url).total == 0
+
+
+def test_replay_sends_a_group_back_with_its_count_reset_and_the_replay_in_its_history(aws: Aws) -> None:
+    parked_fixture(aws)
+
+    result = tool(aws, "replay", "--group", "fp-bad", "--yes", "--json", "--rate", "1000")
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["moved"] == 3
+    arrived = marks(drain(aws.sqs, aws.source_url))
+    assert sorted(arrived) == ["bad-0", "bad-1", "bad-2"]
+    for mark in arrived.values():
+        assert mark["n"] == 0 and "parked" not in mark and "err" not in mark
+        assert [n for _at, n in mark["rp"]] == [5]
+        assert mark["first"] == FIRST_FAILED
+    assert [m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)] == ["poison"]
+
+
+def test_replay_keeps_the_message_attributes_and_honours_the_limit(aws: Aws) -> None:
+    for n in range(4):
+        park(aws, f"t{n}", fingerprint="fp", tenant="acme")
+
+    result = tool(aws, "replay", "--attribute", "tenant=acme", "--limit", "2", "--yes", "--rate", "1000")
+
+    assert result.exit_code == 0, result.output
+    arrived = drain(aws.sqs, aws.source_url)
+    assert len(arrived) == 2
+    assert all(m["MessageAttributes"]["tenant"]["StringValue"] == "acme" for m in arrived)
+    assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 2
+
+
+def test_replay_asks_before_moving_and_moves_nothing_on_no(aws: Aws) -> None:
+    parked_fixture(aws)
+
+    result = tool(aws, "replay", "--all", input="n\n")
+
+    assert result.exit_code == 1  # aborted
+    assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["replay"], "or --all"),
+        (["replay", "--older-than", "2 weeks"], "not a duration"),
+        (["replay", "--all", "--json"], "needs --yes"),
+        (["purge", "--attribute", "tenant"], "name=value"),
+    ],
+)
+def test_a_command_line_that_does_not_say_enough_exits_2_and_says_what_to_do(
+    aws: Aws, args: list[str], says: str
+) -> None:
+    result = tool(aws, *args)
+
+    assert result.exit_code == 2
+    assert says in result.output
+
+
+def test_purge_deletes_only_the_chosen_group(aws: Aws) -> None:
+    parked_fixture(aws)
+
+    result = tool(aws, "purge", "--group", "cause:over_limit", "--yes")
+
+    assert result.exit_code == 0, result.output
+    left = sorted(m["Body"] for m in drain(aws.sqs, aws.parking_lot_url))
+    assert left == ["bad-0", "bad-1", "bad-2"]
+
+
+def test_pause_and_resume_write_the_record_every_run_honours(aws: Aws) -> None:
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
+
+    paused = tool(aws, "pause", "--reason", "bad deploy")
+    recorded = table.load_pause(pause_key(aws.dlq_url))
+    resumed = tool(aws, "resume")
+
+    assert paused.exit_code == 0 and resumed.exit_code == 0
+    assert recorded is not None and recorded.reason == "bad deploy" and recorded.by
+    assert table.load_pause(pause_key(aws.dlq_url)) is None
+
+
+def test_breaker_open_and_close_by_hand_move_the_stored_breaker(aws: Aws) -> None:
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
+
+    opened = tool(aws, "breaker", "open", "--reason", "consumer down")
+    state_after_open = table.load_breaker(breaker_key(aws.source_url)).state
+    closed = tool(aws, "breaker", "close", "--reason", "fixed")
+
+    assert opened.exit_code == 0 and closed.exit_code == 0, opened.output + closed.output
+    assert state_after_open is State.OPEN
+    assert table.load_breaker(breaker_key(aws.source_url)).state is State.CLOSED
+    wrong = tool(aws, "breaker", "open", "--reason", "x", "--source", "https://elsewhere")
+    assert wrong.exit_code == 2
+
+
+def test_retry_and_park_group_set_the_one_record_of_a_fingerprint(aws: Aws) -> None:
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
+
+    tool(aws, "retry-group", "fp-1", "--reason", "fixed in 1.2.3")
+    after_retry = table.load_group_marks(["fp-1"])["fp-1"].action
+    tool(aws, "park-group", "fp-1", "--reason", "bad release")
+    after_park = table.load_group_marks(["fp-1"])["fp-1"].action
+    tool(aws, "clear-group", "fp-1")
+
+    assert (after_retry, after_park) == (GroupAction.RETRY, GroupAction.PARK)
+    assert table.load_group_marks(["fp-1"]) == {}
+
+
+def test_status_shows_breakers_queues_and_exits_1_when_messages_are_parked(aws: Aws) -> None:
+    parked_fixture(aws)
+    tool(aws, "pause", "--reason", "investigating")
+
+    result = tool(aws, "status", "--json")
+
+    assert result.exit_code == 1  # parked messages need a look
+    status = json.loads(result.output)
+    assert status["pause"]["reason"] == "investigating"
+    assert status["breakers"][aws.source_url]["state"] == "CLOSED"
+    assert status["queues"]["parking_lot"]["visible"] == 4
+    assert status["queues"]["dlq"]["visible"] == 1
+    assert status["problems"] == ["4 message(s) in the parking lot"]
+    human = tool(aws, "status")
+    assert "PAUSED" in human.output and "Circuit breakers" in human.output
+
+
+def test_without_a_stack_or_queues_the_tool_says_how_to_name_the_re_driver(aws: Aws) -> None:
+    result = CliRunner().invoke(app, ["status"], env={"SQS_REDRIVER_STACK": ""})
+
+    assert result.exit_code == 2
+    assert "--stack" in result.output

@@ -1,0 +1,144 @@
+"""Replay under faults: every AWS call of a replay failed every way, a crash before it, or Ctrl-C
+before it. Nothing is lost: every message is in its source queue or still in the parking lot, and a
+message in both was reported as sent but not deleted (or the replay was killed between the two)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from local_aws.clients import ClientProxy
+from local_aws.queues import drain, make_visible
+from redriver.adapters.sqs_queue import SqsQueue
+from redriver.adapters.state_table import StateTable
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from redriver.model.reasons import ParkCause, ParkReason
+from sqs_redriver.aws import QueueScan
+from sqs_redriver.inventory import Selection, Where
+from sqs_redriver.moves import MoveReport, replay
+from tests.conftest import Aws, create_aws
+from tests.faults import Fault, Faults, SimulatedCrash
+
+MESSAGES = 13  # two batches and a part, one of them too crowded for a mark
+NOW = 1_800_000_000
+FAULTS = (Fault.THROTTLE, Fault.SERVER_ERROR, Fault.TIMEOUT, Fault.PARTIAL, Fault.CRASH)
+# A replay of 13 messages makes about 15 calls: receive, forget, send, delete, per batch, then release.
+CALLS = range(1, 17)
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws()
+
+
+class Interrupted(ClientProxy):
+    """Ctrl-C before the ``at``-th call through it (counted across the proxies sharing ``calls``)."""
+
+    def __init__(self, client: Any, at: int, calls: list[str]) -> None:
+        super().__init__(client)
+        self._at = at
+        self._calls = calls
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method) or name.startswith("_") or name in {"meta", "exceptions"}:
+            return method
+
+        def call(**kwargs: Any) -> Any:
+            self._calls.append(name)
+            if len(self._calls) == self._at:
+                raise KeyboardInterrupt
+            return method(**kwargs)
+
+        return call
+
+
+def park_messages(aws: Aws) -> set[str]:
+    bodies = set()
+    for n in range(MESSAGES):
+        body = f"order-{n}"
+        attributes = {}
+        if n == 0:  # ten attributes: no room for a mark; its count lives in the table
+            attributes = {f"a{i}": string_attribute("v") for i in range(10)}
+        else:
+            mark = Mark(f"id-{n}", 5, NOW - 3600, (NOW - 600,))
+            reason = ParkReason(ParkCause.OVER_LIMIT, "test", 5, NOW - 3600, NOW - 60, aws.source_url, "m")
+            attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
+        aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=attributes)
+        bodies.add(body)
+    return bodies
+
+
+def run_replay(aws: Aws, sqs: Any, dynamodb: Any) -> MoveReport:
+    source = SqsQueue(aws.source_url, sqs)
+    scan = QueueScan(SqsQueue(aws.parking_lot_url, sqs), sqs, Where.PARKING_LOT)
+    table = StateTable(aws.table_name, dynamodb, ttl_seconds=60)
+    report = MoveReport()
+    return replay(scan, Selection(), lambda _item: source, table=table, now=NOW, report=report)
+
+
+def books(aws: Aws) -> tuple[Counter[str], Counter[str]]:
+    """Bodies in the source queue and in the parking lot, held ones included."""
+    make_visible(aws.parking_lot_url)
+    make_visible(aws.source_url)
+    source = Counter(m["Body"] for m in drain(aws.sqs, aws.source_url))
+    lot = Counter(m["Body"] for m in drain(aws.sqs, aws.parking_lot_url))
+    return source, lot
+
+
+def assert_nothing_lost(aws: Aws, bodies: set[str], report: MoveReport | None) -> None:
+    source, lot = books(aws)
+    assert set(source) | set(lot) == bodies, f"lost: {bodies - set(source) - set(lot)}"
+    assert max((source + lot).values()) <= 2  # at most once in each queue
+    duplicated = set(source) & set(lot)
+    if report is not None:  # it finished: every duplicate was reported
+        assert len(duplicated) <= len(report.not_deleted)
+
+
+def test_a_replay_without_faults_moves_everything(aws: Aws) -> None:
+    bodies = park_messages(aws)
+
+    report = run_replay(aws, aws.sqs, aws.dynamodb)
+
+    assert report.clean and report.moved == MESSAGES
+    source, lot = books(aws)
+    assert set(source) == bodies and not lot
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
+@pytest.mark.parametrize("call", CALLS)
+def test_a_fault_at_any_call_loses_nothing(aws: Aws, fault: Fault, call: int) -> None:
+    bodies = park_messages(aws)
+    faults = Faults(plan={call: fault})
+
+    report: MoveReport | None
+    try:
+        report = run_replay(aws, faults.wrap(aws.sqs), faults.wrap(aws.dynamodb))
+    except SimulatedCrash:
+        report = None
+
+    assert_nothing_lost(aws, bodies, report)
+    if report is not None and faults.fired and fault is not Fault.PARTIAL:
+        assert not report.clean  # a failed call is reported, never swallowed
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_ctrl_c_at_any_call_gives_back_what_it_holds_and_loses_nothing(aws: Aws, call: int) -> None:
+    bodies = park_messages(aws)
+    calls: list[str] = []
+
+    with pytest.raises(KeyboardInterrupt):
+        run_replay(aws, Interrupted(aws.sqs, call, calls), Interrupted(aws.dynamodb, call, calls))
+        raise KeyboardInterrupt  # the call number was past the end: interrupted after it finished
+
+    in_flight = aws.sqs.get_queue_attributes(
+        QueueUrl=aws.parking_lot_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]["ApproximateNumberOfMessagesNotVisible"]
+    if len(calls) >= call and calls[call - 1] != "change_message_visibility_batch":
+        assert in_flight == "0"  # given back at once, not after the scan's hold
+    assert_nothing_lost(aws, bodies, None)
