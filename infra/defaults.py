@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 
-def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
-    """A queue with SQS-managed encryption that refuses requests not made over TLS."""
+def secure_queue(
+    scope: Construct, construct_id: str, *, encryption_key: kms.IKey | None = None, **props: object
+) -> sqs.Queue:
+    """A queue that refuses requests not made over TLS, encrypted with ``encryption_key`` (SSE-KMS)
+    when given, SQS-managed encryption otherwise."""
+    encryption: dict[str, object] = (
+        {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": encryption_key}
+        if encryption_key is not None
+        else {"encryption": sqs.QueueEncryption.SQS_MANAGED}
+    )
     return sqs.Queue(
         scope,
         construct_id,
-        encryption=sqs.QueueEncryption.SQS_MANAGED,
         enforce_ssl=True,
+        **encryption,  # type: ignore[arg-type]
         **props,  # type: ignore[arg-type]
     )
 
@@ -27,8 +36,10 @@ def secure_table(
     partition_key: str,
     ttl_attribute: str,
     removal_policy: RemovalPolicy,
+    encryption_key: kms.IKey | None = None,
 ) -> dynamodb.Table:
-    """An on-demand table with a string partition key, TTL, point-in-time recovery and encryption."""
+    """An on-demand table with a string partition key, TTL, point-in-time recovery and encryption
+    (with ``encryption_key`` when given, an AWS-managed key otherwise)."""
     return dynamodb.Table(
         scope,
         construct_id,
@@ -38,7 +49,10 @@ def secure_table(
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True
         ),
-        encryption=dynamodb.TableEncryption.AWS_MANAGED,
+        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED
+        if encryption_key is not None
+        else dynamodb.TableEncryption.AWS_MANAGED,
+        encryption_key=encryption_key,
         removal_policy=removal_policy,
     )
 
@@ -49,13 +63,17 @@ def secure_bucket(
     *,
     expiration: Duration | None,
     removal_policy: RemovalPolicy,
+    encryption_key: kms.IKey | None = None,
 ) -> s3.Bucket:
-    """A private bucket, S3-managed encryption, TLS only; objects deleted ``expiration`` after they
-    were written (None: kept)."""
+    """A private bucket, TLS only, encrypted with ``encryption_key`` (SSE-KMS with an S3 Bucket Key,
+    one KMS call per bucket key rather than per object) when given, S3-managed keys otherwise;
+    objects deleted ``expiration`` after they were written (None: kept)."""
     return s3.Bucket(
         scope,
         construct_id,
-        encryption=s3.BucketEncryption.S3_MANAGED,
+        encryption=s3.BucketEncryption.KMS if encryption_key is not None else s3.BucketEncryption.S3_MANAGED,
+        encryption_key=encryption_key,
+        bucket_key_enabled=True if encryption_key is not None else None,
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,

@@ -37,6 +37,16 @@ POWERTOOLS_RELEASE = "3.37.0"
 # The account that publishes the public Powertools layers (commercial partition).
 POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+# What a function in a VPC needs to attach itself (AWSLambdaVPCAccessExecutionRole, without its logs
+# actions); Lambda adds it only to a role it creates, and every function here has its own role.
+VPC_ACCESS_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
 
 
 def acknowledge(scope: Construct, rule_id: str, reason: str) -> None:
@@ -101,13 +111,23 @@ def python_function(
     memory_size: int,
     layer: lambda_.ILayerVersion,
     reserved_concurrency: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> lambda_.Function:
     """A Python function with its own role, log group (retention), JSON logs, X-Ray, arm64; its code
-    is ``packages`` (see ``package_code``), what its layers provide left out."""
+    is ``packages`` (see ``package_code``), what its layers provide left out.
+
+    ``options``: further ``lambda_.Function`` props, already checked not to touch what this factory
+    sets; ``environment`` and ``layers`` are added to the factory's, ``log_group`` replaces its own,
+    and ``vpc`` gets the role the network interface actions Lambda needs to attach the function.
+    """
     container = Construct(scope, construct_id)
-    log_group = logs.LogGroup(
+    extra = dict(options or {})
+    environment = {**environment, **extra.pop("environment", {})}
+    layers = [layer, *extra.pop("layers", ())]
+    log_group = extra.pop("log_group", None) or logs.LogGroup(
         container, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
     )
+    in_vpc = extra.get("vpc") is not None
     role = iam.Role(
         container,
         "Role",
@@ -115,12 +135,18 @@ def python_function(
         description=f"Execution role of {construct_id}",
     )
     log_group.grant_write(role)
-    acknowledge(
-        role,
-        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+    if in_vpc:
+        role.add_to_policy(iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"]))
+    reason = (
         "X-Ray tracing (Tracing.ACTIVE) needs xray:PutTraceSegments and PutTelemetryRecords, "
-        "which support no resource-level permissions; every other statement names its resource.",
+        "which support no resource-level permissions; every other statement names its resource."
     )
+    if in_vpc:
+        reason += (
+            " In a VPC, the network interface actions of AWSLambdaVPCAccessExecutionRole too: Lambda "
+            "creates and deletes the interfaces under ids unknown at synth, and Describe* take no resource."
+        )
+    acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]", reason)
     return lambda_.Function(
         container,
         "Function",
@@ -135,8 +161,9 @@ def python_function(
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
         tracing=lambda_.Tracing.ACTIVE,
-        layers=[layer],
+        layers=layers,
         reserved_concurrent_executions=reserved_concurrency,
+        **extra,
     )
 
 

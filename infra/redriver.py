@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import CfnOutput, Duration, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -28,6 +31,16 @@ from .functions import (
     grant_item_access,
     powertools_layer,
     python_function,
+)
+from .monitoring import METRICS_NAMESPACE, SERVICE_NAME, alarm_retention_seconds, monitor
+from .resources import (
+    check_key_arns,
+    check_parking_lot,
+    check_state_table,
+    data_key,
+    function_options,
+    grant_data_keys,
+    import_queue,
 )
 from .settings import RedriverSettings, SettingsError
 
@@ -68,8 +81,10 @@ class SqsRedriver(Construct):
 
     Attributes: ``parking_lot``, ``archive`` (the S3 bucket of parked messages, None when
     disabled), ``state_table``, ``function``, ``schedule_rule``, ``powertools_layer`` (the function's,
-    for other functions of the app), and ``consumer_kit_layer`` (the stack's consumer kit layer, see
-    ``grant_consumer``).
+    for other functions of the app), ``consumer_kit_layer`` (the stack's consumer kit layer, see
+    ``grant_consumer``) and ``encryption_key`` (the KMS key of what the construct created, None when
+    it uses AWS-managed encryption), and ``dashboard``, ``alarms`` (name -> alarm) and
+    ``alarm_topic`` (None, empty and None with ``monitoring=False``; see infra/monitoring.py).
     """
 
     def __init__(
@@ -86,6 +101,14 @@ class SqsRedriver(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         archive: bool = True,
         archive_expiration: Duration | None = ARCHIVE_EXPIRATION,
+        encryption_key: kms.IKey | None = None,
+        parking_lot: sqs.IQueue | None = None,
+        state_table: dynamodb.ITable | None = None,
+        function_props: lambda_.FunctionOptions | None = None,
+        monitoring: bool = True,
+        alarm_email: str | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        dlq_retention: Duration | None = None,
     ) -> None:
         """``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
         each message goes back to the queue SQS names as its source. ``archive``: keep every parked
@@ -93,61 +116,63 @@ class SqsRedriver(Construct):
         was written (None: never). ``powertools_layer_version`` (the public layer's version
         number) or ``powertools_layer_arn`` (any layer) override the Powertools layer, which is by
         default the one of the release the project pins, read from its public SSM parameter at deploy
-        time; one of them at most."""
+        time; one of them at most.
+
+        ``encryption_key``: the customer-managed KMS key of the parking lot, archive and state table
+        the construct creates; without it, a DLQ encrypted with a customer-managed key lends them its
+        key. ``parking_lot`` / ``state_table``: existing ones to use instead of creating them (a
+        parking lot of the DLQ's kind, with a customer-managed key if the DLQ has one; a table keyed
+        by ``pk``, a string, with TTL on ``expires_at``). ``function_props``: further props of the
+        re-drive function (VPC, description, extra environment variables or layers, log group...);
+        those the construct sets itself are refused. ``monitoring``: a CloudWatch dashboard and
+        alarms; they send to ``alarm_topic`` if given, or to a topic made here with ``alarm_email``
+        subscribed. ``dlq_retention``: an imported DLQ's retention, for the oldest-age alarm (default
+        4 days). Raises SettingsError naming the prop."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
         sources = [source_queue, *other_source_queues]
         _validate_queues(sources, dead_letter_queue)
         _validate_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
+        if parking_lot is not None:
+            check_parking_lot(parking_lot, dead_letter_queue, sources)
+        if state_table is not None:
+            check_state_table(state_table, partition_key=PARTITION_KEY, ttl_attribute=TTL_ATTRIBUTE)
         self.source_queues: tuple[sqs.IQueue, ...] = tuple(sources)
         self.dead_letter_queue = dead_letter_queue
         self.powertools_layer = powertools_layer(
             self, version=powertools_layer_version, arn=powertools_layer_arn
         )
+        self.encryption_key = key = data_key(encryption_key, dead_letter_queue)
 
-        self.parking_lot = secure_queue(
-            self,
-            "ParkingLot",
-            retention_period=PARKING_LOT_RETENTION,
-            removal_policy=removal_policy,
-            # FIFO poison keeps its group: a FIFO DLQ parks into a FIFO parking lot.
-            fifo=dead_letter_queue.fifo or None,
-        )
-        for rule_id in ("AwsSolutions::AwsSolutions-SQS3", "Serverless::Serverless-SQSRedrivePolicy"):
-            acknowledge(
-                self.parking_lot,
-                rule_id,
-                "The parking lot is the terminal queue for poison messages; nothing consumes it "
-                "automatically, so a DLQ behind it would never receive anything. Messages are "
-                "kept 14 days for inspection.",
-            )
-        self.archive = self._archive_bucket(archive_expiration, removal_policy) if archive else None
-        self.state_table = secure_table(
+        self.parking_lot = parking_lot or self._parking_lot(key, removal_policy)
+        self.archive = self._archive_bucket(archive_expiration, removal_policy, key) if archive else None
+        self.state_table = state_table or secure_table(
             self,
             "StateTable",
             partition_key=PARTITION_KEY,
             ttl_attribute=TTL_ATTRIBUTE,
             removal_policy=removal_policy,
+            encryption_key=key,
         )
+        environment = {
+            RESOURCE_ENV["dlq_url"]: dead_letter_queue.queue_url,
+            RESOURCE_ENV["source_queue_url"]: Fn.join(URL_SEPARATOR, [queue.queue_url for queue in sources])
+            if other_source_queues
+            else source_queue.queue_url,
+            RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
+            RESOURCE_ENV["table_name"]: self.state_table.table_name,
+            RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            **settings.lambda_environment(),
+        }
         self.function = python_function(
             self,
             "RedriveFunction",
             handler="redriver.handler.lambda_handler",
             packages=(FUNCTION_PACKAGE,),
-            environment={
-                RESOURCE_ENV["dlq_url"]: dead_letter_queue.queue_url,
-                RESOURCE_ENV["source_queue_url"]: Fn.join(
-                    URL_SEPARATOR, [queue.queue_url for queue in sources]
-                )
-                if other_source_queues
-                else source_queue.queue_url,
-                RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
-                RESOURCE_ENV["table_name"]: self.state_table.table_name,
-                RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
-                "POWERTOOLS_SERVICE_NAME": "dlq-redriver",
-                "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriver",
-                **settings.lambda_environment(),
-            },
+            environment=environment,
+            options=function_options(function_props, environment),
             timeout=Duration.seconds(settings.redriver_timeout_seconds),
             memory_size=settings.redriver_memory_mb,
             layer=self.powertools_layer,
@@ -185,6 +210,18 @@ class SqsRedriver(Construct):
         )
         self.consumer_kit_layer = consumer_kit_layer(self)
         self._publish_deployment()
+        self.monitoring = monitor(
+            self,
+            on=monitoring,
+            alarm_email=alarm_email,
+            alarm_topic=alarm_topic,
+            dlq_retention_seconds=alarm_retention_seconds(
+                _retention_seconds(dead_letter_queue), dlq_retention
+            ),
+        )
+        self.dashboard = self.monitoring.dashboard if self.monitoring else None
+        self.alarms = self.monitoring.alarms if self.monitoring else {}
+        self.alarm_topic = self.monitoring.alarm_topic if self.monitoring else None
 
     def _publish_deployment(self) -> None:
         """One stack output naming every resource, so the operator's tool needs only the stack name."""
@@ -201,8 +238,32 @@ class SqsRedriver(Construct):
             self, "Deployment", value=Stack.of(self).to_json_string(document), description=OUTPUT_DESCRIPTION
         )
 
-    def _archive_bucket(self, expiration: Duration | None, removal_policy: RemovalPolicy) -> s3.Bucket:
-        bucket = secure_bucket(self, "Archive", expiration=expiration, removal_policy=removal_policy)
+    def _parking_lot(self, key: kms.IKey | None, removal_policy: RemovalPolicy) -> sqs.Queue:
+        parking_lot = secure_queue(
+            self,
+            "ParkingLot",
+            retention_period=PARKING_LOT_RETENTION,
+            removal_policy=removal_policy,
+            # FIFO poison keeps its group: a FIFO DLQ parks into a FIFO parking lot.
+            fifo=self.dead_letter_queue.fifo or None,
+            encryption_key=key,
+        )
+        for rule_id in ("AwsSolutions::AwsSolutions-SQS3", "Serverless::Serverless-SQSRedrivePolicy"):
+            acknowledge(
+                parking_lot,
+                rule_id,
+                "The parking lot is the terminal queue for poison messages; nothing consumes it "
+                "automatically, so a DLQ behind it would never receive anything. Messages are "
+                "kept 14 days for inspection.",
+            )
+        return parking_lot
+
+    def _archive_bucket(
+        self, expiration: Duration | None, removal_policy: RemovalPolicy, key: kms.IKey | None
+    ) -> s3.Bucket:
+        bucket = secure_bucket(
+            self, "Archive", expiration=expiration, removal_policy=removal_policy, encryption_key=key
+        )
         acknowledge(
             bucket,
             "AwsSolutions::AwsSolutions-S1",
@@ -221,12 +282,12 @@ class SqsRedriver(Construct):
     ) -> None:
         """Let ``function``, a consumer of ``queue``, run the consumer kit, and tell the re-driver.
 
-        The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (plus KMS
-        for an encrypted DLQ: it dead-letters terminal failures itself), and ``PutItem`` and
-        ``UpdateItem`` on the state table limited to the keys ``VERDICTS#...`` and ``FAILURE#...``
-        (no reads, no other records). Its environment gets the DLQ's URL, the table's name and the
-        queue's maxReceiveCount, and the stack's consumer kit layer is added to it (the layer is for
-        RUNTIME on arm64: CDK refuses it on another runtime).
+        The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (it
+        dead-letters terminal failures itself), ``PutItem`` and ``UpdateItem`` on the state table
+        limited to the keys ``VERDICTS#...`` and ``FAILURE#...`` (no reads, no other records), and
+        the customer-managed KMS keys of the two, if any. Its environment gets the DLQ's URL, the
+        table's name and the queue's maxReceiveCount, and the stack's consumer kit layer is added
+        to it (the layer is for RUNTIME on arm64: CDK refuses it on another runtime).
 
         ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
         default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
@@ -250,6 +311,7 @@ class SqsRedriver(Construct):
         self.dead_letter_queue.grant(function, "sqs:SendMessage")
         if self.dead_letter_queue.encryption_master_key is not None:
             self.dead_letter_queue.encryption_master_key.grant_encrypt_decrypt(function)
+        grant_data_keys(function, queues=[self.dead_letter_queue], table=self.state_table)
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=list(CONSUMER_TABLE_ACTIONS),
@@ -267,6 +329,8 @@ class SqsRedriver(Construct):
         function.add_layers(consumer_kit_layer(function))
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        if self.monitoring is not None:
+            self.monitoring.add_consumer(function, queue or self.source_queues[0])
 
     def _consumer_max_receive_count(self, queue: sqs.IQueue | None, explicit: int | None) -> int:
         """The maxReceiveCount of the consumer's queue: its RedrivePolicy's, or ``explicit``."""
@@ -383,18 +447,31 @@ class SqsRedriver(Construct):
         source_queue_arn: str,
         dead_letter_queue_arn: str,
         other_source_queue_arns: Sequence[str] = (),
+        source_queue_key_arn: str | None = None,
+        dead_letter_queue_key_arn: str | None = None,
+        other_source_queue_key_arns: Sequence[str | None] = (),
         **kwargs: object,
     ) -> SqsRedriver:
-        """Attach the re-driver to queues that already exist, by ARN."""
+        """Attach the re-driver to queues that already exist, by ARN.
+
+        ``..._key_arn``: the ARN of a queue's customer-managed KMS key, if it has one (SQS does not
+        say at synth); the function (and ``grant_consumer``'s consumers, for the DLQ) is then granted
+        the key with the queue, and the DLQ's key encrypts what the construct creates unless
+        ``encryption_key`` is given. ``other_source_queue_key_arns``: one per other source, in order.
+        """
+        check_key_arns(other_source_queue_arns, other_source_queue_key_arns)
+        key_arns = other_source_queue_key_arns or [None] * len(other_source_queue_arns)
         holder = Construct(scope, f"{construct_id}Imports")
         return cls(
             scope,
             construct_id,
-            source_queue=sqs.Queue.from_queue_arn(holder, "Source", source_queue_arn),
-            dead_letter_queue=sqs.Queue.from_queue_arn(holder, "DeadLetter", dead_letter_queue_arn),
+            source_queue=import_queue(holder, "Source", source_queue_arn, source_queue_key_arn),
+            dead_letter_queue=import_queue(
+                holder, "DeadLetter", dead_letter_queue_arn, dead_letter_queue_key_arn
+            ),
             other_source_queues=[
-                sqs.Queue.from_queue_arn(holder, f"Source{index}", arn)
-                for index, arn in enumerate(other_source_queue_arns, 2)
+                import_queue(holder, f"Source{index}", arn, key_arn)
+                for index, (arn, key_arn) in enumerate(zip(other_source_queue_arns, key_arns, strict=True), 2)
             ],
             **kwargs,  # type: ignore[arg-type]
         )
@@ -407,6 +484,12 @@ class SqsRedriver(Construct):
         self.parking_lot.grant_send_messages(self.function)
         # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
         grant_item_access(self.function, self.state_table, batch=True)
+        grant_data_keys(
+            self.function,
+            queues=[*sources, dead_letter_queue, self.parking_lot],
+            table=self.state_table,
+            archive=self.archive,
+        )
         # Continuation: a run hands over to the next by invoking its own function. A separate policy,
         # not the role's default one, which the function depends on (that would be a cycle).
         role = self.function.role
