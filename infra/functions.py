@@ -105,7 +105,7 @@ def python_function(
     construct_id: str,
     *,
     handler: str,
-    packages: Sequence[str],
+    packages: Sequence[str] | None = None,
     environment: dict[str, str],
     timeout: Duration,
     memory_size: int,
@@ -114,7 +114,8 @@ def python_function(
     options: Mapping[str, Any] | None = None,
 ) -> lambda_.Function:
     """A Python function with its own role, log group (retention), JSON logs, X-Ray, arm64; its code
-    is ``packages`` (see ``package_code``), what its layers provide left out.
+    is ``packages`` (see ``package_code``; by default the handler's own package), what its layers
+    provide left out.
 
     ``options``: further ``lambda_.Function`` props, already checked not to touch what this factory
     sets; ``environment`` and ``layers`` are added to the factory's, ``log_group`` replaces its own,
@@ -153,7 +154,7 @@ def python_function(
         runtime=RUNTIME,
         architecture=ARCHITECTURE,
         handler=handler,
-        code=package_code(packages),
+        code=package_code(packages or (handler.split(".")[0],)),
         environment=environment,
         timeout=timeout,
         memory_size=memory_size,

@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from app import build_app
-from infra.functions import RUNTIME, package_code, package_folder
+from infra.functions import RUNTIME, package_code, package_folder, python_function
 from infra.stack import RedriverStack
 from tests.infra.test_stack import STACK, properties
 
@@ -96,6 +96,28 @@ def test_two_assets_of_the_same_package_laid_out_differently_stay_two(tmp_path: 
     layer_key = properties(template, layer)["Content"]["S3Key"]
     assert {p.name for p in code_dir(tmp_path, template, function_code).iterdir()} == {"redriver"}
     assert {p.name for p in (tmp_path / f"asset.{layer_key.removesuffix('.zip')}").iterdir()} == {"python"}
+
+
+def test_a_function_without_packages_gets_its_handlers_package(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Default")
+    layer = lambda_.LayerVersion.from_layer_version_arn(
+        stack, "Layer", "arn:aws:lambda:eu-west-1:111122223333:layer:powertools:1"
+    )
+    function = python_function(
+        stack,
+        "Consumer",
+        handler="consumer.handler.lambda_handler",
+        environment={},
+        timeout=cdk.Duration.seconds(30),
+        memory_size=256,
+        layer=layer,
+    )
+
+    app.synth()
+
+    code = code_dir(tmp_path, Template.from_stack(stack), function)
+    assert {p.name for p in code.iterdir()} == {"consumer"}
 
 
 def test_a_package_that_cannot_be_found_fails_at_synth_naming_it() -> None:
