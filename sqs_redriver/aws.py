@@ -41,7 +41,8 @@ class Connection:
         return boto3.Session(profile_name=self.profile, region_name=self.region)
 
     def client(self, service: str) -> Any:
-        return self._session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)
+        client: Any = self._session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)  # type: ignore[call-overload]
+        return client
 
 
 def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:

@@ -22,6 +22,8 @@ from redriver.adapters.ports import (
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.failure import VerdictCounts
+from redriver.model.groups import GroupMark, prevailing
+from redriver.model.history import RUN_HISTORY_LENGTH
 from redriver.model.pause import Pause
 
 ACCOUNT = "123456789012"
@@ -163,7 +165,11 @@ class FakeStateStore:
     breaker: Breaker = Breaker()
     records: list[MessageRecord] = field(default_factory=list)
     marks: dict[str, Mark] = field(default_factory=dict)
-    retry_fingerprints: set[str] = field(default_factory=set)
+    # An operator's group marks, as written (both actions of a fingerprint may be: parking wins).
+    group_marks: list[GroupMark] = field(default_factory=list)
+    # The run history per key, newest first; ``fail_record_run`` makes record_run fail.
+    runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    fail_record_run: bool = False
     # What the consumer kit reported, per verdict key; a list is read one entry per call, so a
     # test can let verdicts arrive while the run polls.
     verdicts: dict[str, list[VerdictCounts]] = field(default_factory=dict)
@@ -205,9 +211,28 @@ class FakeStateStore:
         self.calls.append("load_marks")
         return {i: self.marks[i] for i in identities if i in self.marks}
 
-    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
-        self.calls.append("load_retry_marks")
-        return frozenset(set(fingerprints) & self.retry_fingerprints)
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        self.calls.append("load_group_marks")
+        wanted = set(fingerprints)
+        return prevailing(m for m in self.group_marks if m.fingerprint in wanted)[0]
+
+    def save_group_mark(self, mark: GroupMark) -> None:
+        self.calls.append("save_group_mark")
+        self.group_marks = [m for m in self.group_marks if m.fingerprint != mark.fingerprint] + [mark]
+
+    def clear_group_mark(self, fingerprint: str) -> None:
+        self.calls.append("clear_group_mark")
+        self.group_marks = [m for m in self.group_marks if m.fingerprint != fingerprint]
+
+    def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
+        self.calls.append("record_run")
+        if self.fail_record_run:
+            raise AwsCallError("PutItem of the run history failed (injected)")
+        self.runs[key] = [dict(summary), *self.runs.get(key, [])][:keep]
+
+    def load_runs(self, key: str) -> list[dict[str, Any]]:
+        self.calls.append("load_runs")
+        return list(self.runs.get(key, []))
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         self.calls.append("load_verdicts")

@@ -53,6 +53,7 @@ def compose_redriver(
         ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
         clock=clock,
         pause=pause,
+        logger=logger,
     )
     routes = Routes(tuple(queue.url for queue in sources))
     redrives = RedriveSender(

@@ -7,7 +7,6 @@ or something could not be done, 2 the command line was wrong.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from enum import StrEnum
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -38,7 +37,7 @@ from sqs_redriver.inventory import (
     parse_duration,
 )
 from sqs_redriver.moves import MoveReport, purge, replay
-from sqs_redriver.status import read_status
+from sqs_redriver.status import Status, read_status
 
 app = typer.Typer(
     name="sqs-redriver",
@@ -136,7 +135,7 @@ def status(
     tool: Tool = ctx.obj
     with failures_reported():
 
-        def look() -> render.Status:
+        def look() -> Status:
             return read_status(
                 tool.deployment,
                 sqs=tool.client("sqs"),
@@ -157,7 +156,7 @@ def status(
         raise typer.Exit(1)
 
 
-def _watch(view: Callable[[], render.RenderableType], interval: float) -> None:
+def _watch(view: Callable[[], RenderableType], interval: float) -> None:
     try:
         with Live(view(), console=out, auto_refresh=False, screen=False) as live:
             while True:
@@ -490,4 +489,4 @@ def _move_breakers(
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -10,10 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from redriver.decide.parking import MAX_OPERATOR_NAME_CHARS, MAX_OPERATOR_REASON_CHARS, operator_reason
+from redriver.decide.routing import Routes
 from redriver.model.envelope import (
     MARK_ATTRIBUTE,
     MARK_BUDGET_BYTES,
     MAX_MESSAGE_BYTES,
+    MAX_REPLAYS,
     DlqMessage,
     Mark,
     attribute_size,
@@ -22,6 +25,8 @@ from redriver.model.envelope import (
     string_attribute,
 )
 from redriver.model.failure import Failure, FailureKind
+from redriver.model.groups import GroupAction, GroupMark
+from redriver.model.tracked import Tracked
 
 LARGEST_MARKABLE = MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))
@@ -75,6 +80,50 @@ def test_from_json_rejects_text_that_is_not_a_mark(text: str) -> None:
 def test_after_redrive_counts_and_appends_the_time() -> None:
     after = MARK.after_redrive(200)
     assert (after.count, after.redriven_at, after.last_redriven_at) == (3, (110, 130, 200), 200)
+
+
+FAILURE = Failure(FailureKind.TRANSIENT, "Timeout", "slow", "fp-1", 140, 3, "arn:aws:sqs:us-east-1:1:q")
+
+
+def test_a_mark_with_replays_survives_a_json_round_trip_as_rp() -> None:
+    mark = replace(MARK, failure=FAILURE, replays=((150, 5), (400, 2)))
+    text = mark.to_json(parked={"why": "x"})
+    assert json.loads(text)["rp"] == [[150, 5], [400, 2]]
+    assert Mark.from_json(text) == mark
+
+
+def test_a_mark_without_replays_writes_no_rp_and_reads_without_one() -> None:
+    assert "rp" not in json.loads(MARK.to_json())
+    assert Mark.from_json(MARK.to_json()).replays == ()
+
+
+@pytest.mark.parametrize("rp", ["soon", [[1]], [[1, 2, 3]], [["a", 1]], 7])
+def test_a_mark_with_a_malformed_replay_history_is_rejected(rp: object) -> None:
+    with pytest.raises(ValueError, match="not a re-drive mark"):
+        Mark.from_json(json.dumps({**VALID, "rp": rp}))
+
+
+def test_replayed_starts_the_count_again_and_records_the_replay() -> None:
+    mark = replace(MARK, failure=FAILURE, verdict_key="run/1", probe=True, replays=((50, 4),))
+
+    replayed = mark.replayed(500)
+
+    assert replayed == Mark("id-1", count=0, first_failed_at=100, replays=((50, 4), (500, 2)))
+
+
+def test_replayed_keeps_only_the_last_replays() -> None:
+    mark = MARK
+    for i in range(MAX_REPLAYS + 3):
+        mark = replace(mark.replayed(1000 + i), count=i)
+
+    assert len(mark.replays) == MAX_REPLAYS
+    assert mark.replays[0] == (1003, 2) and mark.replays[-1] == (1000 + MAX_REPLAYS + 2, MAX_REPLAYS + 1)
+
+
+def test_after_redrive_and_a_new_failure_keep_the_replays() -> None:
+    mark = MARK.replayed(500).after_redrive(600)
+    assert (mark.count, mark.replays) == (1, ((500, 2),))
+    assert replace(mark, failure=FAILURE).replays == ((500, 2),)
 
 
 def test_from_sqs_splits_the_mark_off_the_attributes() -> None:
@@ -143,19 +192,17 @@ def test_content_identity_ignores_attribute_order(values: dict[str, str]) -> Non
     assert message("b", forward).content_identity == message("b", backward).content_identity
 
 
-def test_a_mark_with_the_longest_history_a_failure_and_a_parking_reason_fits_the_budget() -> None:
-    # GIVEN the longest history settings allow (MAX_REDRIVES <= 50), a hash identity, 10-digit times
+def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits_the_budget() -> None:
+    # GIVEN the longest history settings allow (MAX_REDRIVES <= 50), a hash identity, 10-digit times,
+    # and the most replays a mark keeps, each after 50 re-drives
     mark = Mark("sha256:" + "f" * 64, 0, 1_800_000_000)
+    for replay in range(MAX_REPLAYS):
+        for i in range(50):
+            mark = mark.after_redrive(1_800_000_000 + 900 * i)
+        mark = mark.replayed(1_800_100_000 + replay)
     for i in range(50):
         mark = mark.after_redrive(1_800_000_000 + 900 * i)
-    reason = {
-        "why": "failed after 50 re-drives (limit 50)",
-        "redrive_count": 50,
-        "first_failed_at": 1_800_000_000,
-        "last_failed_at": 1_800_099_999,
-        "source_queue": "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46,  # 100 chars
-        "dlq_message_id": "0f8e7c1a-7d2b-4a38-9c41-5e6f7a8b9c0d",
-    }
+    assert (mark.count, len(mark.replays)) == (50, MAX_REPLAYS)
     # and the longest failure the consumer kit can write: non-ASCII costs up to 12 bytes escaped
     failure = Failure(
         FailureKind.TRANSIENT,
@@ -167,9 +214,14 @@ def test_a_mark_with_the_longest_history_a_failure_and_a_parking_reason_fits_the
         "arn:aws:sqs:ap-southeast-2:123456789012:" + "q" * 80,
     )
     mark = replace(mark, failure=failure)
-    reason["why"] += f"; consumer's {failure.describe()}"
+    # and the longest parking reason: an operator's, with the longest words the reason keeps
+    operator = GroupMark("f" * 16, GroupAction.PARK, "\U0001f4a5" * 1000, "\U0001f4a5" * 1000, 1_800_099_000)
+    source = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46  # 100 chars
+    tracked = Tracked(DlqMessage("0f8e7c1a-7d2b-4a38-9c41-5e6f7a8b9c0d", "rh", "{}"), mark)
+    reason = operator_reason(tracked, operator, now=1_800_099_999, routes=Routes((source,)))
+    assert reason.why.count("\U0001f4a5") > MAX_OPERATOR_REASON_CHARS // 12 + MAX_OPERATOR_NAME_CHARS // 12
     # WHEN it is written as the message attribute
-    size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason)))
+    size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason.to_dict())))
     # THEN it fits the bytes reserved for it
     assert size <= MARK_BUDGET_BYTES
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import replace
 
 import pytest
@@ -14,6 +15,7 @@ from redriver.decide.plan import BatchState, Planner, PlanRules
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage, Mark
 from redriver.model.failure import Failure, FailureKind
+from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.reasons import ParkCause
 from redriver.model.report import StopReason, Tally
@@ -44,14 +46,14 @@ def plan(
     mode: Mode = Mode.REDRIVE,
     breaker: Breaker | None = None,
     so_far: Tally | None = None,
-    retry: frozenset[str] = frozenset(),
+    groups: Mapping[str, GroupMark] | None = None,
     wave: WaveTag | None = None,
     owner: str | None = None,
     **rule_overrides: object,
 ) -> BatchPlan:
     tracking = track(batch, {}, NOW)
     so_far = so_far or Tally(received=len(batch))
-    state = BatchState(mode, breaker or Breaker(), so_far, NOW, retry, wave, owner=owner)
+    state = BatchState(mode, breaker or Breaker(), so_far, NOW, groups or {}, wave, owner=owner)
     return Planner(rules(**rule_overrides), random.Random(7)).plan(tracking, state)
 
 
@@ -262,10 +264,80 @@ def test_a_terminal_failure_whose_fingerprint_is_marked_for_retry_is_redriven() 
         failed(FailureKind.TERMINAL, body="b"),
     ]
 
-    result = plan(batch, retry=frozenset({"fixed"}))
+    result = plan(batch, groups={"fixed": group("fixed", GroupAction.RETRY)})
 
     assert bodies(r.tracked for r in result.redrive) == ["a"]
     assert bodies(p.tracked for p in result.park) == ["b"]
+
+
+def group(fingerprint: str, action: GroupAction) -> GroupMark:
+    return GroupMark(fingerprint, action, reason="bug 42: fix deploying", by="alice", at=NOW - 100)
+
+
+@pytest.mark.parametrize("mode", [Mode.REDRIVE, Mode.PROBE, Mode.VERDICT, Mode.SWEEP])
+@pytest.mark.parametrize("kind", list(FailureKind))
+def test_a_failure_of_a_group_an_operator_parked_is_parked_on_sight_saying_by_whom_and_why(
+    mode: Mode, kind: FailureKind
+) -> None:
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-c",), NOW), version=3)
+    batch = [failed(kind, count=0, fingerprint="bad", body="a"), failed(kind, count=0, body="b")]
+
+    result = plan(batch, mode=mode, breaker=breaker, groups={"bad": group("bad", GroupAction.PARK)})
+
+    [parked] = [p for p in result.park if p.tracked.message.body == "a"]
+    assert parked.reason.cause is ParkCause.OPERATOR
+    assert parked.reason.why.startswith(
+        "an operator parked its failure group (by alice: bug 42: fix deploying)"
+    )
+    assert "(fingerprint bad)" in parked.reason.why
+    assert "a" not in bodies(r.tracked for r in result.redrive) + bodies(result.canaries)
+
+
+def test_an_operators_park_wins_over_the_breaker_that_the_batch_trips() -> None:
+    # GIVEN a batch whose transient returns trip the breaker, one of them of a parked group
+    batch = [failed(FailureKind.TRANSIENT, fingerprint="bad", body="a")]
+    batch += [failed(FailureKind.TRANSIENT, body=f"r{i}") for i in range(4)]
+
+    result = plan(
+        batch, breaker=Breaker(changed_at=NOW - 600), groups={"bad": group("bad", GroupAction.PARK)}
+    )
+
+    # THEN the breaker opens on the others, and the parked group's message is parked all the same
+    assert result.open_breaker and result.returned == 4
+    assert bodies(p.tracked for p in result.park) == ["a"]
+
+
+def test_a_failure_of_a_parked_group_is_not_counted_as_returned() -> None:
+    batch = [failed(FailureKind.TRANSIENT, fingerprint="bad", body=f"p{i}") for i in range(5)]
+    batch += [failed(FailureKind.TRANSIENT, body=f"r{i}") for i in range(2)]
+
+    result = plan(
+        batch, breaker=Breaker(changed_at=NOW - 600), groups={"bad": group("bad", GroupAction.PARK)}
+    )
+
+    assert result.returned == 2 and not result.open_breaker
+    assert len(result.park) == 5 and len(result.redrive) == 2
+
+
+def test_a_retry_mark_leaves_a_transient_failure_to_the_usual_rules() -> None:
+    result = plan(
+        [failed(FailureKind.TRANSIENT, fingerprint="fixed", count=3)],
+        groups={"fixed": group("fixed", GroupAction.RETRY)},
+    )
+
+    [parked] = result.park
+    assert parked.reason.cause is ParkCause.OVER_LIMIT
+
+
+def test_another_sources_message_of_a_parked_group_is_left_for_its_own_part() -> None:
+    message = failed(FailureKind.TRANSIENT, count=0, fingerprint="bad")
+    message = replace(
+        message, system_attributes={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:payments"}
+    )
+
+    result = plan([message], owner=ORDERS, groups={"bad": group("bad", GroupAction.PARK)})
+
+    assert result.park == () and result.others == 1
 
 
 def test_terminal_failures_are_not_counted_as_returned_but_transient_ones_are() -> None:

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import DlqMessage, Mark, message_size
 from redriver.model.failure import VerdictCounts
+from redriver.model.groups import GroupMark
+from redriver.model.history import RUN_HISTORY_LENGTH
 from redriver.model.pause import Pause
 from redriver.model.reasons import ParkReason
 
@@ -138,7 +140,10 @@ class Queue(Protocol):
 
 
 class StateStore(Protocol):
-    """The state table: the breaker record and per-message records."""
+    """The state table as a run uses it: the breaker record, per-message records, and the
+    operator's records it honours (pause, failure groups) or writes (run history). What only the
+    operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is on the
+    adapter alone."""
 
     def load_breaker(self, key: str) -> Breaker:
         """The stored breaker, or a fresh CLOSED one (version 0)."""
@@ -165,8 +170,9 @@ class StateStore(Protocol):
         the consumer kit recorded for messages that had no room for it."""
         ...
 
-    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
-        """The fingerprints, of these, an operator marked for retry."""
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (parking
+        wins when both are recorded)."""
         ...
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
@@ -183,6 +189,10 @@ class StateStore(Protocol):
 
     def save_sweep_due(self, key: str, due_at: int) -> None:
         """Record when the next retention sweep is due."""
+        ...
+
+    def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
+        """Put a run's summary first in the run history ``key``, keeping the ``keep`` newest."""
         ...
 
 

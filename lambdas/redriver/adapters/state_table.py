@@ -1,8 +1,10 @@
-"""The DynamoDB state table: the breaker record and one record per re-driven message."""
+"""The DynamoDB state table: the breaker record, one record per re-driven message, and the
+records the operator's tool reads and writes (pause, failure groups, run history)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -16,13 +18,14 @@ from redriver.decide.breaker import Breaker, Canary, State
 from redriver.model.envelope import Mark
 from redriver.model.failure import (
     FAILURE_RECORD_PREFIX,
-    RETRY_RECORD_PREFIX,
+    PARK_RECORD_PREFIX,
     Failure,
     VerdictCounts,
     failure_record_key,
-    retry_record_key,
     verdict_record_key,
 )
+from redriver.model.groups import GroupAction, GroupMark, group_record_key, prevailing
+from redriver.model.history import RUN_HISTORY_LENGTH
 from redriver.model.pause import Pause
 
 if TYPE_CHECKING:
@@ -44,12 +47,14 @@ class StateTable:
         ttl_seconds: int,
         clock: Callable[[], float] = time.time,
         pause: Callable[[float], None] = time.sleep,
+        logger: logging.Logger | Any = None,
     ) -> None:
         self.table_name = table_name
         self._client = client
         self._ttl_seconds = ttl_seconds
         self._clock = clock
         self._pause = pause
+        self._log = logger or logging.getLogger("redriver")
 
     # -- breaker -------------------------------------------------------------------------------
 
@@ -175,11 +180,80 @@ class StateTable:
             marks[identity] = replace(mark, failure=failure)
         return marks
 
-    def load_retry_marks(self, fingerprints: Iterable[str]) -> frozenset[str]:
-        """The fingerprints an operator marked for retry, of these."""
+    # -- the operator's failure groups ----------------------------------------------------------
+
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (one
+        BatchGetItem of both keys of each); when both are found, parking wins, and it is logged."""
         wanted = sorted(set(fingerprints))
-        items = self._get_items([retry_record_key(fp) for fp in wanted])
-        return frozenset(item["pk"]["S"].removeprefix(RETRY_RECORD_PREFIX) for item in items)
+        keys = [group_record_key(action, fp) for fp in wanted for action in GroupAction]
+        marks, both = prevailing(_group_mark_from_item(item) for item in self._get_items(keys))
+        for fingerprint in both:
+            self._log.warning(
+                "failure group marked both for retry and for parking: parked",
+                extra={"fingerprint": fingerprint},
+            )
+        return marks
+
+    def save_group_mark(self, mark: GroupMark) -> None:
+        """Record an operator's retry or park of a failure group; the other action's record of
+        the fingerprint is deleted in the same transaction (a fingerprint is retried or parked)."""
+        self._call(
+            "TransactWriteItems",
+            self._client.transact_write_items,
+            TransactItems=[
+                {"Put": {"TableName": self.table_name, "Item": _group_mark_item(mark)}},
+                {"Delete": {"TableName": self.table_name, "Key": {"pk": {"S": mark.other_key}}}},
+            ],
+        )
+
+    def clear_group_mark(self, fingerprint: str) -> None:
+        """Forget an operator's mark of a failure group: both records, in one transaction."""
+        self._call(
+            "TransactWriteItems",
+            self._client.transact_write_items,
+            TransactItems=[
+                {
+                    "Delete": {
+                        "TableName": self.table_name,
+                        "Key": {"pk": {"S": group_record_key(a, fingerprint)}},
+                    }
+                }
+                for a in GroupAction
+            ],
+        )
+
+    # -- run history -----------------------------------------------------------------------------
+
+    def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
+        """Put a run's summary first in the history item ``key`` and keep the ``keep`` newest.
+
+        GetItem, then PutItem, unconditional: runs of one re-driver never overlap (reserved
+        concurrency 1), and an update lost to a rare overlap loses one line of history, nothing more.
+        """
+        item = self._get_item(key) or {}
+        lines = [value["S"] for value in item.get("runs", {}).get("L", []) if "S" in value]
+        line = json.dumps(summary, separators=(",", ":"), sort_keys=True)
+        runs = [line, *lines][: max(keep, 1)]
+        self._call(
+            "PutItem",
+            self._client.put_item,
+            TableName=self.table_name,
+            Item={"pk": {"S": key}, "runs": {"L": [{"S": run} for run in runs]}},
+        )
+
+    def load_runs(self, key: str) -> list[dict[str, Any]]:
+        """The recorded run summaries, newest first (a line that is not a JSON object is skipped)."""
+        item = self._get_item(key) or {}
+        runs: list[dict[str, Any]] = []
+        for value in item.get("runs", {}).get("L", []):
+            try:
+                run = json.loads(value.get("S", ""))
+            except json.JSONDecodeError:
+                continue
+            if isinstance(run, dict):
+                runs.append(run)
+        return runs
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none)."""
@@ -230,6 +304,15 @@ class StateTable:
         """Write message records with BatchWriteItem, retrying unprocessed items (none: no call)."""
         now = int(self._clock())
         items = [{"PutRequest": {"Item": _record_item(record, now, self._ttl_seconds)}} for record in records]
+        self._write_batches(items)
+
+    def forget_marks(self, identities: Iterable[str]) -> None:
+        """Delete the message records of these identities (BatchWriteItem, unprocessed ones
+        retried; none: no call): a message with no room for a mark then starts again at count 0."""
+        wanted = sorted(set(identities))
+        self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": _message_key(i)}}}} for i in wanted])
+
+    def _write_batches(self, items: Sequence[Mapping[str, Any]]) -> None:
         for start in range(0, len(items), BATCH_WRITE_LIMIT):
             request: dict[str, Any] = {self.table_name: items[start : start + BATCH_WRITE_LIMIT]}
             for _ in range(MAX_UNPROCESSED_ROUNDS):
@@ -293,6 +376,30 @@ def _breaker_from_item(item: Mapping[str, Any]) -> Breaker:
         changed_at=int(item["changed_at"]["N"]),
         version=int(item["version"]["N"]),
         canary=canary,
+    )
+
+
+def _group_mark_item(mark: GroupMark) -> dict[str, Any]:
+    return {
+        "pk": {"S": mark.key},
+        "fingerprint": {"S": mark.fingerprint},
+        "reason": {"S": mark.reason},
+        "by": {"S": mark.by},
+        "at": {"N": str(mark.at)},
+    }
+
+
+def _group_mark_from_item(item: Mapping[str, Any]) -> GroupMark:
+    """A mark from its record; one put by hand may hold the key alone (fingerprint from the key)."""
+    key = item["pk"]["S"]
+    action = GroupAction.PARK if key.startswith(PARK_RECORD_PREFIX) else GroupAction.RETRY
+    fingerprint = key.split("#", 1)[1]
+    return GroupMark(
+        fingerprint=fingerprint,
+        action=action,
+        reason=item.get("reason", {}).get("S", ""),
+        by=item.get("by", {}).get("S", ""),
+        at=int(float(item.get("at", {}).get("N", "0"))),
     )
 
 

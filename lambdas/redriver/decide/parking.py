@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from redriver.decide.routing import Routes
+from redriver.model.failure import bounded
+from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.reasons import ParkCause, ParkReason
 from redriver.model.tracked import Tracked
+
+# The operator's words in a parking reason, bounded like the consumer's error (characters, and
+# bytes as JSON) so a mark with the longest of both and a full history still fits its budget (tested).
+MAX_OPERATOR_REASON_CHARS = 200
+MAX_OPERATOR_REASON_JSON_BYTES = 480
+MAX_OPERATOR_NAME_CHARS = 64
+MAX_OPERATOR_NAME_JSON_BYTES = 160
 
 
 def over_limit(tracked: Tracked, max_redrives: int) -> bool:
@@ -33,11 +44,34 @@ def over_limit_reason(tracked: Tracked, max_redrives: int, *, now: int, routes: 
     return park_reason(tracked, ParkCause.OVER_LIMIT, why, now=now, routes=routes)
 
 
-def terminal(tracked: Tracked, retry_fingerprints: frozenset[str]) -> bool:
+def group_mark(tracked: Tracked, groups: Mapping[str, GroupMark]) -> GroupMark | None:
+    """The operator's mark on the failure group of the message's last failure, if any."""
+    failure = tracked.mark.failure
+    return groups.get(failure.fingerprint) if failure is not None else None
+
+
+def operator_parked(tracked: Tracked, groups: Mapping[str, GroupMark]) -> GroupMark | None:
+    """An operator parked its failure group: parked on sight, terminal or transient, in every mode
+    that reads the DLQ (as terminal failures are). The mark that says so, or None."""
+    mark = group_mark(tracked, groups)
+    return mark if mark is not None and mark.action is GroupAction.PARK else None
+
+
+def operator_reason(tracked: Tracked, mark: GroupMark, *, now: int, routes: Routes) -> ParkReason:
+    reason = bounded(mark.reason, MAX_OPERATOR_REASON_CHARS, MAX_OPERATOR_REASON_JSON_BYTES)
+    by = bounded(mark.by, MAX_OPERATOR_NAME_CHARS, MAX_OPERATOR_NAME_JSON_BYTES)
+    why = f"an operator parked its failure group (by {by or 'unknown'}: {reason or 'no reason given'})"
+    return park_reason(tracked, ParkCause.OPERATOR, why, now=now, routes=routes)
+
+
+def terminal(tracked: Tracked, groups: Mapping[str, GroupMark]) -> bool:
     """The consumer kit said it can never succeed: parked on first sight, never re-driven, unless
     an operator marked its fingerprint for retry."""
     failure = tracked.mark.failure
-    return failure is not None and failure.terminal and failure.fingerprint not in retry_fingerprints
+    if failure is None or not failure.terminal:
+        return False
+    mark = group_mark(tracked, groups)
+    return mark is None or mark.action is not GroupAction.RETRY
 
 
 def terminal_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:

@@ -7,13 +7,15 @@ time, and returns a BatchPlan. The run carries the plan out; nothing here calls 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from redriver.decide import backoff, canary, fifo
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, RunOutcome, trips_now
 from redriver.decide.identity import Tracking
 from redriver.decide.parking import (
+    operator_parked,
+    operator_reason,
     over_limit,
     over_limit_reason,
     terminal,
@@ -22,6 +24,7 @@ from redriver.decide.parking import (
 )
 from redriver.decide.retention import Retention, capped_hold, expiring, expiring_reason
 from redriver.decide.routing import Routes
+from redriver.model.groups import GroupMark
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
@@ -48,8 +51,8 @@ class BatchState:
     breaker: Breaker
     so_far: Tally  # the run's (or worker's) tally, this batch's receive included
     now: int
-    # Fingerprints of terminal failures an operator marked for retry (of those in the batch).
-    retry_fingerprints: frozenset[str] = frozenset()
+    # An operator's marks on the failure groups of the batch (retry or park), by fingerprint.
+    groups: Mapping[str, GroupMark] = field(default_factory=dict)
     # REDRIVE with consumer verdicts: the tag the run's re-drives carry.
     wave: WaveTag | None = None
     # The DLQ's retention: messages near its end are parked in every mode (None: no guard).
@@ -84,8 +87,9 @@ class Planner:
         }
 
     def plan(self, tracking: Tracking, state: BatchState) -> BatchPlan:
-        """Terminal failures, poison, messages from unknown sources and messages the DLQ's retention
-        is about to delete are parked in every mode (parking never touches the consumer); what is
+        """Failures of a group an operator parked, terminal failures, poison, messages from unknown
+        sources and messages the DLQ's retention is about to delete are parked in every mode that
+        reads the DLQ (parking never touches the consumer); what is
         due is then handled as the mode says. Messages of another source than ``state.owner`` are
         left whole for that source's part (a poison one that came back is evidence for its own
         breaker), unless the retention is about to delete them."""
@@ -94,14 +98,15 @@ class Planner:
         batch = [t for t in tracking.unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
         # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
-        # each time it reappears; a terminal failure says the message is bad, not that the
-        # consumer is broken.
+        # each time it reappears; a terminal failure, or one of a group an operator parked, says
+        # the message is bad, not that the consumer is broken.
         returned = sum(
             1
             for t in batch
             if t.redriven_since(state.breaker.changed_at)
             and t.message_id not in waits
             and not (t.mark.failure and t.mark.failure.terminal)
+            and operator_parked(t, state.groups) is None
         )
         park, due, leave = [], [], list(tracking.duplicates)
         for t in tracking.unique:
@@ -109,7 +114,9 @@ class Planner:
                 state.retention and expiring(t, state.retention, now=state.now)
             ):
                 leave.append(t)
-            elif terminal(t, state.retry_fingerprints):
+            elif parked_group := operator_parked(t, state.groups):
+                park.append(Park(t, operator_reason(t, parked_group, now=state.now, routes=rules.routes)))
+            elif terminal(t, state.groups):
                 park.append(Park(t, terminal_reason(t, now=state.now, routes=rules.routes)))
             elif over_limit(t, rules.max_redrives):
                 reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)

@@ -26,6 +26,8 @@ MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES
 # length so a mark always fits (tested).
 MARK_BUDGET_BYTES = 4096
 HASH_IDENTITY_PREFIX = "sha256:"
+# Replays an operator made of a parked message, kept in its mark (the last ones).
+MAX_REPLAYS = 10
 
 MessageAttributes = Mapping[str, Mapping[str, Any]]
 
@@ -36,7 +38,8 @@ class Mark:
 
     The consumer kit adds ``failure`` when it dead-letters a message; the re-driver adds
     ``verdict_key`` (where the kit reports the consumer's verdict) and ``probe`` (a probe's first
-    failure goes straight back to the DLQ) when it re-drives one.
+    failure goes straight back to the DLQ) when it re-drives one. The operator's tool adds an entry
+    to ``replays`` (replayed at, re-drive count before the replay) when it replays a parked one.
     """
 
     identity: str
@@ -46,6 +49,7 @@ class Mark:
     failure: Failure | None = None
     verdict_key: str | None = None
     probe: bool = False
+    replays: tuple[tuple[int, int], ...] = ()
 
     @property
     def last_redriven_at(self) -> int | None:
@@ -62,6 +66,20 @@ class Mark:
             probe=probe,
         )
 
+    def replayed(self, now: int) -> Mark:
+        """The mark of a parked message an operator sends back to its source: a fresh start (count
+        0, no history, no failure), its first failure's time kept, and the replay recorded (the
+        last ``MAX_REPLAYS``)."""
+        return replace(
+            self,
+            count=0,
+            redriven_at=(),
+            failure=None,
+            verdict_key=None,
+            probe=False,
+            replays=(*self.replays, (now, self.count))[-MAX_REPLAYS:],
+        )
+
     def to_json(self, **extra: Any) -> str:
         payload: dict[str, Any] = {
             "id": self.identity,
@@ -75,6 +93,8 @@ class Mark:
             payload["v"] = self.verdict_key
         if self.probe:
             payload["p"] = 1
+        if self.replays:
+            payload["rp"] = [[at, count] for at, count in self.replays]
         payload.update(extra)
         return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
@@ -91,6 +111,7 @@ class Mark:
                 failure=Failure.from_dict(payload["err"]) if "err" in payload else None,
                 verdict_key=str(payload["v"]) if "v" in payload else None,
                 probe=bool(payload.get("p")),
+                replays=tuple((int(at), int(count)) for at, count in payload.get("rp", ())),
             )
         except (TypeError, KeyError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a re-drive mark: {text[:80]!r}") from exc

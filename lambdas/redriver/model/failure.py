@@ -26,6 +26,7 @@ VERDICT_RECORD_TTL_SECONDS = 86_400
 VERDICT_RECORD_PREFIX = "VERDICTS#"
 FAILURE_RECORD_PREFIX = "FAILURE#"
 RETRY_RECORD_PREFIX = "RETRY#"
+PARK_RECORD_PREFIX = "PARK#"
 
 
 class FailureKind(StrEnum):
@@ -123,3 +124,8 @@ def failure_record_key(identity: str) -> str:
 def retry_record_key(fingerprint: str) -> str:
     """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
     return RETRY_RECORD_PREFIX + fingerprint
+
+
+def park_record_key(fingerprint: str) -> str:
+    """An operator's record: park every failure with this fingerprint on sight, terminal or not."""
+    return PARK_RECORD_PREFIX + fingerprint

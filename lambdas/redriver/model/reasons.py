@@ -15,6 +15,7 @@ class ParkCause(StrEnum):
     SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
     TERMINAL = "terminal"  # the consumer kit classified its failure as terminal
     EXPIRING = "expiring"  # the DLQ's retention would delete it soon (decide/retention.py)
+    OPERATOR = "operator"  # an operator parked its failure group (a PARK#<fingerprint> record)
 
 
 @dataclass(frozen=True)

@@ -85,13 +85,12 @@ class BatchHandler:
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
-        terminal_fingerprints = {
-            t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure and t.mark.failure.terminal
-        }
-        retry = self.state.load_retry_marks(terminal_fingerprints) if terminal_fingerprints else frozenset()
+        # An operator's retry and park marks, read only for a batch with consumer failures.
+        fingerprints = {t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure}
+        groups = self.state.load_group_marks(fingerprints) if fingerprints else {}
 
         retention = self.retention()
-        state = BatchState(mode, breaker, so_far, now, retry, wave, retention, owner)
+        state = BatchState(mode, breaker, so_far, now, groups, wave, retention, owner)
         plan = self.planner.plan(tracking, state)
         errors = 0
         if plan.open_breaker:

@@ -31,6 +31,7 @@ from redriver.decide.fairness import turn_order
 from redriver.decide.pacing import out_of_time
 from redriver.decide.retention import sweep_interval
 from redriver.model.continuation import Resume
+from redriver.model.history import run_summary
 from redriver.model.report import RunReport, StopReason, Tally, combine
 from redriver.run.canary_verdict import CanaryJudge, Step
 from redriver.run.gate import Passage, pass_gate
@@ -113,12 +114,20 @@ class Redriver:
     def run(self, remaining_ms: Callable[[], int], resume: Resume | None = None) -> RunReport:
         """Do one run; ``remaining_ms`` is the Lambda context's time left, ``resume`` the
         continuation this run was started with (None for a scheduled tick). A DLQ shared by
-        several sources is handled source by source, each under its own breaker."""
+        several sources is handled source by source, each under its own breaker. A run that ran
+        (paused ones too) adds its summary to the run history."""
         settings = self.settings
+        started = self.clock()
         if resume is not None and not self.state.take_continuation(settings.dlq_url, resume.token):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
             breaker = self.state.load_breaker(settings.breaker_key)
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
+        report = self._run(remaining_ms, resume)
+        self._record(report, started, continuation=resume is not None)
+        return report
+
+    def _run(self, remaining_ms: Callable[[], int], resume: Resume | None) -> RunReport:
+        settings = self.settings
         full_rate = resume is not None and resume.full_rate
         paused = self._paused()
         urls = settings.source_queue_urls
@@ -188,6 +197,21 @@ class Redriver:
                 extra={"by": pause.by, "reason": pause.reason, "since": pause.at},
             )
         return pause is not None
+
+    def _record(self, report: RunReport, started: float, *, continuation: bool) -> None:
+        """Add the run's summary to the history the operator's tool reads. A failed write only
+        loses that line: logged, never a run error, and the run's result stands."""
+        summary = run_summary(
+            report,
+            at=int(started),
+            duration_ms=max(int((self.clock() - started) * 1000), 0),
+            continuation=continuation,
+            first_source=self.settings.source_queue_url,
+        )
+        try:
+            self.state.record_run(self.settings.runs_key, summary)
+        except AwsCallError as exc:
+            self.log.warning("run history not recorded", extra={"error": str(exc)})
 
     def _continuation(self, report: RunReport, resume: Resume | None) -> Resume | None:
         """The run to start now, if draining goes on; at most one is ever pending."""

@@ -16,7 +16,7 @@ from redriver.settings.kinds import InvalidSetting, reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
 from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, RESOURCE_ENV, URL_SEPARATOR, default
 
-__all__ = ["ConfigError", "Settings", "breaker_key", "load_settings"]
+__all__ = ["ConfigError", "Settings", "breaker_key", "load_settings", "pause_key", "runs_key"]
 
 # Schema settings named breaker_* make up Settings.breaker, without the prefix.
 BREAKER_PREFIX = "breaker_"
@@ -29,6 +29,16 @@ class ConfigError(InvalidSetting):
 def breaker_key(source_queue_url: str) -> str:
     """The state table key of a source queue's breaker (each source of a shared DLQ has one)."""
     return f"BREAKER#{source_queue_url}"
+
+
+def pause_key(dlq_url: str) -> str:
+    """The operator's pause of the re-driver of ``dlq_url`` (model/pause.py)."""
+    return f"PAUSE#{dlq_url}"
+
+
+def runs_key(dlq_url: str) -> str:
+    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (model/history.py)."""
+    return f"RUNS#{dlq_url}"
 
 
 def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:
@@ -79,7 +89,12 @@ class Settings:
 
     @property
     def pause_key(self) -> str:
-        return f"PAUSE#{self.dlq_url}"
+        return pause_key(self.dlq_url)
+
+    @property
+    def runs_key(self) -> str:
+        """The run history: a summary of each of the last runs (model/history.py)."""
+        return runs_key(self.dlq_url)
 
     @property
     def source_queue_urls(self) -> tuple[str, ...]:
