@@ -17,7 +17,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install test conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
+.PHONY: install dist test conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
 
 install: $(STAMP)
 
@@ -45,6 +45,13 @@ $(LOCALSTACK_STAMP): $(LOCALSTACK_REQUIREMENTS)
 $(CDK): package.json
 	npm install --no-audit --no-fund --silent
 	touch $(CDK)
+
+# The wheel (dist/sqs_smart_redriver-*.whl): the construct, the consumer kit, the tool and the Lambda
+# code. setuptools builds in build/, which would keep a deleted module: it starts empty.
+dist: $(STAMP)
+	rm -rf build
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	rm -rf build *.egg-info
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -91,4 +98,4 @@ readme: $(STAMP)
 	$(BIN)/python -m infra.readme_table
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache $(LOCALSTACK_VENV)
+	rm -rf cdk.out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(LOCALSTACK_VENV)

@@ -1,11 +1,25 @@
-"""One factory for the project's Lambda functions, so every function gets the same defaults."""
+"""One factory for the project's Lambda functions, so every function gets the same defaults, and
+their code: assets made of Python packages."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.util
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from aws_cdk import Acknowledgment, Aws, Duration, RemovalPolicy, Validations
+import jsii
+from aws_cdk import (
+    Acknowledgment,
+    AssetHashType,
+    Aws,
+    BundlingOptions,
+    Duration,
+    ILocalBundling,
+    RemovalPolicy,
+    Validations,
+)
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -13,7 +27,6 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from . import LAMBDAS_DIR
 from .settings import SettingsError
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -92,6 +105,7 @@ def python_function(
     construct_id: str,
     *,
     handler: str,
+    packages: Sequence[str] | None = None,
     environment: dict[str, str],
     timeout: Duration,
     memory_size: int,
@@ -99,7 +113,9 @@ def python_function(
     reserved_concurrency: int | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> lambda_.Function:
-    """A Python function with its own role, log group (retention), JSON logs, X-Ray, arm64.
+    """A Python function with its own role, log group (retention), JSON logs, X-Ray, arm64; its code
+    is ``packages`` (see ``package_code``; by default the handler's own package), what its layers
+    provide left out.
 
     ``options``: further ``lambda_.Function`` props, already checked not to touch what this factory
     sets; ``environment`` and ``layers`` are added to the factory's, ``log_group`` replaces its own,
@@ -138,7 +154,7 @@ def python_function(
         runtime=RUNTIME,
         architecture=ARCHITECTURE,
         handler=handler,
-        code=lambda_.Code.from_asset(str(LAMBDAS_DIR), exclude=["**/__pycache__", "**/*.pyc"]),
+        code=package_code(packages or (handler.split(".")[0],)),
         environment=environment,
         timeout=timeout,
         memory_size=memory_size,
@@ -161,3 +177,72 @@ def grant_item_access(function: lambda_.Function, table: dynamodb.ITable, *, bat
     if batch:
         actions += ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"]
     function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=[table.table_arn]))
+
+
+# --- code assets made of packages -------------------------------------------------------------
+
+_NOT_PACKAGED = ("__pycache__", "*.pyc")
+
+
+def package_folder(package: str) -> Path:
+    """The folder of the top-level ``package``, wherever it is imported from (found, not imported):
+    lambdas/ in the repository, site-packages when installed from the wheel."""
+    spec = importlib.util.find_spec(package)
+    origin = Path(spec.origin) if spec is not None and spec.origin else None
+    if origin is None or origin.name != "__init__.py":
+        raise FileNotFoundError(f"no {package} package on the import path")
+    return origin.parent
+
+
+@jsii.implements(ILocalBundling)
+class _CopyPackages:
+    """Copies each package's folder to ``<prefix>/<package>`` of the bundle; bytecode caches stay out."""
+
+    def __init__(self, folders: Mapping[str, Path], prefix: str) -> None:
+        self.folders = dict(folders)
+        self.prefix = prefix
+
+    def try_bundle(self, output_dir: str, *_options: Any, **_keywords: Any) -> bool:
+        # jsii passes the BundlingOptions positionally; copying needs none of them.
+        root = Path(output_dir) / self.prefix
+        for package, folder in self.folders.items():
+            shutil.copytree(folder, root / package, ignore=shutil.ignore_patterns(*_NOT_PACKAGED))
+        return True
+
+
+def package_code(
+    packages: Sequence[str], *, prefix: str = "", source_dir: Path | None = None
+) -> lambda_.AssetCode:
+    """An asset holding exactly ``packages``, each at ``<prefix>/<package>``, copied from the folder
+    it is imported from (or from ``source_dir/<package>``) by a local bundler: synth needs no Docker.
+
+    Hashed by its output, so the asset changes only when the copied files do.
+    """
+    if not packages:
+        raise ValueError("package_code: name at least one package")
+    folders = {
+        package: package_folder(package) if source_dir is None else source_dir / package
+        for package in packages
+    }
+    for package, folder in folders.items():
+        if not (folder / "__init__.py").is_file():
+            raise FileNotFoundError(f"no {package} package in {folder.parent}")
+    target = f"/asset-output/{prefix}".rstrip("/")
+    return lambda_.Code.from_asset(
+        # Where the (first) package is found: only Docker would read it, the bundler reads each folder.
+        str(folders[packages[0]].parent),
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(
+            # Never run: the local bundler always succeeds. Docker would only be the fallback. Its
+            # command also keeps assets apart: CDK caches a bundle by source path and options, and
+            # cannot see into the local bundler.
+            image=RUNTIME.bundling_image,
+            command=[
+                "bash",
+                "-c",
+                f"mkdir -p {target} && cp -r {' '.join(packages)} {target}/"
+                f" && find {target} -name __pycache__ -prune -exec rm -rf {{}} +",
+            ],
+            local=_CopyPackages(folders, prefix),
+        ),
+    )

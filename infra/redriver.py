@@ -73,6 +73,8 @@ OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
 OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics", "cloudwatch:GetMetricData")
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
+# The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
+FUNCTION_PACKAGE = "redriver"
 
 
 class SqsRedriver(Construct):
@@ -169,6 +171,7 @@ class SqsRedriver(Construct):
             self,
             "RedriveFunction",
             handler="redriver.handler.lambda_handler",
+            packages=(FUNCTION_PACKAGE,),
             environment=environment,
             options=function_options(function_props, environment),
             timeout=Duration.seconds(settings.redriver_timeout_seconds),

@@ -59,6 +59,9 @@ class RedriverStack(Stack):
             self,
             "OrdersConsumer",
             handler="consumer.handler.lambda_handler",
+            # Its own package only: the kit and the re-driver package come with the consumer kit layer
+            # (grant_consumer), as they do for any consumer; a copy here would shadow the layer's.
+            packages=("consumer",),
             environment={
                 "POWERTOOLS_SERVICE_NAME": "orders-consumer",
                 "POWERTOOLS_METRICS_NAMESPACE": "DlqRedriverExample",

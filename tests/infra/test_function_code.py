@@ -1,0 +1,125 @@
+"""What each function's code asset holds: its own packages, copied from where they are imported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Template
+
+from app import build_app
+from infra.functions import RUNTIME, package_code, package_folder, python_function
+from infra.stack import RedriverStack
+from tests.infra.test_stack import STACK, properties
+
+
+@pytest.fixture(scope="module")
+def assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cdk.out")
+
+
+@pytest.fixture(scope="module")
+def stack(assembly_dir: Path) -> RedriverStack:
+    app = build_app(outdir=str(assembly_dir))
+    found = app.node.find_child(STACK)
+    assert isinstance(found, RedriverStack)
+    app.synth()  # writes the bundled assets to assembly_dir
+    return found
+
+
+@pytest.fixture(scope="module")
+def template(stack: RedriverStack) -> Template:
+    return Template.from_stack(stack)
+
+
+def code_dir(assembly: Path, template: Template, function: lambda_.Function) -> Path:
+    """The folder in cdk.out that the function's S3 object is zipped from."""
+    key = properties(template, function)["Code"]["S3Key"]
+    return assembly / f"asset.{key.removesuffix('.zip')}"
+
+
+def files_in(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_redrive_function_code_is_the_redriver_package_alone_without_bytecode(
+    template: Template, stack: RedriverStack, assembly_dir: Path
+) -> None:
+    code = code_dir(assembly_dir, template, stack.redriver.function)
+    files = files_in(code)
+
+    assert {"redriver/handler.py", "redriver/settings/schema.py"} <= files
+    assert {p.name for p in code.iterdir()} == {"redriver"}  # no consumer/, no redriver_kit/
+    assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
+
+
+def test_redrive_function_code_is_a_copy_of_the_imported_redriver_package(
+    template: Template, stack: RedriverStack, assembly_dir: Path
+) -> None:
+    source = package_folder("redriver")
+    copied = code_dir(assembly_dir, template, stack.redriver.function) / "redriver"
+
+    assert {f for f in files_in(source) if "__pycache__" not in f} == files_in(copied)
+    assert (copied / "handler.py").read_bytes() == (source / "handler.py").read_bytes()
+
+
+def test_example_consumer_code_is_its_own_package_and_the_kit_comes_from_the_layer(
+    template: Template, stack: RedriverStack, assembly_dir: Path
+) -> None:
+    code = code_dir(assembly_dir, template, stack.consumer)
+
+    assert {"consumer/handler.py", "consumer/orders.py"} <= files_in(code)
+    assert {p.name for p in code.iterdir()} == {"consumer"}
+    assert len(properties(template, stack.consumer)["Layers"]) == 2  # Powertools, the consumer kit
+
+
+def test_two_assets_of_the_same_package_laid_out_differently_stay_two(tmp_path: Path) -> None:
+    # GIVEN the same package as a function's code and as a layer's (CDK caches bundles by source)
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Code")
+    function_code = lambda_.Function(
+        stack,
+        "Function",
+        runtime=RUNTIME,
+        handler="redriver.handler.lambda_handler",
+        code=package_code(("redriver",)),
+    )
+    layer = lambda_.LayerVersion(stack, "Layer", code=package_code(("redriver",), prefix="python"))
+
+    # WHEN
+    app.synth()
+
+    # THEN
+    template = Template.from_stack(stack)
+    layer_key = properties(template, layer)["Content"]["S3Key"]
+    assert {p.name for p in code_dir(tmp_path, template, function_code).iterdir()} == {"redriver"}
+    assert {p.name for p in (tmp_path / f"asset.{layer_key.removesuffix('.zip')}").iterdir()} == {"python"}
+
+
+def test_a_function_without_packages_gets_its_handlers_package(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Default")
+    layer = lambda_.LayerVersion.from_layer_version_arn(
+        stack, "Layer", "arn:aws:lambda:eu-west-1:111122223333:layer:powertools:1"
+    )
+    function = python_function(
+        stack,
+        "Consumer",
+        handler="consumer.handler.lambda_handler",
+        environment={},
+        timeout=cdk.Duration.seconds(30),
+        memory_size=256,
+        layer=layer,
+    )
+
+    app.synth()
+
+    code = code_dir(tmp_path, Template.from_stack(stack), function)
+    assert {p.name for p in code.iterdir()} == {"consumer"}
+
+
+def test_a_package_that_cannot_be_found_fails_at_synth_naming_it() -> None:
+    with pytest.raises(FileNotFoundError, match="no no_such_package package"):
+        package_code(("no_such_package",))
