@@ -14,6 +14,8 @@ from redriver.model.failure import Failure
 
 UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason
 CAUSE_PREFIX = "cause:"
+# A MessageId prefix this long names one message among a queue's (they are random UUIDs).
+MIN_ID_PREFIX = 8
 
 
 class Where(StrEnum):
@@ -86,8 +88,12 @@ class Inspected:
         return self.message.source_arn or ""
 
     def named(self, wanted: str) -> bool:
-        """Whether ``wanted`` is this message's SQS MessageId or its re-drive identity."""
-        return wanted in (self.message.message_id, self.identity)
+        """Whether ``wanted`` is this message's SQS MessageId (or its first ``MIN_ID_PREFIX``
+        characters at least, as tables show it) or its re-drive identity."""
+        message_id = self.message.message_id
+        return wanted in (message_id, self.identity) or (
+            len(wanted) >= MIN_ID_PREFIX and message_id.startswith(wanted)
+        )
 
 
 def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:

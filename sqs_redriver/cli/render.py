@@ -14,12 +14,15 @@ from rich.text import Text
 
 from redriver.decide.breaker import State
 from sqs_redriver.aws import QueueDepth
-from sqs_redriver.inventory import Group, Inspected
+from sqs_redriver.inventory import Group, Inspected, Where
 from sqs_redriver.moves import MoveReport
 from sqs_redriver.status import Status
 
 STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
 LAST_RUNS_SHOWN = 5
+QUEUE_LABEL = {Where.DLQ: "DLQ", Where.PARKING_LOT: "lot"}
+# Enough of a MessageId for `show` (it takes a prefix), short enough for a table row.
+SAMPLE_ID_CHARS = 13
 
 
 def as_json(data: Any) -> str:
@@ -120,21 +123,33 @@ def _runs(status: Status, now: int) -> Table:
 
 
 def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
-    table = Table(
-        "queue", "group", "count", "oldest", "newest", "sources", "sample id", "what failed", title=title
-    )
+    """One row per group: its key (for ``--group``), count, ages, sources, a sample (for ``show``)."""
+    table = Table(title=title)
+    table.add_column("queue", no_wrap=True)
+    table.add_column("group", no_wrap=True)
+    table.add_column("count", justify="right")
+    table.add_column("oldest", no_wrap=True)
+    table.add_column("newest", no_wrap=True)
+    table.add_column("sources")
+    table.add_column("sample", no_wrap=True)
+    table.add_column("what failed", min_width=16)
     for group in groups:
         table.add_row(
-            group.where.value,
+            QUEUE_LABEL[group.where],
             group.key,
             str(group.count),
-            when(group.oldest, now),
-            when(group.newest, now),
+            age(group.oldest, now),
+            age(group.newest, now),
             ", ".join(_name(s) for s in sorted(group.sources)) or "-",
-            group.sample_id,
-            group.label[:80],
+            group.sample_id[:SAMPLE_ID_CHARS],
+            group.label,
         )
     return table
+
+
+def age(epoch: int, now: int) -> str:
+    """``3h20m ago``."""
+    return f"{duration(now - epoch)} ago" if epoch else "-"
 
 
 def message_view(item: Inspected, now: int) -> RenderableType:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
@@ -106,12 +107,14 @@ def test_show_prints_one_message_with_its_mark_and_reason(aws: Aws) -> None:
 
     result = tool(aws, "show", message_id, "--json")
     by_identity = tool(aws, "show", "id-poison")
+    by_prefix = tool(aws, "show", message_id[:8], "--json")
     missing = tool(aws, "show", "no-such-message")
 
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output)
     assert (shown["body"], shown["mark"]["n"], shown["parked"]["cause"]) == ("poison", 5, "over_limit")
     assert by_identity.exit_code == 0 and "poison" in by_identity.output
+    assert json.loads(by_prefix.output)["message_id"] == message_id  # as the tables show it
     assert missing.exit_code == 1 and "no message no-such-message" in missing.output
 
 
@@ -255,3 +258,30 @@ def test_without_a_stack_or_queues_the_tool_says_how_to_name_the_re_driver(aws: 
 
     assert result.exit_code == 2
     assert "--stack" in result.output
+
+
+def test_status_counts_the_dlq_s_time_to_expiry_from_cloudwatch_and_warns_within_a_day(aws: Aws) -> None:
+    retention = int(
+        aws.sqs.get_queue_attributes(QueueUrl=aws.dlq_url, AttributeNames=["MessageRetentionPeriod"])[
+            "Attributes"
+        ]["MessageRetentionPeriod"]
+    )
+    # What SQS publishes for the DLQ every minute.
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Dimensions": [{"Name": "QueueName", "Value": aws.dlq_url.rsplit("/", 1)[-1]}],
+                "Value": retention - 3600,
+                "Unit": "Seconds",
+            }
+        ],
+    )
+
+    result = tool(aws, "status", "--json")
+
+    status = json.loads(result.output)
+    assert status["queues"]["dlq"]["time_to_expiry_seconds"] == 3600
+    assert status["problems"] == ["the DLQ's oldest message expires in 3600 s"]
+    assert result.exit_code == 1
