@@ -84,7 +84,8 @@ demo: $(STAMP)
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3";
 # then, in simulated time (also alone: make bench-recovery), the recovery benchmark against the
 # baselines, RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json", and the backlog drains,
-# DRAIN_ARGS="--drain-sizes 1200 3000 --json"
+# DRAIN_ARGS="--drain-sizes 1200 3000 --json", and the operator's tool on a parking lot,
+# OPERATOR_ARGS="--lot-sizes 200 1000 --replay-rate 50 --json"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 	$(MAKE) --no-print-directory bench-recovery
@@ -92,6 +93,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
+	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
 
 # README.md's configuration table, rendered from the settings schema (lambdas/redriver/settings/schema.py).
 readme: $(STAMP)

@@ -17,6 +17,10 @@ measured in simulated time and predicted by a model, then predicted at 40,000 me
 time, against the model and the target, then predicted at 40,000 messages:
 
     python -m bench --backlog-drains [--drain-sizes 1200 3000] [--json]
+
+`--operator` measures the operator's tool on a parking lot (bench/operator.py):
+
+    python -m bench --operator [--lot-sizes 200 1000] [--replay-rate 50] [--json]
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from bench import backlog_compare, recovery, recovery_compare
+from bench import backlog_compare, operator, recovery, recovery_compare
 from bench.cold_start import cold_starts, lambda_environment, runtime_python
 from bench.measurements import DESIGNS, limiter_messages, limiter_rate, measure
 from bench.recovery import KITS, SCENARIOS
@@ -65,6 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="drain a DLQ already holding a backlog in simulated time, against the model, instead",
     )
     parser.add_argument("--drain-sizes", type=int, nargs="+", default=[1200, 3000])
+    parser.add_argument(
+        "--operator", action="store_true", help="measure the operator's tool on a parking lot instead"
+    )
+    parser.add_argument("--lot-sizes", type=int, nargs="+", default=[200, 1000])
+    parser.add_argument("--replay-rate", type=float, default=50)
     parser.add_argument("--outage-minutes", type=float, default=90)
     parser.add_argument(
         "--designs",
@@ -77,6 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.operator:
+        print(operator.render(operator.run(args.lot_sizes, args.replay_rate), as_json=args.json))
+        return 0
     if args.backlog_drains:
         print(backlog_compare.render(backlog_compare.run(args.drain_sizes), as_json=args.json))
         return 0

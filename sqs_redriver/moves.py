@@ -19,6 +19,7 @@ from redriver.adapters.ports import BatchResult, Outgoing
 from redriver.decide import fifo
 from redriver.model.envelope import Mark
 from redriver.model.tracked import Tracked
+from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.aws import QueueScan
 from sqs_redriver.inventory import Inspected, Selection
 
@@ -81,19 +82,50 @@ def replay(
     on_moved: Callable[[int], None] = lambda _count: None,
 ) -> MoveReport:
     """Send the chosen messages of ``scan``'s queue to the source queue ``route`` names, then
-    delete them from it. Stops at ``limit`` messages, or at the first AWS error of a whole call."""
+    delete them from it, in batches of 10 per source (chosen messages wait, held, until a batch is
+    full or the scan ends). Stops at ``limit`` messages, or at the first AWS error of a whole call."""
+    mover = _Mover(scan, table, now, is_fifo, bucket, report, on_moved)
+    taken = 0
     with scan, _reported(report):
         for batch in scan.batches():
-            chosen = _chosen(batch, selection, now, limit, report)
+            chosen = _chosen(batch, selection, now, None if limit is None else limit - taken)
+            taken += len(chosen)
             for destination, items in _by_destination(chosen, route, report).items():
-                if bucket is not None:
-                    bucket.acquire(len(items))
-                if not _send_and_delete(scan, destination, items, table, now, is_fifo, report):
-                    return report
-                on_moved(report.moved)
-            if limit is not None and report.moved + len(report.failed) >= limit:
+                mover.pending.setdefault(destination, []).extend(items)
+            if not mover.flush(full_only=True):
+                return report
+            if limit is not None and taken >= limit:
                 break
+        mover.flush(full_only=False)
     return report
+
+
+@dataclass
+class _Mover:
+    """Sends what replay chose, a batch of 10 per source at a time."""
+
+    scan: QueueScan
+    table: MarkTable
+    now: int
+    is_fifo: bool
+    bucket: TokenBucket | None
+    report: MoveReport
+    on_moved: Callable[[int], None]
+    pending: dict[Destination, list[Inspected]] = field(default_factory=dict)
+
+    def flush(self, *, full_only: bool) -> bool:
+        """Send the full batches (and, unless ``full_only``, the rest); False after a failed call."""
+        for destination, items in self.pending.items():
+            while len(items) >= SQS_MAX_BATCH_SIZE or (items and not full_only):
+                batch, items[:] = items[:SQS_MAX_BATCH_SIZE], items[SQS_MAX_BATCH_SIZE:]
+                if self.bucket is not None:
+                    self.bucket.acquire(len(batch))
+                if not _send_and_delete(
+                    self.scan, destination, batch, self.table, self.now, self.is_fifo, self.report
+                ):
+                    return False
+                self.on_moved(self.report.moved)
+        return True
 
 
 def purge(
@@ -108,7 +140,7 @@ def purge(
     """Delete the chosen messages of ``scan``'s queue (the parking lot: archived copies stay)."""
     with scan, _reported(report):
         for batch in scan.batches():
-            chosen = _chosen(batch, selection, now, limit, report)
+            chosen = _chosen(batch, selection, now, None if limit is None else limit - report.moved)
             if chosen and not _delete(scan, chosen, report):
                 return report
             on_moved(report.moved)
@@ -126,13 +158,10 @@ def _reported(report: MoveReport) -> Iterator[None]:
         report.error = str(exc)
 
 
-def _chosen(
-    batch: list[Inspected], selection: Selection, now: int, limit: int | None, report: MoveReport
-) -> list[Inspected]:
+def _chosen(batch: list[Inspected], selection: Selection, now: int, room: int | None) -> list[Inspected]:
+    """The messages of ``batch`` the selection takes, at most ``room`` of them."""
     chosen = [item for item in batch if selection.matches(item, now)]
-    if limit is not None:
-        chosen = chosen[: max(0, limit - report.moved - len(report.failed))]
-    return chosen
+    return chosen if room is None else chosen[: max(0, room)]
 
 
 def _by_destination(
