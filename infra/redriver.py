@@ -16,7 +16,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from redriver.act.archiving import ARCHIVE_PREFIX
 from redriver.model.failure import FAILURE_RECORD_PREFIX, VERDICT_RECORD_PREFIX
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
@@ -33,6 +32,7 @@ from .functions import (
     python_function,
 )
 from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
+from .operator_access import ARCHIVE_OBJECTS, archive_logical_id, attach_operator_policy
 from .resources import (
     check_key_arns,
     check_parking_lot,
@@ -46,31 +46,11 @@ from .settings import RedriverSettings, SettingsError
 
 PARKING_LOT_RETENTION = Duration.days(14)
 ARCHIVE_EXPIRATION = Duration.days(365)
-ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
 # What the consumer kit writes to the state table: its verdict and failure records, nothing else.
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
-# What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
-OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
-OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
-    "sqs:ReceiveMessage",
-    "sqs:ChangeMessageVisibility",
-    "sqs:DeleteMessage",
-    "sqs:SendMessage",
-    "sqs:GetQueueAttributes",
-)
-OPERATOR_SOURCE_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes")
-OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
-    "dynamodb:GetItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchWriteItem",
-)
-OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics", "cloudwatch:GetMetricData")
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 # The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
@@ -375,80 +355,7 @@ class SqsRedriver(Construct):
         Raises SettingsError for a principal that cannot hold a policy (a service or account
         principal: grant those through a role they assume).
         """
-        identity = principal.grant_principal
-        queues = [self.dead_letter_queue, self.parking_lot]
-        statements = [
-            iam.PolicyStatement(
-                actions=list(OPERATOR_QUEUE_ACTIONS), resources=[queue.queue_arn for queue in queues]
-            ),
-            iam.PolicyStatement(
-                actions=list(OPERATOR_SOURCE_ACTIONS),
-                resources=[queue.queue_arn for queue in self.source_queues],
-            ),
-            iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[self.state_table.table_arn]),
-            iam.PolicyStatement(
-                actions=["cloudformation:DescribeStacks"], resources=[Stack.of(self).stack_id]
-            ),
-            iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
-        ]
-        keys = {
-            key.key_arn: key
-            for queue in [*queues, *self.source_queues]
-            if (key := queue.encryption_master_key) is not None
-        }
-        if keys:
-            # Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
-            statements.append(
-                iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
-            )
-        data_keys = {
-            key.key_arn
-            for key in (self.state_table.encryption_key, self.archive and self.archive.encryption_key)
-            if key is not None
-        }
-        if data_keys:
-            # A customer-managed table (and archive) key: DynamoDB and S3 ask the caller to use it.
-            statements.append(
-                iam.PolicyStatement(actions=list(OPERATOR_DATA_KEY_ACTIONS), resources=sorted(data_keys))
-            )
-        if self.archive is not None:
-            statements += [
-                iam.PolicyStatement(
-                    actions=["s3:GetObject"], resources=[self.archive.arn_for_objects(ARCHIVE_OBJECTS)]
-                ),
-                iam.PolicyStatement(
-                    actions=["s3:ListBucket"],
-                    resources=[self.archive.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
-                ),
-            ]
-        taken = sum(1 for child in self.node.children if child.node.id.startswith("OperatorPolicy"))
-        policy = iam.Policy(self, f"OperatorPolicy{taken + 1}", statements=statements)
-        # jsii interfaces cannot be isinstance-checked: tell the identities apart by their names.
-        if hasattr(identity, "role_name"):
-            policy.attach_to_role(identity)  # type: ignore[arg-type]
-        elif hasattr(identity, "user_name"):
-            policy.attach_to_user(identity)  # type: ignore[arg-type]
-        elif hasattr(identity, "group_name"):
-            policy.attach_to_group(identity)  # type: ignore[arg-type]
-        else:
-            raise SettingsError(
-                "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
-                f"function), got {type(identity).__name__}: grant a role it assumes instead"
-            )
-        acknowledge(
-            policy,
-            "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-            "cloudwatch:GetMetricStatistics and GetMetricData support no resource-level permissions; "
-            "every other statement of the operator's policy names its resource.",
-        )
-        if self.archive is not None:
-            acknowledge(
-                policy,
-                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{self._archive_id()}.Arn>/{ARCHIVE_OBJECTS}]",
-                "The operator reads parked messages from the archive, one object each under keys made "
-                "up at run time: GetObject on the parked/ prefix only.",
-            )
+        attach_operator_policy(self, principal)
 
     @classmethod
     def from_queue_arns(
@@ -524,17 +431,10 @@ class SqsRedriver(Construct):
             assert self.function.role is not None
             acknowledge(
                 self.function.role,
-                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{self._archive_id()}.Arn>/{ARCHIVE_OBJECTS}]",
+                f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(self)}.Arn>/{ARCHIVE_OBJECTS}]",
                 "One object per parked message under a key the function makes up at run time "
                 "(source, date, identity, message id): PutObject on the archive's parked/ prefix only.",
             )
-
-    def _archive_id(self) -> str:
-        """The archive bucket's logical id, as cdk-nag names it in findings."""
-        assert self.archive is not None
-        cfn_bucket = self.archive.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        return Stack.of(self).get_logical_id(cfn_bucket)
 
 
 def _validate_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
