@@ -113,7 +113,7 @@ def oldest_age_seconds(cloudwatch: Any, queue_name: str, now: float) -> int | No
         MetricName="ApproximateAgeOfOldestMessage",
         Dimensions=[{"Name": "QueueName", "Value": queue_name}],
         StartTime=datetime.fromtimestamp(now - OLDEST_AGE_WINDOW_SECONDS, UTC),
-        EndTime=datetime.fromtimestamp(now, UTC),
+        EndTime=datetime.fromtimestamp(now + 60, UTC),  # the minute under way too
         Period=60,
         Statistics=["Maximum"],
     )

@@ -1,0 +1,198 @@
+"""Moving: ``replay`` and ``purge``, each previewed (``--dry-run`` stops there) and confirmed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from redriver.act.ratelimit import TokenBucket
+from sqs_redriver.cli import render
+from sqs_redriver.cli.app import JsonOption, QueueChoice, YesOption, app, err, failures_reported, out
+from sqs_redriver.cli.looking import read_all
+from sqs_redriver.cli.tool import Tool, UsageError
+from sqs_redriver.inventory import Selection, Where, group, parse_attribute_filters, parse_duration
+from sqs_redriver.moves import MoveReport, purge, replay
+
+DEFAULT_RATE = 10.0
+
+
+def _selection(
+    group_keys: list[str] | None,
+    attribute: list[str] | None,
+    older_than: str | None,
+    newer_than: str | None,
+    ids: list[str] | None,
+    everything: bool,
+) -> Selection:
+    try:
+        selection = Selection(
+            groups=frozenset(group_keys or ()),
+            attributes=parse_attribute_filters(attribute or ()),
+            older_than_seconds=parse_duration(older_than) if older_than else None,
+            newer_than_seconds=parse_duration(newer_than) if newer_than else None,
+            ids=frozenset(ids or ()),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if selection.everything and not everything:
+        raise UsageError(
+            "choose messages with --group, --attribute, --older-than, --newer-than or --id, or --all"
+        )
+    return selection
+
+
+GroupOption = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group (see `groups`).")]
+AttributeOption = Annotated[list[str] | None, typer.Option(help="name=value of a message attribute.")]
+OlderOption = Annotated[str | None, typer.Option(help="First failed at least this long ago (30m, 2h, 3d).")]
+NewerOption = Annotated[str | None, typer.Option(help="First failed at most this long ago.")]
+IdOption = Annotated[list[str] | None, typer.Option("--id", help="A MessageId or re-drive identity.")]
+AllOption = Annotated[bool, typer.Option("--all", help="Every message of the queue.")]
+LimitOption = Annotated[int | None, typer.Option(help="At most this many messages.", min=1)]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would move; move nothing.")]
+
+
+@app.command("replay")
+def replay_command(
+    ctx: typer.Context,
+    group_keys: GroupOption = None,
+    attribute: AttributeOption = None,
+    older_than: OlderOption = None,
+    newer_than: NewerOption = None,
+    ids: IdOption = None,
+    everything: AllOption = False,
+    source: Annotated[
+        QueueChoice, typer.Option("--from", help="Replay from the parking lot or from the DLQ.")
+    ] = QueueChoice.PARKING_LOT,
+    to: Annotated[str | None, typer.Option(help="Send to this queue URL instead of each source.")] = None,
+    rate: Annotated[float, typer.Option(help="Messages per second at most.", min=0.1)] = DEFAULT_RATE,
+    limit: LimitOption = None,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Send chosen messages back to their source queue, re-drive count reset, replay recorded.
+
+    A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
+    tool: Tool = ctx.obj
+    with failures_reported():
+        if source is QueueChoice.BOTH:
+            raise UsageError("--from takes dlq or parking-lot")
+        where = Where(source.value)
+        selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+        chosen = _preview(tool, where, selection, limit, "replay", dry_run=dry_run, yes=yes, json=json)
+        if chosen is None:
+            return
+        report = MoveReport()
+        bucket = TokenBucket(rate, burst=10)
+        with _progress(chosen, json) as advance:
+            try:
+                replay(
+                    tool.scan(where),
+                    selection,
+                    lambda item: tool.source_for(item, to),
+                    table=tool.table,
+                    now=tool.now(),
+                    limit=limit,
+                    bucket=bucket,
+                    is_fifo=tool.fifo,
+                    report=report,
+                    on_moved=advance,
+                )
+            except KeyboardInterrupt:
+                report.interrupted = True
+    _finish("replayed", report, json)
+
+
+@app.command("purge")
+def purge_command(
+    ctx: typer.Context,
+    group_keys: GroupOption = None,
+    attribute: AttributeOption = None,
+    older_than: OlderOption = None,
+    newer_than: NewerOption = None,
+    ids: IdOption = None,
+    everything: AllOption = False,
+    limit: LimitOption = None,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Delete chosen messages from the parking lot (their archived copies stay)."""
+    tool: Tool = ctx.obj
+    with failures_reported():
+        selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+        chosen = _preview(
+            tool, Where.PARKING_LOT, selection, limit, "purge", dry_run=dry_run, yes=yes, json=json
+        )
+        if chosen is None:
+            return
+        report = MoveReport()
+        with _progress(chosen, json) as advance:
+            try:
+                purge(
+                    tool.scan(Where.PARKING_LOT),
+                    selection,
+                    now=tool.now(),
+                    limit=limit,
+                    report=report,
+                    on_moved=advance,
+                )
+            except KeyboardInterrupt:
+                report.interrupted = True
+    _finish("purged", report, json)
+
+
+def _preview(
+    tool: Tool,
+    where: Where,
+    selection: Selection,
+    limit: int | None,
+    verb: str,
+    *,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> int | None:
+    """Print the histogram of what would move; the count to move, or None to stop here."""
+    if json and not (dry_run or yes):
+        raise UsageError(f"{verb} --json needs --yes (or --dry-run): there is no one to ask")
+    now = tool.now()
+    chosen = [item for item in read_all(tool, where) if selection.matches(item, now)][:limit]
+    histogram = group(chosen)
+    if json:
+        if dry_run:
+            out.print_json(
+                render.as_json({"would_" + verb: len(chosen), "groups": [g.to_dict() for g in histogram]})
+            )
+    else:
+        title = f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen)} message(s) from the {where.value}"
+        out.print(render.groups_table(histogram, now, title=title))
+    if dry_run or not chosen:
+        return None
+    if not yes:
+        typer.confirm(f"{verb} {len(chosen)} message(s)?", abort=True)
+    return len(chosen)
+
+
+@contextmanager
+def _progress(total: int, quiet: bool) -> Iterator[Callable[[int], None]]:
+    if quiet:
+        yield lambda _done: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task("moving", total=total)
+        yield lambda done: progress.update(task, completed=done)
+
+
+def _finish(verb: str, report: MoveReport, json: bool) -> None:
+    if json:
+        out.print_json(render.as_json(report.to_dict()))
+    else:
+        out.print(render.move_summary(verb, report))
+    if not report.clean:
+        raise typer.Exit(1)
