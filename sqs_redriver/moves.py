@@ -201,14 +201,13 @@ def _send_and_delete(
     entries = []
     for index, item in enumerate(items):
         tracked = replayed(item, now)
-        step = f"{REPLAY_STEP}{len(tracked.mark.replays)}"
         entries.append(
             outgoing(
                 str(index),
                 tracked,
                 tracked.mark.to_json(),
                 delay=0,
-                deduplication_id=fifo.deduplication_id(tracked, step),
+                deduplication_id=fifo.deduplication_id(tracked, REPLAY_STEP),
                 fifo=is_fifo,
             )
         )

@@ -16,7 +16,7 @@ from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.adapters.state_table import StateTable
 from redriver.model.continuation import Resume
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind, park_record_key, retry_record_key
+from redriver.model.failure import Failure, FailureKind, failure_record_key, park_record_key, retry_record_key
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.history import RUN_HISTORY_LENGTH, RunSummary
 from redriver.model.pause import Pause
@@ -236,11 +236,18 @@ def test_forget_marks_deletes_the_records_of_those_identities_only(aws: Aws, clo
         for i in range(30)
     ]
     table(aws).save_records(records)
+    # and the consumer kit's failure record of one of them (load_marks would make a mark of it)
+    failure = Failure(FailureKind.TERMINAL, "E", "m", "fp", 5, 1, aws.source_arn)
+    aws.dynamodb.put_item(
+        TableName=aws.table_name,
+        Item={"pk": {"S": failure_record_key("sha256:5")}, "failure": {"S": json.dumps(failure.to_dict())}},
+    )
     forgotten = [f"sha256:{i}" for i in range(28)]
     # WHEN the first write's items all come back unprocessed once
     faults = Faults(plan={1: Fault.PARTIAL})
 
     table(aws, faults.wrap(aws.dynamodb)).forget_marks(forgotten)
 
-    assert faults.calls == ["batch_write_item"] * 3 and faults.fired
+    # 56 deletes (the message and failure record of each): writes of 25, 25 and 6, and one retry
+    assert faults.calls == ["batch_write_item"] * 4 and faults.fired
     assert sorted(table(aws).load_marks(f"sha256:{i}" for i in range(30))) == ["sha256:28", "sha256:29"]

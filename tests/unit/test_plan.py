@@ -270,11 +270,27 @@ def test_a_terminal_failure_whose_fingerprint_is_marked_for_retry_is_redriven() 
     assert bodies(p.tracked for p in result.park) == ["b"]
 
 
+def test_a_sweep_parks_only_the_expiring_and_gives_back_poison_and_parked_groups() -> None:
+    # GIVEN a HALF_OPEN breaker whose canary came back terminal, of a group an operator parked
+    breaker = Breaker(State.HALF_OPEN, canary=Canary(("id-c",), NOW), version=3)
+    batch = [
+        failed(FailureKind.TERMINAL, count=0, fingerprint="bad", body="canary"),
+        failed(FailureKind.TERMINAL, count=0, body="terminal"),
+    ]
+
+    # WHEN the retention sweep (a WATCH run's) reads them
+    result = plan(batch, mode=Mode.SWEEP, breaker=breaker, groups={"bad": group("bad", GroupAction.PARK)})
+
+    # THEN it parks none: the VERDICT run must find the canary, and parks the rest then
+    assert result.park == ()
+    assert sorted(bodies(result.leave)) == ["canary", "terminal"]
+
+
 def group(fingerprint: str, action: GroupAction) -> GroupMark:
     return GroupMark(fingerprint, action, reason="bug 42: fix deploying", by="alice", at=NOW - 100)
 
 
-@pytest.mark.parametrize("mode", [Mode.REDRIVE, Mode.PROBE, Mode.VERDICT, Mode.SWEEP])
+@pytest.mark.parametrize("mode", [Mode.REDRIVE, Mode.PROBE, Mode.VERDICT])
 @pytest.mark.parametrize("kind", list(FailureKind))
 def test_a_failure_of_a_group_an_operator_parked_is_parked_on_sight_saying_by_whom_and_why(
     mode: Mode, kind: FailureKind

@@ -307,10 +307,12 @@ class StateTable:
         self._write_batches(items)
 
     def forget_marks(self, identities: Iterable[str]) -> None:
-        """Delete the message records of these identities (BatchWriteItem, unprocessed ones
-        retried; none: no call): a message with no room for a mark then starts again at count 0."""
+        """Delete the message records and the consumer kit's failure records of these identities
+        (BatchWriteItem, unprocessed ones retried; none: no call): a message with no room for a
+        mark then starts again at count 0, with no failure from before (which could park it)."""
         wanted = sorted(set(identities))
-        self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": _message_key(i)}}}} for i in wanted])
+        keys = [key for i in wanted for key in (_message_key(i), failure_record_key(i))]
+        self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
 
     def _write_batches(self, items: Sequence[Mapping[str, Any]]) -> None:
         for start in range(0, len(items), BATCH_WRITE_LIMIT):

@@ -46,9 +46,13 @@ def send_rounds(groups: Sequence[str]) -> list[list[int]]:
 
 
 def deduplication_id(tracked: Tracked, suffix: str) -> str:
-    """A deduplication id for this message and step. A content identity (``sha256:``) can be shared
-    by two different messages, so those use the DLQ MessageId instead; SQS drops a repeated id for 5
-    minutes, which must only ever drop a true duplicate."""
+    """A deduplication id for this message and step (and its last replay). A content identity
+    (``sha256:``) can be shared by two different messages, so those use the DLQ MessageId instead;
+    SQS drops a repeated id for 5 minutes, which must only ever drop a true duplicate."""
     identity = tracked.mark.identity
     base = tracked.message_id if identity.startswith(HASH_IDENTITY_PREFIX) else identity
-    return f"{base}:{suffix}"[:128]
+    # A replay starts the count again: the ids of the steps after it name it, or a step would reuse
+    # the id of the same step before the replay (dropped if that was under 5 minutes ago).
+    replays = tracked.mark.replays
+    since = f":r{replays[-1][0]}" if replays else ""
+    return f"{base}:{suffix}{since}"[:128]

@@ -26,6 +26,7 @@ from redriver.decide.retention import Retention, capped_hold, expiring, expiring
 from redriver.decide.routing import Routes
 from redriver.model.groups import GroupMark
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
+from redriver.model.reasons import ParkCause
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
 
@@ -190,8 +191,12 @@ class Planner:
         return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
 
     def _sweep(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
-        """The retention sweep: the expiring are parked (above), the rest given back untouched."""
-        return replace(base, leave=base.leave + tuple(due.messages), returned=0)
+        """The retention sweep: only the expiring are parked, everything else is given back
+        untouched. A sweep runs while the breaker is OPEN, HALF_OPEN or paused: parking a canary
+        (terminal, or of a group an operator parked) there would hide it from the run that judges it."""
+        expiring = tuple(p for p in base.park if p.reason.cause is ParkCause.EXPIRING)
+        kept = tuple(p.tracked for p in base.park if p.reason.cause is not ParkCause.EXPIRING)
+        return replace(base, park=expiring, leave=base.leave + kept + tuple(due.messages), returned=0)
 
     def _look_for_canary(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
         """WATCH and VERDICT: nothing is re-driven. Checked over the whole batch: a canary back at

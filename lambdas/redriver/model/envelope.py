@@ -55,6 +55,13 @@ class Mark:
     def last_redriven_at(self) -> int | None:
         return self.redriven_at[-1] if self.redriven_at else None
 
+    @property
+    def last_sent_at(self) -> int | None:
+        """When it last went to its source queue: its last re-drive or its last replay."""
+        last_replay = self.replays[-1][0] if self.replays else None
+        times = [t for t in (self.last_redriven_at, last_replay) if t is not None]
+        return max(times) if times else None
+
     def after_redrive(self, now: int, *, verdict_key: str | None = None, probe: bool = False) -> Mark:
         """The mark of the next re-drive; the last failure stays behind (the next one replaces it)."""
         return replace(

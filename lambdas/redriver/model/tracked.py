@@ -33,6 +33,7 @@ class Tracked:
         return self.message.receipt_handle
 
     def redriven_since(self, since: int) -> bool:
-        """Whether its last re-drive was at or after ``since`` (the breaker's last change)."""
-        last = self.mark.last_redriven_at
+        """Whether it was last sent to its source (re-driven, or replayed by an operator) at or
+        after ``since`` (the breaker's last change): a failure back from there counts against it."""
+        last = self.mark.last_sent_at
         return last is not None and last >= since
