@@ -8,7 +8,9 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
+from demo.operator import OperatorTool
 from demo.scenario import Report, Scenario, ScenarioOptions
+from local_aws import REGION
 from local_aws.cloudformation import deploy
 from local_aws.server import moto_server
 
@@ -54,14 +56,24 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
         time_limit_seconds=args.time_limit,
         seed=args.seed,
     )
-    with moto_server():
+    with moto_server() as endpoint:
         deployment = deploy(DEMO_PROFILE)
-        scenario = Scenario(deployment, options, log)
         if args.json:
-            report = scenario.run()
+            tool = OperatorTool(endpoint, REGION, deployment.stack_name, json=True)
+            report = Scenario(deployment, options, log, tool).run()
         else:
-            from demo.view import LiveView  # rich only for the live view
+            from demo.view import LiveView, console  # rich only for the live view
 
+            # The tool's tables are printed after the live view, on the same terminal.
+            tool = OperatorTool(
+                endpoint,
+                REGION,
+                deployment.stack_name,
+                json=False,
+                color=console.is_terminal,
+                columns=console.width,
+            )
+            scenario = Scenario(deployment, options, log, tool)
             with LiveView(deployment, options) as view:
                 report = scenario.run(view.update)
     report.log_file = log.name

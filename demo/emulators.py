@@ -36,6 +36,11 @@ class InProcessFunction:
         self.module = module
         self._handler: Callable[[dict[str, Any], LambdaContext], Any] = getattr(module, attribute)
 
+    def reconfigure(self, config: FunctionConfig) -> None:
+        """The function's configuration changed: later invocations run under the new one (what the
+        handler reads per invocation sees it; what it read at import stays, as in a warm environment)."""
+        self.config = config
+
     def invoke(self, event: dict[str, Any]) -> Any:
         context = LambdaContext(self.config.name, self.config.timeout_seconds)
         with environment(self.config.environment), redirect_stdout(self.log):

@@ -4,14 +4,18 @@ The consumer uses the consumer kit: a poison order (InvalidOrder, terminal) goes
 first failure with the error in the re-driver's mark, and the re-driver parks it on first sight,
 never re-driving it. An order failed by the outage (DownstreamUnavailable, transient) is re-driven;
 the breaker opens during the outage, a canary probes, the kit's verdict closes it within seconds of
-the recovery, and re-drives drain the DLQ. At the end every order is accounted for: fulfilled
-exactly once, or parked with its reason. Times are seconds on the demo's clock (from its start).
+the recovery, and re-drives drain the DLQ. Then the operator's part, with the real tool
+(``sqs-redriver``): the re-driver's status and the parking lot's groups; one bug is fixed (in the
+consumer's configuration) and its group replayed, and the consumer fulfils those orders. At the end
+every order is accounted for: fulfilled exactly once (a poison one only after the fix and its
+replay), or parked with its reason. Times are seconds on the demo's clock (from its start).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,9 +24,11 @@ from typing import IO, Any
 
 import boto3
 
+from consumer.orders import DROP_ZERO_QUANTITY_LINES
 from demo.emulators import InProcessFunction, Schedule, SqsEventSource, wait_with
+from demo.operator import OperatorTool, ToolRun
 from local_aws.cloudformation import Deployment, read_deployment
-from local_aws.queues import drain, queue_counts
+from local_aws.queues import drain, peek, queue_counts
 from redriver.model.envelope import MARK_ATTRIBUTE
 
 POLL_PAUSE_SECONDS = 0.05
@@ -31,6 +37,9 @@ POLL_PAUSE_SECONDS = 0.05
 ZERO_QUANTITY = "a line with quantity 0"
 NO_CUSTOMER = "no customer_id"
 POISON_BUGS = (ZERO_QUANTITY, NO_CUSTOMER)
+# The bug the operator fixes: its group is the one whose label shows the consumer's error for it.
+FIXED_BUG = ZERO_QUANTITY
+FIXED_ERROR = re.compile(r"has quantity 0 and price")
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,7 @@ class Progress:
     canaries: int = 0
     runs: int = 0
     outage: bool = False
+    operator: str = ""  # the tool's command running now
 
 
 @dataclass
@@ -80,6 +90,7 @@ class PoisonParked:
     deliveries: int  # how many times the consumer was given it
     failed_at: float  # seconds on the demo's clock: the consumer failed it (first time)
     parked_at: float  # seconds on the demo's clock: it reached the parking lot
+    replayed: bool = False  # the operator fixed its bug and replayed it
 
 
 @dataclass
@@ -116,6 +127,13 @@ class Report:
     closed_after_outage_seconds: float | None = None
     drained_after_outage_seconds: float | None = None
     run_summaries: list[dict[str, Any]] = field(default_factory=list)
+    # The operator's part: the tool's commands, the fix, the group replayed after it, its orders.
+    operator_runs: list[ToolRun] = field(default_factory=list)
+    fix: str = ""
+    replayed_group: str = ""
+    replayed_group_label: str = ""
+    replayed: int = 0  # poison orders the consumer was given again after the replay
+    fulfilled_after_replay: int = 0  # of those, fulfilled exactly once
     log_file: str = ""
     problems: list[str] = field(default_factory=list)
 
@@ -159,17 +177,32 @@ def make_orders(options: ScenarioOptions) -> tuple[list[tuple[str, str]], dict[s
     bugs: dict[str, str] = {}
     for number, order in enumerate(poison):
         bug = POISON_BUGS[number % len(POISON_BUGS)]
-        if bug == ZERO_QUANTITY:  # never valid; which line, and its price, differ between orders
-            rng.choice(order["items"])["quantity"] = 0
+        if bug == ZERO_QUANTITY:  # an extra line (valid once the fix drops it); where, and its price, vary
+            line = {
+                "sku": f"sku-{rng.randint(1, 50)}",
+                "quantity": 0,
+                "unit_price": f"{rng.uniform(1, 90):.2f}",
+            }
+            order["items"].insert(rng.randint(0, len(order["items"])), line)
         else:
             del order["customer_id"]
         bugs[order["order_id"]] = bug
     return [(order["order_id"], json.dumps(order)) for order in orders], bugs
 
 
+def fixed_group(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The parking lot's group (from ``groups --json``) of the bug the operator fixes."""
+    return next(
+        (g for g in groups if g["queue"] == "parking-lot" and FIXED_ERROR.search(str(g["label"]))), None
+    )
+
+
 class Scenario:
-    def __init__(self, deployment: Deployment, options: ScenarioOptions, log: IO[str]) -> None:
+    def __init__(
+        self, deployment: Deployment, options: ScenarioOptions, log: IO[str], tool: OperatorTool
+    ) -> None:
         self.options = options
+        self.tool = tool
         self.sqs = boto3.client("sqs")
         self.dynamodb = boto3.client("dynamodb")
         self.started = time.time()
@@ -213,12 +246,27 @@ class Scenario:
         self.redriven_orders: set[str] = set()  # good orders delivered with a re-drive mark (n >= 1)
         self.poison_deliveries: dict[str, int] = {}
         self.poison_failed_at: dict[str, float] = {}
+        self.replayed_orders: set[str] = set()  # poison delivered again after the operator's replay
+        self.parked_seen: dict[str, dict[str, Any]] = {}  # order id -> its parked message, before the replay
+        self.operator_runs: list[ToolRun] = []
+        self.fix = ""
+        self.replayed_group: dict[str, Any] = {}
         self.dlq_drained_at: float | None = None
         self._on_progress: Callable[[Progress], None] = lambda _: None
 
     def run(self, on_progress: Callable[[Progress], None] = lambda _: None) -> Report:
         self._on_progress = on_progress
         deadline = self.started + self.options.time_limit_seconds
+        settled = self._run_until_settled(deadline)
+        if settled:
+            self._operate()
+            self.progress.operator = ""
+            settled = self._run_until_settled(deadline)
+        return self._account(finished_in_time=settled)
+
+    def _run_until_settled(self, deadline: float) -> bool:
+        """Send, deliver, run the schedule and watch until everything has settled (False: the
+        deadline came first)."""
         while time.time() < deadline:
             self._produce()
             while self.event_source.poll():
@@ -229,9 +277,43 @@ class Scenario:
                 self._record_run(at, summary)
             self._observe()
             if not self.pending and self._settled():
-                break
+                return True
             time.sleep(POLL_PAUSE_SECONDS)
-        return self._account(finished_in_time=time.time() < deadline)
+        return False
+
+    def _operate(self) -> None:
+        """The operator's part, with the real tool: the re-driver's status, the parking lot's
+        groups; then the fix of one bug (the consumer's configuration) and the replay of its group,
+        which the consumer is given from the next poll on."""
+        self.parked_seen = _by_order(peek(self.sqs, self.deployment.parking_lot_url))
+        look = ["--json"] if self.tool.json else []
+        self._tool("status", *look, ok_codes=(0, 1))  # 1: it found messages in the parking lot
+        if not self.tool.json:
+            self._tool("groups", "--queue", "parking-lot")
+        groups = self._tool("groups", "--queue", "parking-lot", "--json")
+        group = fixed_group(groups.data or [])
+        if group is None:
+            return
+        self.replayed_group = group
+        self._fix_consumer()
+        self._tool("replay", "--group", str(group["group"]), "--yes", *look)
+
+    def _tool(self, *args: str, ok_codes: tuple[int, ...] = (0,)) -> ToolRun:
+        self.progress.operator = " ".join(args)
+        self._on_progress(self.progress)
+        run = self.tool.run(*args, ok_codes=ok_codes)
+        self.operator_runs.append(run)
+        return run
+
+    def _fix_consumer(self) -> None:
+        """Deploy the fix the way the outage came: in the consumer's configuration."""
+        consumer = self.consumer.config
+        self.fix = f"{DROP_ZERO_QUANTITY_LINES}=true"
+        boto3.client("lambda").update_function_configuration(
+            FunctionName=consumer.name,
+            Environment={"Variables": {**consumer.environment, DROP_ZERO_QUANTITY_LINES: "true"}},
+        )
+        self.consumer.reconfigure(read_deployment(self.deployment.stack_name).consumer)
 
     def _elapsed(self) -> float:
         return time.time() - self.started
@@ -268,18 +350,22 @@ class Scenario:
             self.progress.sent += len(batch)
 
     def _delivered(self, messages: list[dict[str, Any]], failed: set[str]) -> None:
-        """The event source's batch: poison deliveries, and good orders that came back re-driven.
+        """The event source's batch: poison deliveries (before and after a replay), and good orders
+        that came back re-driven.
         (``failed`` is of no use here: the kit dead-letters a failed order itself and reports it
         done.)"""
         at = self._elapsed()
         for message in messages:
             order_id = str(json.loads(message["Body"]).get("order_id"))
-            if order_id in self.poison:
+            mark = _mark(message)
+            if order_id not in self.poison:
+                if mark.get("n", 0) >= 1:
+                    self.redriven_orders.add(order_id)
+            elif mark.get("rp"):  # sent back by the operator's replay
+                self.replayed_orders.add(order_id)
+            else:
                 self.poison_deliveries[order_id] = self.poison_deliveries.get(order_id, 0) + 1
                 self.poison_failed_at.setdefault(order_id, at)
-                continue
-            if _mark(message).get("n", 0) >= 1:
-                self.redriven_orders.add(order_id)
 
     def _count_downstream_errors(self) -> None:
         """Note which orders the consumer's downstream refused, and with what error (the kit
@@ -349,7 +435,9 @@ class Scenario:
 
     def _account(self, *, finished_in_time: bool) -> Report:
         fulfilled = self._fulfilled()
-        parked, marks, sent_at = self._drain_parking_lot()
+        left = _by_order(drain(self.sqs, self.deployment.parking_lot_url))
+        parked = {order_id: str(_mark(message)["parked"]["why"]) for order_id, message in left.items()}
+        seen = {**self.parked_seen, **left}  # each order as it was parked (a replayed one: before it)
         all_ids = {order_id for order_id, _ in self.orders}
         poison_ids = set(self.poison)
         good_ids = all_ids - poison_ids
@@ -362,10 +450,11 @@ class Scenario:
                 bug=self.poison[order_id],
                 deliveries=self.poison_deliveries.get(order_id, 0),
                 failed_at=round(self.poison_failed_at.get(order_id, -1.0), 2),
-                parked_at=round(sent_at[order_id] - self.started, 2),
-                **_parking(marks[order_id]),
+                parked_at=round(_sent_at(seen[order_id]) - self.started, 2),
+                replayed=order_id in self.replayed_orders,
+                **_parking(_mark(seen[order_id])),
             )
-            for order_id in sorted(poison_ids & set(marks))
+            for order_id in sorted(poison_ids & set(seen))
         ]
         report = Report(
             orders=len(self.orders),
@@ -401,25 +490,26 @@ class Scenario:
             closed_after_outage_seconds=_after(closed_at, outage_window[1]),
             drained_after_outage_seconds=_after(drained_at, outage_window[1]),
             run_summaries=self.summaries,
+            operator_runs=self.operator_runs,
+            fix=self.fix,
+            replayed_group=str(self.replayed_group.get("group", "")),
+            replayed_group_label=str(self.replayed_group.get("label", "")),
+            replayed=len(self.replayed_orders),
+            fulfilled_after_replay=sum(1 for i in self.replayed_orders if fulfilled.get(i) == 1),
         )
-        report.problems = _problems(report, fulfilled, poison_ids)
+        fixed_ids = {order_id for order_id, bug in self.poison.items() if bug == FIXED_BUG}
+        report.problems = _problems(report, fulfilled, poison_ids, fixed_ids, self.replayed_orders)
         return report
 
-    def _drain_parking_lot(
-        self,
-    ) -> tuple[dict[str, str], dict[str, dict[str, Any]], dict[str, float]]:
-        """Order id -> the reason the re-driver gave for parking it, the parked mark, and when it
-        was sent to the parking lot (epoch seconds)."""
-        parked: dict[str, str] = {}
-        marks: dict[str, dict[str, Any]] = {}
-        sent_at: dict[str, float] = {}
-        for message in drain(self.sqs, self.deployment.parking_lot_url):
-            order_id = json.loads(message["Body"])["order_id"]
-            mark = _mark(message)
-            parked[order_id] = mark["parked"]["why"]
-            marks[order_id] = mark
-            sent_at[order_id] = int(message["Attributes"]["SentTimestamp"]) / 1000
-        return parked, marks, sent_at
+
+def _by_order(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Messages of the demo's orders by order id."""
+    return {str(json.loads(message["Body"])["order_id"]): message for message in messages}
+
+
+def _sent_at(message: dict[str, Any]) -> float:
+    """When SQS received this copy (epoch seconds)."""
+    return int(message["Attributes"]["SentTimestamp"]) / 1000
 
 
 def _mark(message: dict[str, Any]) -> dict[str, Any]:
@@ -453,7 +543,15 @@ def _after(at: float | None, outage_end: float) -> float | None:
     return None if at is None else round(at - outage_end, 2)
 
 
-def _problems(report: Report, fulfilled: dict[str, int], poison_ids: set[str]) -> list[str]:
+def _problems(
+    report: Report,
+    fulfilled: dict[str, int],
+    poison_ids: set[str],
+    fixed_ids: set[str],
+    replayed_ids: set[str],
+) -> list[str]:
+    """What does not balance. A poison order may be fulfilled only once its bug was fixed and it
+    was replayed; every order of the fixed bug must have been replayed and fulfilled exactly once."""
     problems = []
     if report.lost:
         problems.append(f"{len(report.lost)} order(s) lost: {report.lost[:10]}")
@@ -463,8 +561,21 @@ def _problems(report: Report, fulfilled: dict[str, int], poison_ids: set[str]) -
         problems.append(f"unknown orders appeared: {report.unexpected[:10]}")
     if set(fulfilled) & set(report.parked):
         problems.append(f"fulfilled and also parked: {sorted(set(fulfilled) & set(report.parked))[:10]}")
-    if poison_ids & set(fulfilled):
-        problems.append(f"poison orders were fulfilled: {sorted(poison_ids & set(fulfilled))}")
+    unfixed = sorted((poison_ids - replayed_ids) & set(fulfilled))
+    if unfixed:
+        problems.append(f"poison orders fulfilled without a fix and a replay: {unfixed}")
+    if replayed_ids != fixed_ids:
+        problems.append(
+            f"replayed {sorted(replayed_ids)}, but the fixed bug's orders are {sorted(fixed_ids)}"
+        )
+    not_once = sorted(i for i in replayed_ids if fulfilled.get(i) != 1)
+    if not_once:
+        problems.append(f"replayed after the fix but not fulfilled exactly once: {not_once}")
+    problems.extend(
+        f"`{run.command}` exited {run.exit_code}: {run.errors[-300:]}"
+        for run in report.operator_runs
+        if not run.ok
+    )
     if not all(report.parked.values()):
         problems.append("a parked order has no reason")
     if not report.queues_empty:

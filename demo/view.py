@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from demo.scenario import Progress, Report, ScenarioOptions
 from local_aws.cloudformation import Deployment
@@ -63,15 +64,22 @@ class LiveView:
             "re-driver runs / re-driven / canaries / parked",
             f"{p.runs} / {p.redriven} / {p.canaries} / {p.parked}",
         )
+        if p.operator:
+            table.add_row("operator", f"sqs-redriver {escape(p.operator)}")
         return table
 
 
 def print_report(report: Report) -> None:
+    _print_operator(report)
     table = Table(title="Final report: where every order ended up", show_header=False)
     table.add_row("orders", f"{report.orders} ({report.good_orders} good, {report.poison_orders} poison)")
     table.add_row("fulfilled exactly once", str(report.fulfilled_once))
     table.add_row("fulfilled more than once", str(len(report.fulfilled_more_than_once)))
     table.add_row("parked (with reason)", str(len(report.parked)))
+    table.add_row(
+        "poison replayed after the fix / fulfilled once",
+        f"{report.replayed} / {report.fulfilled_after_replay}",
+    )
     table.add_row("lost", str(len(report.lost)))
     table.add_row("breaker transitions", " -> ".join(_states(report.breaker_transitions)) or "none")
     table.add_row("re-drives / re-driver runs", f"{report.redriven} / {report.runs}")
@@ -86,12 +94,36 @@ def print_report(report: Report) -> None:
     for order_id, why in sorted(other.items()):
         console.print(f"  parked {order_id} (not poison): {why}")
     if report.balanced:
+        replayed = f" ({report.replayed} poison only after their fix and replay)" if report.replayed else ""
         console.print(
-            "[bold green]The books balance: every order fulfilled exactly once or parked with its reason.[/]"
+            "[bold green]The books balance: every order fulfilled exactly once"
+            f"{replayed} or parked with its reason.[/]"
         )
     else:
         for problem in report.problems:
             console.print(f"[bold red]PROBLEM[/] {problem}")
+
+
+def _print_operator(report: Report) -> None:
+    """The tool's commands as an operator typed them, and what they printed."""
+    if not report.operator_runs:
+        return
+    console.print()
+    console.rule("[bold]The operator's view[/]: sqs-redriver on the demo's endpoint, by stack name")
+    for run in report.operator_runs:
+        console.print(
+            f"[bold]$ {escape(run.command)}[/]" + ("" if run.ok else f"  [red](exit {run.exit_code})[/]")
+        )
+        console.print(Text.from_ansi(run.output.rstrip()))
+        if run.data is not None and report.replayed_group:
+            console.print(
+                f"  the demo reads this JSON: group [bold]{escape(report.replayed_group)}[/] is the bug it "
+                f"fixes ({escape(report.replayed_group_label)}); the fix goes into the consumer's "
+                f"configuration: [bold]{escape(report.fix)}[/]"
+            )
+        if run.errors:
+            console.print(Text(run.errors, style="red"))
+    console.rule()
 
 
 def _print_poison(report: Report) -> None:
@@ -102,7 +134,9 @@ def _print_poison(report: Report) -> None:
     for p in report.poison_parked:
         console.print(
             f"  {p.order_id}  failed at {p.failed_at:.1f} s (delivery {p.attempt}), parked at "
-            f"{p.parked_at:.1f} s: cause [bold]{p.cause}[/], re-driven {p.redriven} times\n"
+            f"{p.parked_at:.1f} s: cause [bold]{p.cause}[/], re-driven {p.redriven} times"
+            + ("; [bold green]replayed after the fix[/]" if p.replayed else "")
+            + "\n"
             f"          {escape(p.error_class.rpartition('.')[2])}: {escape(p.message)}  "
             f"fingerprint {escape(p.fingerprint)}"
         )

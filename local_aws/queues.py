@@ -1,5 +1,5 @@
-"""Looking into SQS queues: how many messages they hold, everything they hold, and (for moto's
-in-process backend) their visibility timeouts waited out at once."""
+"""Looking into SQS queues: how many messages they hold, everything they hold (taken or only looked
+at), and (for moto's in-process backend) their visibility timeouts waited out at once."""
 
 from __future__ import annotations
 
@@ -60,6 +60,30 @@ def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
             QueueUrl=queue_url,
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
         )
+
+
+def peek(sqs: Any, queue_url: str, hold_seconds: int = 60) -> list[dict[str, Any]]:
+    """Every visible message of a queue, with all its attributes, given back afterwards (each is
+    held while the others are read, so none is read twice)."""
+    found: list[dict[str, Any]] = []
+    while messages := sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=hold_seconds,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    ).get("Messages", []):
+        found.extend(messages)
+    for start in range(0, len(found), 10):
+        batch = found[start : start + 10]
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                for i, m in enumerate(batch)
+            ],
+        )
+    return found
 
 
 def make_visible(queue_url: str) -> None:

@@ -6,6 +6,10 @@ verdicts of re-driven orders reach the re-driver first-hand.
 Each order is fulfilled at most once: Powertools idempotency keyed on the order id (the business
 key, not the MessageId, which changes on every re-drive) answers a repeated order with the first
 confirmation instead of submitting it downstream again.
+
+Its order rules (``ORDERS_DROP_ZERO_QUANTITY_LINES``, the fix of a known poison) are read on every
+invocation: a configuration change reaches warm execution environments too, so the demo can flip it
+on its in-process consumer (in Lambda an update starts new environments anyway).
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from consumer.orders import (
     DownstreamUnavailable,
     InvalidOrder,
     Order,
+    OrderRules,
     SimulatedDownstream,
     load_failure_injection,
+    load_order_rules,
     parse_order,
 )
 from redriver_kit import ConsumerKit
@@ -75,9 +81,9 @@ def _fulfilment() -> tuple[Callable[..., str], IdempotencyConfig]:
     return fulfil, config
 
 
-def record_handler(record: SQSRecord) -> str:
-    """Process one order; raising marks just this record as failed."""
-    order = parse_order(record.body)
+def record_handler(record: SQSRecord, rules: OrderRules) -> str:
+    """Process one order under ``rules``; raising marks just this record as failed."""
+    order = parse_order(record.body, rules)
     fulfil, _ = _fulfilment()
     confirmation: str = fulfil(order=order)
     logger.info(
@@ -92,6 +98,7 @@ def record_handler(record: SQSRecord) -> str:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _, config = _fulfilment()
     config.register_lambda_context(context)
+    handle = functools.partial(record_handler, rules=load_order_rules(os.environ))
     return kit.process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event, record_handler=handle, processor=processor, context=context
     )

@@ -31,8 +31,19 @@ class Order:
         return sum((quantity * price for _, quantity, price in self.lines), Decimal("0"))
 
 
-def parse_order(body: str) -> Order:
-    """Parse and validate an order body; raise InvalidOrder saying what is wrong."""
+@dataclass(frozen=True)
+class OrderRules:
+    """What the consumer accepts beyond a valid order: the switches of its configuration."""
+
+    # The fix of a known poison: a line with quantity 0 is dropped instead of refusing the order.
+    drop_zero_quantity_lines: bool = False
+
+
+STRICT = OrderRules()
+
+
+def parse_order(body: str, rules: OrderRules = STRICT) -> Order:
+    """Parse and validate an order body under ``rules``; raise InvalidOrder saying what is wrong."""
     try:
         payload = json.loads(body)
     except json.JSONDecodeError as exc:
@@ -56,9 +67,13 @@ def parse_order(body: str) -> Order:
         # JSON true is an int in Python, and int(2.5) would silently drop half an item.
         if isinstance(quantity, bool) or not isinstance(quantity, int):
             raise InvalidOrder(f"items[{index}] quantity must be a whole number, got {quantity!r}")
-        if not price.is_finite() or quantity <= 0 or price < 0:
+        zero_refused = quantity == 0 and not rules.drop_zero_quantity_lines
+        if not price.is_finite() or quantity < 0 or price < 0 or zero_refused:
             raise InvalidOrder(f"items[{index}] has quantity {quantity} and price {price}")
-        lines.append((sku, quantity, price))
+        if quantity:
+            lines.append((sku, quantity, price))
+    if not lines:
+        raise InvalidOrder("every line has quantity 0")
     return Order(
         str(payload["order_id"]), str(payload["customer_id"]), str(payload["currency"]), tuple(lines)
     )
@@ -129,3 +144,15 @@ def load_failure_injection(env: Mapping[str, str]) -> FailureInjection:
             f"DOWNSTREAM_OUTAGE_WINDOWS must be 'start-end,...' in epoch seconds: {exc}"
         ) from None
     return FailureInjection(failure_rate=rate, outage_windows=windows)
+
+
+DROP_ZERO_QUANTITY_LINES = "ORDERS_DROP_ZERO_QUANTITY_LINES"
+
+
+def load_order_rules(env: Mapping[str, str]) -> OrderRules:
+    """Read ORDERS_DROP_ZERO_QUANTITY_LINES (``true`` or ``false``, unset: false); raise ValueError
+    naming it."""
+    raw = env.get(DROP_ZERO_QUANTITY_LINES, "").strip().lower() or "false"
+    if raw not in ("true", "false"):
+        raise ValueError(f"{DROP_ZERO_QUANTITY_LINES} must be true or false, got {raw!r}")
+    return OrderRules(drop_zero_quantity_lines=raw == "true")

@@ -1,4 +1,5 @@
-"""The whole loop on the real template: `python -m demo` with a short scenario, its report checked."""
+"""The whole loop on the real template: `python -m demo` with a short scenario, its report checked,
+the operator's part with the real tool (status, groups, a fix and its group's replay) included."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# 3 poison orders: two with a quantity-0 line (messages differ in numbers), one without a customer.
+# 3 poison orders: two with a quantity-0 line (messages differ in numbers), one without a customer;
+# the operator fixes the quantity-0 bug and replays its two orders.
 SHORT_SCENARIO = [
     "--orders", "12", "--poison", "3", "--produce-seconds", "2",
     "--outage-start", "0.5", "--outage-seconds", "8", "--tick-seconds", "1", "--time-limit", "120",
 ]  # fmt: skip
 GOOD_ORDERS = 9
 POISON_BUGS = 2
+FIXED_BUG, UNFIXED_BUG = "a line with quantity 0", "no customer_id"
+REPLAYED = 2
 FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 
@@ -46,20 +50,51 @@ def test_nothing_is_lost_and_the_books_balance(report: dict) -> None:
     assert report["queues_empty"] and report["finished_in_time"]
 
 
-def test_every_good_order_is_fulfilled_exactly_once(report: dict) -> None:
-    assert report["fulfilled_once"] == report["good_orders"] == GOOD_ORDERS
+def test_every_good_order_and_every_replayed_fixed_one_is_fulfilled_exactly_once(report: dict) -> None:
+    assert report["good_orders"] == GOOD_ORDERS
+    assert report["fulfilled_once"] == GOOD_ORDERS + REPLAYED
     assert report["fulfilled_more_than_once"] == []
 
 
 def test_poison_is_parked_at_its_first_failure_on_the_consumers_terminal_error(report: dict) -> None:
     poison = report["poison_parked"]
-    assert len(poison) == len(report["parked"]) == report["poison_orders"] == 3
+    assert len(poison) == report["poison_orders"] == 3
     for parked in poison:
         assert parked["cause"] == "terminal"
         assert parked["error_class"] == "consumer.orders.InvalidOrder"
         assert FINGERPRINT.fullmatch(parked["fingerprint"])
         assert parked["redriven"] == 0  # the parked mark's n
         assert parked["attempt"] == 1 and parked["deliveries"] == 1
+
+
+def test_the_operator_sees_the_status_and_the_parking_lots_groups_by_stack_name(report: dict) -> None:
+    status, groups, _replay = report["operator_runs"]
+    assert "--stack SqsSmartRedriver" in status["command"] and status["command"].endswith("status --json")
+    assert status["exit_code"] == 1  # it found something to look at: the parked poison
+    assert status["data"]["problems"] == ["3 message(s) in the parking lot"]
+    assert status["data"]["queues"]["parking_lot"]["visible"] == 3
+    assert groups["command"].endswith("groups --queue parking-lot --json") and groups["exit_code"] == 0
+    counts = {g["group"]: g["count"] for g in groups["data"]}
+    assert counts == report["fingerprints"]
+
+
+def test_after_the_fix_its_group_is_replayed_and_fulfilled_exactly_once(report: dict) -> None:
+    replay = report["operator_runs"][-1]
+    fixed = [p for p in report["poison_parked"] if p["bug"] == FIXED_BUG]
+    assert report["fix"] == "ORDERS_DROP_ZERO_QUANTITY_LINES=true"
+    assert {p["fingerprint"] for p in fixed} == {report["replayed_group"]}
+    assert "has quantity 0" in report["replayed_group_label"]
+    assert f"replay --group {report['replayed_group']} --yes --json" in replay["command"]
+    assert replay["exit_code"] == 0 and replay["data"]["moved"] == REPLAYED
+    assert all(p["replayed"] for p in fixed)
+    assert report["replayed"] == report["fulfilled_after_replay"] == REPLAYED
+
+
+def test_the_unfixed_bugs_poison_stays_parked_with_its_reason(report: dict) -> None:
+    unfixed = [p for p in report["poison_parked"] if p["bug"] == UNFIXED_BUG]
+    assert unfixed and not any(p["replayed"] for p in unfixed)
+    assert sorted(report["parked"]) == sorted(p["order_id"] for p in unfixed)
+    for parked in unfixed:
         assert parked["fingerprint"] in report["parked"][parked["order_id"]]  # in the reason too
 
 

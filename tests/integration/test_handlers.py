@@ -192,6 +192,30 @@ def test_consumer_fulfils_a_repeated_order_once(aws: Aws) -> None:
     assert consumer.downstream.submitted == {"o-7": 1}
 
 
+def test_the_consumers_fix_reaches_a_warm_consumer_at_its_next_invocation(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a warm consumer and an order with a quantity-0 line, which it dead-letters as terminal
+    consumer = import_fresh("consumer.handler")
+    zero_line = {"sku": "sku-2", "quantity": 0, "unit_price": "4.50"}
+    order = json.loads(order_body("o-0"))
+    aws.sqs.send_message(
+        QueueUrl=aws.source_url, MessageBody=json.dumps({**order, "items": [*order["items"], zero_line]})
+    )
+    [message] = aws.sqs.receive_message(QueueUrl=aws.source_url)["Messages"]
+    consumer.lambda_handler(sqs_event([message], aws.source_arn), LambdaContext())
+    assert depth(aws.sqs, aws.dlq_url) == 1
+
+    # WHEN the fix is switched on in its configuration, and the order comes again
+    monkeypatch.setenv("ORDERS_DROP_ZERO_QUANTITY_LINES", "true")
+    response = consumer.lambda_handler(sqs_event([message], aws.source_arn), LambdaContext())
+
+    # THEN it is fulfilled (its quantity-0 line dropped), and nothing more is dead-lettered
+    assert response == {"batchItemFailures": []}
+    assert consumer.downstream.submitted == {"o-0": 1}
+    assert depth(aws.sqs, aws.dlq_url) == 1
+
+
 @pytest.fixture
 def small_runs_handler(aws: Aws, redriver_handler: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The re-driver's handler with a per-run limit of 2 (one worker: the limit is then exact)."""

@@ -12,7 +12,9 @@ import pytest
 from consumer.orders import (
     FailureInjection,
     InvalidOrder,
+    OrderRules,
     load_failure_injection,
+    load_order_rules,
     parse_order,
     parse_outage_windows,
 )
@@ -64,6 +66,32 @@ def test_non_finite_price_is_rejected_as_invalid_order(price: str) -> None:
 def test_fractional_quantity_is_rejected() -> None:
     with pytest.raises(InvalidOrder):
         parse_order(body(items=[item(quantity=2.5)]))
+
+
+def test_with_the_fix_a_zero_quantity_line_is_dropped_and_the_order_accepted() -> None:
+    fixed = OrderRules(drop_zero_quantity_lines=True)
+
+    order = parse_order(body(items=[item(2, "5.00"), item(0, "7.00")]), fixed)
+
+    assert order.lines == (("sku-1", 2, Decimal("5.00")),)
+
+
+@pytest.mark.parametrize("items", [[item(0)], [item(0), item(-1)], [item(0), item(1, "NaN")]])
+def test_with_the_fix_an_order_of_no_valid_line_is_still_rejected(items: list[dict[str, Any]]) -> None:
+    with pytest.raises(InvalidOrder):
+        parse_order(body(items=items), OrderRules(drop_zero_quantity_lines=True))
+
+
+@pytest.mark.parametrize(("value", "drops"), [("true", True), ("TRUE", True), ("false", False), ("", False)])
+def test_the_fix_is_read_from_the_environment(value: str, drops: bool) -> None:
+    rules = load_order_rules({"ORDERS_DROP_ZERO_QUANTITY_LINES": value})
+    assert rules.drop_zero_quantity_lines is drops
+    assert load_order_rules({}) == OrderRules()
+
+
+def test_a_bad_fix_setting_is_named() -> None:
+    with pytest.raises(ValueError, match="ORDERS_DROP_ZERO_QUANTITY_LINES must be true or false"):
+        load_order_rules({"ORDERS_DROP_ZERO_QUANTITY_LINES": "yes"})
 
 
 @pytest.mark.parametrize(("now", "fails"), [(99.9, False), (100, True), (150, True), (200, False)])

@@ -1,0 +1,5 @@
+"""``python -m sqs_redriver.cli``: the same as the ``sqs-redriver`` console script."""
+
+from sqs_redriver.cli import main
+
+main()
