@@ -31,11 +31,10 @@ OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 )
-OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics", "cloudwatch:GetMetricData")
+OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
 
 
 def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> None:
@@ -104,7 +103,7 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
     acknowledge(
         policy,
         "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-        "cloudwatch:GetMetricStatistics and GetMetricData support no resource-level permissions; "
+        "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
         "every other statement of the operator's policy names its resource.",
     )
     if redriver.archive is not None:

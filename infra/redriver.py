@@ -346,10 +346,11 @@ class SqsRedriver(Construct):
         receive, change visibility, delete, send and read attributes on the DLQ and the parking lot;
         send and read attributes on each source queue; ``kms:Decrypt`` and ``kms:GenerateDataKey``
         on the keys of KMS-encrypted queues; decrypt, encrypt and data keys of the table's and the
-        archive's customer-managed key, when they have one; six item actions on the state table (no Scan, no
-        Query); ``cloudformation:DescribeStacks`` on this stack; ``cloudwatch:GetMetricStatistics``
-        and ``GetMetricData`` (no resource-level permissions: ``*``); and, with an archive,
-        ``s3:GetObject`` and ``s3:ListBucket`` on its ``parked/`` prefix. The policy's cdk-nag
+        archive's customer-managed key, when they have one; five item actions on the state table
+        (no Scan, no Query); ``cloudformation:DescribeStacks`` on this stack;
+        ``cloudwatch:GetMetricStatistics`` (no resource-level permissions: ``*``); and, with an
+        archive, ``s3:GetObject`` and ``s3:ListBucket`` on its ``parked/`` prefix, for the operator
+        to read archived messages (``aws s3 cp``; the tool does not). The policy's cdk-nag
         findings (the two wildcards) are acknowledged on the policy itself, not on the principal.
 
         Raises SettingsError for a principal that cannot hold a policy (a service or account

@@ -25,6 +25,8 @@ TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_ti
 # How long a scan hides each message it has read: long enough to read a large queue once, short
 # enough that a scan killed without releasing them gives them back soon.
 SCAN_HOLD_SECONDS = 300
+# Receives in a row that bring only messages already read (their hold lapsed) end a scan.
+STALE_RECEIVES = 3
 OLDEST_AGE_WINDOW_SECONDS = 900
 
 
@@ -121,6 +123,35 @@ def oldest_age_seconds(cloudwatch: Any, queue_name: str, now: float) -> int | No
     return int(points[-1]["Maximum"]) if points else None
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """What a scan read, and what it could not: messages still visible or delayed when it ended (a
+    FIFO group waits behind the messages the scan holds; a standard queue's count lags), and messages
+    someone else holds (the re-driver, during a backoff or a run)."""
+
+    read: int
+    unread: int
+    held_elsewhere: int
+
+    @property
+    def complete(self) -> bool:
+        return not (self.unread or self.held_elsewhere)
+
+    def describe(self) -> str:
+        """One line for the operator; empty when the scan read everything."""
+        parts = []
+        if self.unread:
+            parts.append(
+                f"about {self.unread} more not read (visible or delayed when the scan ended: a FIFO "
+                "group waits behind the messages read; run again after moving those)"
+            )
+        if self.held_elsewhere:
+            parts.append(
+                f"about {self.held_elsewhere} held by others (the re-driver during a backoff or a run)"
+            )
+        return f"read {self.read}; " + "; ".join(parts) if parts else ""
+
+
 class QueueScan:
     """Reads each message of a queue once without consuming it.
 
@@ -142,11 +173,13 @@ class QueueScan:
         self.queue = queue
         self.where = where
         self._sqs = sqs
-        self._hold_seconds = hold_seconds
+        self.hold_seconds = hold_seconds
         # A long poll asks every SQS server, so an empty answer means an empty queue.
         self._wait_seconds = wait_seconds
         self._held: dict[str, str] = {}  # message id -> receipt handle
         self._seen: set[str] = set()
+        self.coverage: Coverage | None = None  # known once a pass of ``batches`` ended
+        self.unreleased = 0  # held messages the last ``release`` could not give back
 
     def __enter__(self) -> QueueScan:
         return self
@@ -155,28 +188,47 @@ class QueueScan:
         self.release()
 
     def batches(self) -> Iterator[list[Inspected]]:
-        """Batches of up to 10 messages not seen before, until a receive finds none."""
-        while True:
+        """Batches of up to 10 messages not seen before, until a receive finds none (or only
+        messages seen before, ``STALE_RECEIVES`` times in a row: their holds lapsed in a long scan).
+        Then ``coverage`` tells what the scan could not read."""
+        stale = 0
+        while stale < STALE_RECEIVES:
             response = _call(
                 "ReceiveMessage",
                 self._sqs.receive_message,
                 QueueUrl=self.queue.url,
                 MaxNumberOfMessages=SQS_MAX_BATCH_SIZE,
                 WaitTimeSeconds=self._wait_seconds,
-                VisibilityTimeout=self._hold_seconds,
+                VisibilityTimeout=self.hold_seconds,
                 MessageAttributeNames=["All"],
                 MessageSystemAttributeNames=["All"],
             )
             raws = response.get("Messages", [])
             if not raws:
-                return
+                break
             fresh = []
             for raw in raws:
                 self._held[raw["MessageId"]] = raw["ReceiptHandle"]
                 if raw["MessageId"] not in self._seen:  # seen before: its hold had lapsed
                     self._seen.add(raw["MessageId"])
                     fresh.append(inspect(raw, self.where))
-            yield fresh
+            stale = 0 if fresh else stale + 1
+            if fresh:
+                yield fresh
+        self.coverage = self._coverage()
+
+    def _coverage(self) -> Coverage:
+        depth = queue_depth(self._sqs, self.queue.url)
+        return Coverage(
+            read=len(self._seen),
+            unread=depth.visible + depth.delayed,
+            held_elsewhere=max(0, depth.in_flight - len(self._held)),
+        )
+
+    def handle(self, message_id: str, received_with: str) -> str:
+        """The latest receipt handle of a held message (a re-receive after a lapsed hold gives a
+        new one, and a delete with an older one may do nothing)."""
+        return self._held.get(message_id, received_with)
 
     def everything(self) -> list[Inspected]:
         """Every message of the queue (still held until ``release``)."""
@@ -188,15 +240,16 @@ class QueueScan:
             self._held.pop(message_id, None)
 
     def release(self) -> int:
-        """Give back every held message now; return how many could not be (their hold ends anyway)."""
+        """Give back every held message now; return (and keep in ``unreleased``) how many could not
+        be: they come back when their hold ends."""
         held, self._held = self._held, {}
-        if not held:
-            return 0
-        try:
-            result = self.queue.change_visibility({mid: (handle, 0) for mid, handle in held.items()})
-        except AwsCallError:
-            return len(held)
-        return len(result.failed)
+        if held:
+            try:
+                result = self.queue.change_visibility({mid: (handle, 0) for mid, handle in held.items()})
+                self.unreleased = len(result.failed)
+            except AwsCallError:
+                self.unreleased = len(held)
+        return self.unreleased
 
 
 def _call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:

@@ -96,6 +96,11 @@ class Inspected:
         )
 
 
+def is_fingerprint(group_key: str) -> bool:
+    """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name)."""
+    return bool(group_key) and group_key != UNCLASSIFIED and not group_key.startswith(CAUSE_PREFIX)
+
+
 def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:
     """An entry of a ReceiveMessage response (all attributes requested), inspected."""
     return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))

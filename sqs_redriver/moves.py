@@ -7,6 +7,7 @@ it ends (an error, Ctrl-C): at worst a message sent whose delete did not happen 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,20 +46,26 @@ class MoveReport:
     not_deleted: list[str] = field(default_factory=list)
     # Left where they were, and why.
     failed: dict[str, str] = field(default_factory=dict)
+    # The batch between its send and its delete: after an interruption, possibly in both queues.
+    in_transit: list[str] = field(default_factory=list)
     error: str | None = None
     interrupted: bool = False
+    # Read but not given back at once (that call failed): they come back when the scan's hold ends.
+    hidden: int = 0
 
     @property
     def clean(self) -> bool:
-        return not (self.not_deleted or self.failed or self.error or self.interrupted)
+        return not (self.not_deleted or self.failed or self.error or self.interrupted or self.hidden)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "moved": self.moved,
             "not_deleted": self.not_deleted,
             "failed": self.failed,
+            "in_transit": self.in_transit if self.interrupted else [],
             "error": self.error,
             "interrupted": self.interrupted,
+            "hidden": self.hidden,
         }
 
 
@@ -77,16 +84,15 @@ def replay(
     now: int,
     limit: int | None = None,
     bucket: TokenBucket | None = None,
-    is_fifo: bool = False,
     report: MoveReport,
     on_moved: Callable[[int], None] = lambda _count: None,
 ) -> MoveReport:
     """Send the chosen messages of ``scan``'s queue to the source queue ``route`` names, then
     delete them from it, in batches of 10 per source (chosen messages wait, held, until a batch is
     full or the scan ends). Stops at ``limit`` messages, or at the first AWS error of a whole call."""
-    mover = _Mover(scan, table, now, is_fifo, bucket, report, on_moved)
+    mover = _Mover(scan, table, now, bucket, report, on_moved)
     taken = 0
-    with scan, _reported(report):
+    with _moving(scan, report):
         for batch in scan.batches():
             chosen = _chosen(batch, selection, now, None if limit is None else limit - taken)
             taken += len(chosen)
@@ -107,24 +113,31 @@ class _Mover:
     scan: QueueScan
     table: MarkTable
     now: int
-    is_fifo: bool
     bucket: TokenBucket | None
     report: MoveReport
     on_moved: Callable[[int], None]
+    clock: Callable[[], float] = time.monotonic
     pending: dict[Destination, list[Inspected]] = field(default_factory=dict)
+    waiting_since: float | None = None
 
     def flush(self, *, full_only: bool) -> bool:
-        """Send the full batches (and, unless ``full_only``, the rest); False after a failed call."""
+        """Send the full batches (and, unless ``full_only``, the rest: also when the first waiting
+        message has waited half its hold); False after a failed call."""
+        waiting = any(self.pending.values())
+        if waiting and self.waiting_since is None:
+            self.waiting_since = self.clock()
+        if waiting and self.clock() - (self.waiting_since or 0) > self.scan.hold_seconds / 2:
+            full_only = False
         for destination, items in self.pending.items():
             while len(items) >= SQS_MAX_BATCH_SIZE or (items and not full_only):
                 batch, items[:] = items[:SQS_MAX_BATCH_SIZE], items[SQS_MAX_BATCH_SIZE:]
                 if self.bucket is not None:
                     self.bucket.acquire(len(batch))
-                if not _send_and_delete(
-                    self.scan, destination, batch, self.table, self.now, self.is_fifo, self.report
-                ):
+                if not _send_and_delete(self.scan, destination, batch, self.table, self.now, self.report):
                     return False
                 self.on_moved(self.report.moved)
+        if not any(self.pending.values()):
+            self.waiting_since = None
         return True
 
 
@@ -138,7 +151,7 @@ def purge(
     on_moved: Callable[[int], None] = lambda _count: None,
 ) -> MoveReport:
     """Delete the chosen messages of ``scan``'s queue (the parking lot: archived copies stay)."""
-    with scan, _reported(report):
+    with _moving(scan, report):
         for batch in scan.batches():
             chosen = _chosen(batch, selection, now, None if limit is None else limit - report.moved)
             if chosen and not _delete(scan, chosen, report):
@@ -150,12 +163,17 @@ def purge(
 
 
 @contextmanager
-def _reported(report: MoveReport) -> Iterator[None]:
-    """A failed receive ends the move like a failed send: said in the report."""
+def _moving(scan: QueueScan, report: MoveReport) -> Iterator[None]:
+    """The scan, given back however the move ends; a failed receive (or any AWS call that ends
+    the move) said in the report, with how many messages could not be given back at once."""
     try:
-        yield
-    except AwsCallError as exc:
-        report.error = str(exc)
+        with scan:
+            try:
+                yield
+            except AwsCallError as exc:
+                report.error = str(exc)
+    finally:
+        report.hidden = scan.unreleased
 
 
 def _chosen(batch: list[Inspected], selection: Selection, now: int, room: int | None) -> list[Inspected]:
@@ -172,7 +190,7 @@ def _by_destination(
         destination = route(item)
         if destination is None:
             report.failed[item.message.message_id] = (
-                f"no configured source queue is {item.source or 'named'}: choose one with --to"
+                f"no configured source queue is {item.source}: choose one with --to"
             )
         else:
             routed.setdefault(destination, []).append(item)
@@ -185,7 +203,6 @@ def _send_and_delete(
     items: list[Inspected],
     table: MarkTable,
     now: int,
-    is_fifo: bool,
     report: MoveReport,
 ) -> bool:
     """One batch: forget table counts, send, delete what arrived. False after a failed whole call."""
@@ -208,14 +225,17 @@ def _send_and_delete(
                 tracked.mark.to_json(),
                 delay=0,
                 deduplication_id=fifo.deduplication_id(tracked, REPLAY_STEP),
-                fifo=is_fifo,
+                fifo=destination.url.endswith(".fifo"),
             )
         )
+    report.in_transit = [item.message.message_id for item in items]
     result = destination.send(entries)
     for key, failure in result.failed.items():
         report.failed[items[int(key)].message.message_id] = f"{failure.code}: {failure.message}"
     arrived = [items[int(key)] for key in result.succeeded]
-    if arrived and not _delete(scan, arrived, report, sent=True):
+    deleted = not arrived or _delete(scan, arrived, report, sent=True)
+    report.in_transit = []
+    if not deleted:
         return False
     if result.call_error:
         report.error = result.call_error
@@ -225,7 +245,10 @@ def _send_and_delete(
 
 def _delete(scan: QueueScan, items: list[Inspected], report: MoveReport, *, sent: bool = False) -> bool:
     """Delete ``items`` from the scanned queue; False after a failed whole call."""
-    handles = {item.message.message_id: item.message.receipt_handle for item in items}
+    handles = {
+        item.message.message_id: scan.handle(item.message.message_id, item.message.receipt_handle)
+        for item in items
+    }
     try:
         result = scan.queue.delete(handles)
     except AwsCallError as exc:

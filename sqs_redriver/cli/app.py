@@ -9,6 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from redriver.adapters import AwsCallError
 from sqs_redriver.aws import Connection
@@ -87,5 +88,5 @@ def failures_reported() -> Iterator[None]:
 
 
 def fail(message: str, *, code: int) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}")
+    err.print(f"[red]error:[/red] {escape(message)}")
     raise typer.Exit(code)

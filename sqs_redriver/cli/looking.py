@@ -11,8 +11,8 @@ from rich.console import RenderableType
 from rich.live import Live
 
 from sqs_redriver.cli import render
-from sqs_redriver.cli.app import JsonOption, QueueChoice, app, fail, failures_reported, out
-from sqs_redriver.cli.tool import Tool
+from sqs_redriver.cli.app import JsonOption, QueueChoice, app, err, fail, failures_reported, out
+from sqs_redriver.cli.tool import Tool, UsageError
 from sqs_redriver.inventory import Inspected, Where, group
 from sqs_redriver.status import Status, read_status
 
@@ -27,6 +27,8 @@ def status(
     """Breakers, pause, queue depths, the DLQ's time to expiry and the last runs."""
     tool: Tool = ctx.obj
     with failures_reported():
+        if watch and json:
+            raise UsageError("--watch redraws a view for a person: drop --json (or --watch)")
 
         def look() -> Status:
             return read_status(
@@ -37,7 +39,7 @@ def status(
                 now=tool.now(),
             )
 
-        if watch and not json:
+        if watch:
             _watch(lambda: render.status_view(look()), interval)
             return
         current = look()
@@ -82,8 +84,12 @@ def groups(
 
 
 def read_all(tool: Tool, where: Where) -> list[Inspected]:
+    """Every message of a queue, given back at once; what the scan could not read is said on stderr."""
     with tool.scan(where) as scan:
-        return scan.everything()
+        items = scan.everything()
+    if scan.coverage is not None and not scan.coverage.complete:
+        err.print(f"{where.value}: {scan.coverage.describe()}", markup=False)
+    return items
 
 
 @app.command()

@@ -86,6 +86,9 @@ def replay_command(
         chosen = _preview(tool, where, selection, limit, "replay", dry_run=dry_run, yes=yes, json=json)
         if chosen is None:
             return
+        if not chosen:
+            _finish("replayed", MoveReport(), json)
+            return
         report = MoveReport()
         bucket = TokenBucket(rate, burst=10)
         with _progress(chosen, json) as advance:
@@ -98,7 +101,6 @@ def replay_command(
                     now=tool.now(),
                     limit=limit,
                     bucket=bucket,
-                    is_fifo=tool.fifo,
                     report=report,
                     on_moved=advance,
                 )
@@ -130,6 +132,9 @@ def purge_command(
         )
         if chosen is None:
             return
+        if not chosen:
+            _finish("purged", MoveReport(), json)
+            return
         report = MoveReport()
         with _progress(chosen, json) as advance:
             try:
@@ -157,7 +162,8 @@ def _preview(
     yes: bool,
     json: bool,
 ) -> int | None:
-    """Print the histogram of what would move; the count to move, or None to stop here."""
+    """Print the histogram of what would move; the count to move (0: nothing chosen), or None
+    after a dry run."""
     if json and not (dry_run or yes):
         raise UsageError(f"{verb} --json needs --yes (or --dry-run): there is no one to ask")
     now = tool.now()
@@ -171,8 +177,10 @@ def _preview(
     else:
         title = f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen)} message(s) from the {where.value}"
         out.print(render.groups_table(histogram, now, title=title))
-    if dry_run or not chosen:
+    if dry_run:
         return None
+    if not chosen:
+        return 0
     if not yes:
         typer.confirm(f"{verb} {len(chosen)} message(s)?", abort=True)
     return len(chosen)

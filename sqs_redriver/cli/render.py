@@ -142,7 +142,7 @@ def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
             age(group.newest, now),
             ", ".join(_name(s) for s in sorted(group.sources)) or "-",
             group.sample_id[:SAMPLE_ID_CHARS],
-            group.label,
+            Text(group.label),
         )
     return table
 
@@ -161,7 +161,7 @@ def message_view(item: Inspected, now: int) -> RenderableType:
     table.add_row("message id", message.message_id)
     table.add_row("identity", item.identity)
     table.add_row("group", item.group)
-    table.add_row("source", item.source or "-")
+    table.add_row("source", Text(item.source or "-"))
     table.add_row("sent", when(item.sent_at, now))
     if item.mark is not None:
         mark = item.mark
@@ -171,12 +171,12 @@ def message_view(item: Inspected, now: int) -> RenderableType:
         table.add_row("replays", ", ".join(f"{when(at, now)} after {n}" for at, n in mark.replays) or "-")
     if item.failure is not None:
         failure = item.failure
-        table.add_row("failure", f"{failure.kind.value} {failure.error_class}: {failure.message}")
+        table.add_row("failure", Text(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
         table.add_row("fingerprint", failure.fingerprint)
     if item.parked is not None:
-        table.add_row("parked", f"{item.parked.get('cause')}: {item.parked.get('why')}")
+        table.add_row("parked", Text(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
     for name, value in message.attributes.items():
-        table.add_row(f"attribute {name}", str(value.get("StringValue", "<binary>")))
+        table.add_row(Text(f"attribute {name}"), Text(str(value.get("StringValue", "<binary>"))))
     return Stack(table, Text("body:", style="bold"), Text(message.body))
 
 
@@ -207,8 +207,15 @@ def move_summary(verb: str, report: MoveReport) -> Text:
     lines.extend(f"left in place {mid}: {why}" for mid, why in report.failed.items())
     if report.error:
         lines.append(f"stopped: {report.error}")
+    if report.hidden:
+        lines.append(f"{report.hidden} read but not given back at once: they reappear within 5 minutes")
     if report.interrupted:
         lines.append("interrupted: everything not moved was given back")
+        if report.in_transit:
+            lines.append(
+                "interrupted between a send and its delete, so possibly in both queues: "
+                + ", ".join(report.in_transit)
+            )
     return Text("\n".join(lines), style="green" if report.clean else "yellow")
 
 

@@ -13,6 +13,7 @@ from redriver.model.pause import Pause
 from redriver.settings import breaker_key, pause_key
 from sqs_redriver.cli.app import ReasonOption, app, breaker_app, fail, failures_reported, out
 from sqs_redriver.cli.tool import Tool, UsageError
+from sqs_redriver.inventory import is_fingerprint
 
 
 @app.command("retry-group")
@@ -33,13 +34,18 @@ def clear_group(ctx: typer.Context, fingerprint: str) -> None:
     tool: Tool = ctx.obj
     with failures_reported():
         tool.table.clear_group_mark(fingerprint)
-    out.print(f"group {fingerprint}: no operator record")
+    out.print(f"group {fingerprint}: no operator record", markup=False)
 
 
 def _mark_group(tool: Tool, fingerprint: str, action: GroupAction, reason: str) -> None:
     with failures_reported():
+        if not is_fingerprint(fingerprint):
+            raise UsageError(
+                f"{fingerprint} is not an error fingerprint: only groups of consumer failures (the "
+                "consumer kit's fingerprints in `groups`) can be retried or parked; replay or purge others"
+            )
         tool.table.save_group_mark(GroupMark(fingerprint, action, reason, tool.who, tool.now()))
-    out.print(f"group {fingerprint}: {action.value} (by {tool.who}: {reason})")
+    out.print(f"group {fingerprint}: {action.value} (by {tool.who}: {reason})", markup=False)
 
 
 @app.command()
@@ -48,7 +54,7 @@ def pause(ctx: typer.Context, reason: ReasonOption) -> None:
     tool: Tool = ctx.obj
     with failures_reported():
         tool.table.save_pause(pause_key(tool.deployment.dlq_url), Pause(reason, tool.who, tool.now()))
-    out.print(f"paused by {tool.who}: {reason}")
+    out.print(f"paused by {tool.who}: {reason}", markup=False)
 
 
 @app.command()
@@ -90,4 +96,6 @@ def _move_breakers(
             moved = move(current, tool.now())
             if not tool.table.save_breaker(key, moved, expected_version=current.version):
                 fail(f"a run changed the breaker of {url} just now: look at `status` and try again", code=1)
-            out.print(f"{url}: {current.state.value} -> {moved.state.value} (by {tool.who}: {reason})")
+            out.print(
+                f"{url}: {current.state.value} -> {moved.state.value} (by {tool.who}: {reason})", markup=False
+            )

@@ -98,10 +98,6 @@ class Tool:
         url = self.deployment.parking_lot_url if where is Where.PARKING_LOT else self.deployment.dlq_url
         return QueueScan(self.queue(url), self.client("sqs"), where)
 
-    @property
-    def fifo(self) -> bool:
-        return self.deployment.dlq_url.endswith(".fifo")
-
     def source_for(self, item: Inspected, override: str | None = None) -> SqsQueue | None:
         """The source queue a message goes back to: ``override``, else the one its parking reason
         or SQS names, if it is one of this re-driver's; a message that names none goes to the first."""

@@ -33,7 +33,6 @@ TABLE_ACTIONS = [
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
 ]
 
 
@@ -95,11 +94,7 @@ def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, An
         },
         {"Action": TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
         {"Action": ["cloudformation:DescribeStacks"], "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}},
-        {
-            "Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics"],
-            "Effect": "Allow",
-            "Resource": "*",
-        },
+        {"Action": ["cloudwatch:GetMetricStatistics"], "Effect": "Allow", "Resource": "*"},
     ]
     if archive:
         assert redriver.archive is not None
@@ -173,7 +168,7 @@ def test_without_an_archive_the_operator_gets_no_s3_access() -> None:
     ]
     actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"] for a in _as_list(s["Action"])}
     assert not [action for action in actions if action.startswith("s3:")]
-    assert "cloudwatch:GetMetricData" in actions
+    assert "cloudwatch:GetMetricStatistics" in actions
 
 
 def test_kms_encrypted_queues_give_the_operator_decrypt_and_generate_data_key_on_their_key() -> None:
