@@ -89,7 +89,7 @@ def test_groups_reads_both_queues_grouped_and_consumes_nothing(aws: Aws) -> None
     result = tool(aws, "groups", "--json")
 
     assert result.exit_code == 0, result.output
-    found = {(g["queue"], g["group"]): g for g in json.loads(result.output)}
+    found = {(g["queue"], g["group"]): g for g in json.loads(result.stdout)}
     assert found[("parking-lot", "fp-bad")]["count"] == 3
     assert found[("parking-lot", "fp-bad")]["label"] == "orders.InvalidOrder: no items"
     assert found[("parking-lot", "cause:over_limit")]["count"] == 1
@@ -111,10 +111,10 @@ def test_show_prints_one_message_with_its_mark_and_reason(aws: Aws) -> None:
     missing = tool(aws, "show", "no-such-message")
 
     assert result.exit_code == 0, result.output
-    shown = json.loads(result.output)
+    shown = json.loads(result.stdout)
     assert (shown["body"], shown["mark"]["n"], shown["parked"]["cause"]) == ("poison", 5, "over_limit")
     assert by_identity.exit_code == 0 and "poison" in by_identity.output
-    assert json.loads(by_prefix.output)["message_id"] == message_id  # as the tables show it
+    assert json.loads(by_prefix.stdout)["message_id"] == message_id  # as the tables show it
     assert missing.exit_code == 1 and "no message no-such-message" in missing.output
 
 
@@ -124,7 +124,7 @@ def test_a_dry_run_prints_the_histogram_and_moves_nothing(aws: Aws) -> None:
     result = tool(aws, "replay", "--group", "fp-bad", "--dry-run", "--json")
 
     assert result.exit_code == 0, result.output
-    preview = json.loads(result.output)
+    preview = json.loads(result.stdout)
     assert preview["would_replay"] == 3
     assert [(g["group"], g["count"]) for g in preview["groups"]] == [("fp-bad", 3)]
     assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 4
@@ -137,7 +137,7 @@ def test_replay_sends_a_group_back_with_its_count_reset_and_the_replay_in_its_hi
     result = tool(aws, "replay", "--group", "fp-bad", "--yes", "--json", "--rate", "1000")
 
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["moved"] == 3
+    assert json.loads(result.stdout)["moved"] == 3
     arrived = marks(drain(aws.sqs, aws.source_url))
     assert sorted(arrived) == ["bad-0", "bad-1", "bad-2"]
     for mark in arrived.values():
@@ -243,7 +243,7 @@ def test_status_shows_breakers_queues_and_exits_1_when_messages_are_parked(aws: 
     result = tool(aws, "status", "--json")
 
     assert result.exit_code == 1  # parked messages need a look
-    status = json.loads(result.output)
+    status = json.loads(result.stdout)
     assert status["pause"]["reason"] == "investigating"
     assert status["breakers"][aws.source_url]["state"] == "CLOSED"
     assert status["queues"]["parking_lot"]["visible"] == 4
@@ -281,7 +281,48 @@ def test_status_counts_the_dlq_s_time_to_expiry_from_cloudwatch_and_warns_within
 
     result = tool(aws, "status", "--json")
 
-    status = json.loads(result.output)
+    status = json.loads(result.stdout)
     assert status["queues"]["dlq"]["time_to_expiry_seconds"] == 3600
     assert status["problems"] == ["the DLQ's oldest message expires in 3600 s"]
     assert result.exit_code == 1
+
+
+def test_a_fifo_scan_says_what_it_could_not_read_behind_the_messages_it_holds() -> None:
+    with mock_aws():
+        aws = create_aws(fifo=True)
+        for n in range(15):  # one group: SQS hands out no more of it while the scan holds ten
+            aws.sqs.send_message(
+                QueueUrl=aws.parking_lot_url,
+                MessageBody=f"m{n}",
+                MessageGroupId="customer-1",
+                MessageDeduplicationId=f"m{n}",
+            )
+
+        result = tool(aws, "groups", "--queue", "parking-lot", "--json")
+
+    assert result.exit_code == 0
+    assert sum(g["count"] for g in json.loads(result.stdout)) == 10
+    assert "about 5 more not read" in result.stderr
+
+
+def test_park_group_refuses_a_group_that_is_not_a_fingerprint(aws: Aws) -> None:
+    result = tool(aws, "park-group", "cause:over_limit", "--reason", "x")
+
+    assert result.exit_code == 2
+    assert "not an error fingerprint" in result.output
+
+
+def test_text_with_brackets_is_recorded_and_echoed_as_written(aws: Aws) -> None:
+    result = tool(aws, "pause", "--reason", "see [/tmp/x] and [bold]")
+
+    assert result.exit_code == 0, result.output
+    assert "see [/tmp/x] and [bold]" in result.stdout
+    recorded = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(pause_key(aws.dlq_url))
+    assert recorded is not None and recorded.reason == "see [/tmp/x] and [bold]"
+
+
+def test_a_replay_that_chooses_nothing_still_prints_a_report_for_scripts(aws: Aws) -> None:
+    result = tool(aws, "replay", "--group", "fp-none", "--yes", "--json")
+
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["moved"] == 0

@@ -26,6 +26,20 @@ def test_the_deduplication_id_is_new_for_each_redrive_and_the_same_for_its_retry
     assert deduplication_id(tracked, "4") != deduplication_id(tracked, "3")
 
 
+def test_after_a_replay_each_step_gets_an_id_of_its_own_though_the_count_starts_again() -> None:
+    before = Mark("id-1", 5, 1, (10, 20, 30, 40, 50))
+    after = before.replayed(NOW)
+    [old] = track([dlq_message(mark=before)], {}, NOW).unique
+    [new] = track([dlq_message(mark=after)], {}, NOW).unique
+    [again] = track([dlq_message(mark=after.replayed(NOW + 60))], {}, NOW).unique
+
+    # parked again, or re-driven with the same count as before the replay: a new id (a reused one
+    # within 5 minutes would make SQS drop the message, which the sender then deletes)
+    assert deduplication_id(new, "parked") != deduplication_id(old, "parked")
+    assert deduplication_id(new, "1") != deduplication_id(old, "1")
+    assert deduplication_id(again, "replay") != deduplication_id(new, "replay")
+
+
 def test_a_content_identity_uses_the_dlq_message_id_so_twins_are_not_dropped() -> None:
     twins = [
         dlq_message("same", mark=Mark(HASH_IDENTITY_PREFIX + "f" * 64, 1), message_id=f"m-twin-{i}")
