@@ -36,19 +36,18 @@ def run_summary(
     """The history line of a run that started at ``at`` (epoch seconds) and took ``duration_ms``;
     ``continuation``: it was started by a continuation; ``first_source`` names the only source of
     a run with one (its report has no parts)."""
-    sources = {part.source or first_source: part.breaker_state.value for part in report.by_source}
-    return {
-        "at": at,
-        "duration_ms": duration_ms,
-        "mode": report.mode.value,
-        "breaker_state": report.breaker_state.value,
-        "stopped_because": report.stopped_because.value,
+    return RunSummary(
+        at=at,
+        duration_ms=duration_ms,
+        mode=report.mode.value,
+        breaker_state=report.breaker_state.value,
+        stopped_because=report.stopped_because.value,
         **{name: getattr(report, name) for name in COUNTS},
-        "breaker_transitions": list(report.breaker_transitions),
-        "paused": report.stopped_because is StopReason.PAUSED,
-        "continuation": continuation,
-        "sources": sources,
-    }
+        breaker_transitions=tuple(report.breaker_transitions),
+        paused=report.stopped_because is StopReason.PAUSED,
+        continuation=continuation,
+        sources={part.source or first_source: part.breaker_state.value for part in report.by_source},
+    ).to_dict()
 
 
 @dataclass(frozen=True)
