@@ -313,12 +313,12 @@ def test_park_group_refuses_a_group_that_is_not_a_fingerprint(aws: Aws) -> None:
 
 
 def test_text_with_brackets_is_recorded_and_echoed_as_written(aws: Aws) -> None:
-    result = tool(aws, "pause", "--reason", "see [/tmp/x] and [bold]")
+    result = tool(aws, "pause", "--reason", "see [/runbook/dlq] and [bold]")
 
     assert result.exit_code == 0, result.output
-    assert "see [/tmp/x] and [bold]" in result.stdout
+    assert "see [/runbook/dlq] and [bold]" in result.stdout
     recorded = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(pause_key(aws.dlq_url))
-    assert recorded is not None and recorded.reason == "see [/tmp/x] and [bold]"
+    assert recorded is not None and recorded.reason == "see [/runbook/dlq] and [bold]"
 
 
 def test_a_replay_that_chooses_nothing_still_prints_a_report_for_scripts(aws: Aws) -> None:
