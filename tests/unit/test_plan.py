@@ -323,6 +323,20 @@ def test_an_operators_park_wins_over_the_breaker_that_the_batch_trips() -> None:
     assert bodies(p.tracked for p in result.park) == ["a"]
 
 
+def test_messages_of_a_parked_group_do_not_dilute_the_breakers_ratio() -> None:
+    # GIVEN an outage: 3 re-driven messages came back, among 6 of a group an operator parked
+    batch = [failed(FailureKind.TRANSIENT, fingerprint="bad", body=f"p{i}") for i in range(6)]
+    batch += [failed(FailureKind.TRANSIENT, body=f"r{i}") for i in range(3)]
+
+    result = plan(
+        batch, breaker=Breaker(changed_at=NOW - 600), groups={"bad": group("bad", GroupAction.PARK)}
+    )
+
+    # THEN the ratio is 3 of 3 judged, not 3 of 9: the breaker opens
+    assert result.unjudged == 6 and result.returned == 3
+    assert result.open_breaker
+
+
 def test_a_failure_of_a_parked_group_is_not_counted_as_returned() -> None:
     batch = [failed(FailureKind.TRANSIENT, fingerprint="bad", body=f"p{i}") for i in range(5)]
     batch += [failed(FailureKind.TRANSIENT, body=f"r{i}") for i in range(2)]

@@ -128,7 +128,10 @@ class Planner:
                 park.append(Park(t, expiring_reason(t, state.retention, now=state.now, routes=rules.routes)))
             else:
                 due.append(t)
-        base = BatchPlan(park=tuple(park), leave=tuple(leave), returned=returned, others=len(others))
+        unjudged = sum(1 for p in park if p.reason.cause is ParkCause.OPERATOR)
+        base = BatchPlan(
+            park=tuple(park), leave=tuple(leave), returned=returned, others=len(others), unjudged=unjudged
+        )
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
 
     def _of_another_source(self, tracked: Tracked, owner: str | None) -> bool:
@@ -146,7 +149,7 @@ class Planner:
 
     def _redrive(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
         so_far = RunOutcome(
-            received=state.so_far.received_own - base.others,
+            received=state.so_far.received_judged - base.others - base.unjudged,
             returned=state.so_far.returned + base.returned,
             errors=state.so_far.errors,
         )

@@ -56,6 +56,8 @@ class BatchPlan:
     returned: int = 0
     # Received messages of another source than the part's (a shared DLQ); see Tally.others.
     others: int = 0
+    # Parked for an operator's PARK# record of their failure group; see Tally.unjudged.
+    unjudged: int = 0
     canary_may_hide: bool = False
     stop: StopReason = StopReason.NONE
 

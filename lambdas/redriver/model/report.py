@@ -48,14 +48,22 @@ class Tally:
     # Received in one source's part but belonging to another source (a shared DLQ): given back,
     # never held for or against this source's breaker.
     others: int = 0
+    # Parked because an operator parked their failure group: the operator's verdict, not evidence
+    # about the consumer, so left out of the breaker's ratio (many of them would dilute it).
+    unjudged: int = 0
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
     @property
     def received_own(self) -> int:
-        """What the breaker's ratio counts: the received messages of the part's own source."""
+        """The received messages of the part's own source."""
         return self.received - self.others
+
+    @property
+    def received_judged(self) -> int:
+        """What the breaker's ratio counts: the part's own, less what an operator's group parked."""
+        return self.received_own - self.unjudged
 
 
 @dataclass(frozen=True)

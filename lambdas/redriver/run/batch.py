@@ -101,11 +101,14 @@ class BatchHandler:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
             except AwsCallError as exc:
-                seen = Tally(returned=plan.returned, others=plan.others)
+                seen = Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
                 return self._stopped_by(exc, seen, breaker, plan, leave=())
 
         executed = self.executor.execute(plan, now)
-        tally = Tally(returned=plan.returned, others=plan.others, errors=errors) + executed.tally
+        tally = (
+            Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged, errors=errors)
+            + executed.tally
+        )
         if plan.stop is StopReason.CANARY_SENT:
             breaker, tally = self._account_canaries(executed, breaker, tally, writer)
         if executed.failure:

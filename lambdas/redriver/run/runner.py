@@ -278,7 +278,7 @@ class Redriver:
         part.ramp.full_rate = wave.at_full_rate
         verdicts = wave.verdicts
         outcome = RunOutcome(
-            received=tally.received_own,
+            received=tally.received_judged,
             returned=tally.returned,
             errors=tally.errors,
             ok_verdicts=verdicts.ok,
