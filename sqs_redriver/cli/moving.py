@@ -83,30 +83,28 @@ def replay_command(
             raise UsageError("--from takes dlq or parking-lot")
         where = Where(source.value)
         selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
-        chosen = _preview(tool, where, selection, limit, "replay", dry_run=dry_run, yes=yes, json=json)
-        if chosen is None:
-            return
-        if not chosen:
-            _finish("replayed", MoveReport(), json)
-            return
-        report = MoveReport()
         bucket = TokenBucket(rate, burst=10)
-        with _progress(chosen, json) as advance:
-            try:
-                replay(
-                    tool.scan(where),
-                    selection,
-                    lambda item: tool.source_for(item, to),
-                    table=tool.table,
-                    now=tool.now(),
-                    limit=limit,
-                    bucket=bucket,
-                    report=report,
-                    on_moved=advance,
-                )
-            except KeyboardInterrupt:
-                report.interrupted = True
-    _finish("replayed", report, json)
+        _move(
+            tool,
+            where,
+            selection,
+            limit,
+            ("replay", "replayed"),
+            lambda report, advance: replay(
+                tool.scan(where),
+                selection,
+                lambda item: tool.source_for(item, to),
+                table=tool.table,
+                now=tool.now(),
+                limit=limit,
+                bucket=bucket,
+                report=report,
+                on_moved=advance,
+            ),
+            dry_run=dry_run,
+            yes=yes,
+            json=json,
+        )
 
 
 @app.command("purge")
@@ -127,28 +125,52 @@ def purge_command(
     tool: Tool = ctx.obj
     with failures_reported():
         selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
-        chosen = _preview(
-            tool, Where.PARKING_LOT, selection, limit, "purge", dry_run=dry_run, yes=yes, json=json
+        _move(
+            tool,
+            Where.PARKING_LOT,
+            selection,
+            limit,
+            ("purge", "purged"),
+            lambda report, advance: purge(
+                tool.scan(Where.PARKING_LOT),
+                selection,
+                now=tool.now(),
+                limit=limit,
+                report=report,
+                on_moved=advance,
+            ),
+            dry_run=dry_run,
+            yes=yes,
+            json=json,
         )
-        if chosen is None:
-            return
-        if not chosen:
-            _finish("purged", MoveReport(), json)
-            return
-        report = MoveReport()
+
+
+def _move(
+    tool: Tool,
+    where: Where,
+    selection: Selection,
+    limit: int | None,
+    verbs: tuple[str, str],
+    move: Callable[[MoveReport, Callable[[int], None]], object],
+    *,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> None:
+    """What replay and purge share: the preview, then the move with a progress bar, Ctrl-C kept
+    in the report, and the summary (exit 1 unless it is clean)."""
+    verb, done = verbs
+    chosen = _preview(tool, where, selection, limit, verb, dry_run=dry_run, yes=yes, json=json)
+    if chosen is None:
+        return
+    report = MoveReport()
+    if chosen:
         with _progress(chosen, json) as advance:
             try:
-                purge(
-                    tool.scan(Where.PARKING_LOT),
-                    selection,
-                    now=tool.now(),
-                    limit=limit,
-                    report=report,
-                    on_moved=advance,
-                )
+                move(report, advance)
             except KeyboardInterrupt:
                 report.interrupted = True
-    _finish("purged", report, json)
+    _finish(done, report, json)
 
 
 def _preview(
