@@ -74,7 +74,8 @@ class AtomicReceive(Serialized):
 class AtomicQueueCalls(Serialized):
     """As AtomicReceive, and deletes and visibility changes serialized with the receives too:
     moto's receive scans the in-flight messages while another thread's delete changes them, which
-    failed about once in 500 parallel test runs. The tests use this one."""
+    failed about once in 500 parallel test runs. The simulation uses this one (the tests run
+    parallel workers in lockstep instead, one at a time)."""
 
     def __init__(self, client: Any) -> None:
         super().__init__(
@@ -85,12 +86,3 @@ class AtomicQueueCalls(Serialized):
             "change_message_visibility",
             "change_message_visibility_batch",
         )
-
-
-class AtomicConditionalWrites(Serialized):
-    """DynamoDB checks a write's condition and writes in one step; moto does not (two threads can
-    both pass ``version = :expected`` before either writes). Overlapping breaker writes against
-    moto need PutItem serialized; against DynamoDB they do not."""
-
-    def __init__(self, client: Any) -> None:
-        super().__init__(client, "put_item")

@@ -1,7 +1,8 @@
 """Fault injection: wrap the re-driver's boto3 clients and make the k-th AWS call fail, or crash.
 
 One ``Faults`` plan is shared by the wrapped SQS and DynamoDB clients, so "the k-th call" counts
-every AWS call of the run in order (in the order they start, when parallel batches interleave). A
+every AWS call of the run in order (parallel batches take turns at each call, tests/lockstep.py, so
+the order is the same in every run). A
 crash raises ``SimulatedCrash`` (a BaseException, as a killed Lambda would not run any
 except-clause) *before* the k-th call, and every later call of any thread raises it too: the
 environment is gone, so the run stops between two steps everywhere.
@@ -60,7 +61,6 @@ class Outcome:
     long_holds: bool = False  # backoff steps past 900 s, waited out in the DLQ
     planned: int = 0  # faults planned; a later one need not fire once the first changed the flow
     fired: int = 0
-    attempts: int = 1  # runs it took for the planned fault to fire (parallel: the calls interleave)
     messages: int = 0
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
@@ -84,7 +84,7 @@ def figures_line() -> str:
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
         f"{dict(sorted(single.items()))}; planned faults that fired: "
         f"{sum(o.fired for o in FIGURES)} of {sum(o.planned for o in FIGURES)} (a schedule's later "
-        f"ones may not), after {sum(o.attempts - 1 for o in FIGURES)} re-runs of parallel cases"
+        f"ones may not)"
     )
 
 

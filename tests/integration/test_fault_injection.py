@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from local_aws.clients import AtomicQueueCalls
 from local_aws.queues import drain, make_visible
 from redriver.adapters import AwsCallError
 from redriver.adapters.state_table import StateTable
@@ -47,6 +46,7 @@ from tests.faults import (
     SimulatedCrash,
     breaker_problems,
 )
+from tests.lockstep import Lockstep
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -60,14 +60,11 @@ CHAIN_RUNS = 4
 # take the 5xx path).
 PATH_FAULTS = {Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL, Fault.CONDITIONAL}
 PARALLEL_BATCHES = 4
-# Which call a number names varies between parallel runs, so these faults fit any call: a death,
-# a whole call failing (a read timeout and throttling take the same path as a 5xx), a partial batch.
+# Faults that fit any call, planned at every call of a parallel run: a death, a whole call failing
+# (a read timeout and throttling take the same path as a 5xx), a partial batch.
 PARALLEL_FAULTS = [Fault.CRASH, Fault.SERVER_ERROR, Fault.PARTIAL]
 # Shared DLQ: the second source's messages, named by the body's prefix (others go to the first).
 OTHER_SOURCE = "payments"
-# Runs of a parallel case until its fault fires: a number names a call the run may not reach when
-# the workers interleave differently (none needed a second run so far).
-PARALLEL_ATTEMPTS = 3
 # Long holds: every step past 900 s; a 2nd re-drive waits 15,000-30,000 s, a 3rd 30,000-60,000 s (a
 # hold of 12 h less a run, then another). The healthy runs then cover a day and a half.
 BASE_DELAY, MAX_DELAY = 15_000, 86_400
@@ -177,7 +174,9 @@ def run_with_faults(
         if shared:
             first_source_leads(clock)
         faults = Faults(plan=dict(plan))
-        faulty_sqs = faults.wrap(aws.sqs)
+        # Parallel workers take turns at every AWS call (tests/lockstep.py), so call k is the same
+        # call in every run of a case, however busy the machine is.
+        lockstep = Lockstep()
         faulty = make_redriver(
             aws,
             fault_settings(
@@ -188,16 +187,17 @@ def run_with_faults(
                 **sources,
             ),
             clock,
-            sqs=routed(AtomicQueueCalls(faulty_sqs) if parallel_batches > 1 else faulty_sqs, shared),
-            dynamodb=faults.wrap(aws.dynamodb),
-            s3=faults.wrap(aws.s3),
+            sqs=lockstep.client(routed(faults.wrap(aws.sqs), shared)),
+            dynamodb=lockstep.client(faults.wrap(aws.dynamodb)),
+            s3=lockstep.client(faults.wrap(aws.s3)),
         )
         try:
-            report = faulty.run(REMAINING)
-            for _ in range(CHAIN_RUNS if chain else 0):
-                if report.continue_with is None:
-                    break
-                report = faulty.run(REMAINING, report.continue_with)
+            with lockstep.installed():
+                report = faulty.run(REMAINING)
+                for _ in range(CHAIN_RUNS if chain else 0):
+                    if report.continue_with is None:
+                        break
+                    report = faulty.run(REMAINING, report.continue_with)
         except (SimulatedCrash, AwsCallError):
             pass  # the invocation died or failed; what matters is what it left behind
         outcome = Outcome(
@@ -423,19 +423,22 @@ def test_random_fault_schedules_lose_nothing(data: st.DataObject) -> None:
     assert not outcome.lost and not outcome.problems, outcome
 
 
+def test_a_parallel_run_makes_the_same_calls_in_the_same_order_every_time() -> None:
+    # What the parallel cases rest on: call k of a plan is the same call in every run of it.
+    _, again = run_with_faults({}, PARALLEL_BATCHES)
+    assert tuple(again) == healthy_calls(PARALLEL_BATCHES)
+    assert "send_message_batch" in again and "delete_message_batch" in again, again
+
+
 def test_every_fault_point_of_a_parallel_run_loses_nothing() -> None:
     failures = []
     for index in range(1, len(healthy_calls(PARALLEL_BATCHES)) + 1):
         for fault in PARALLEL_FAULTS:
-            case = f"{fault.value} planned at call {index}"
-            for attempt in range(1, PARALLEL_ATTEMPTS + 1):
-                outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
-                outcome.attempts = attempt
-                if outcome.lost or outcome.problems:  # the books must hold even when it did not fire
-                    failures.append(f"{case}: lost {outcome.lost}, {outcome.problems}")
-                if outcome.call == index:
-                    break
+            outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
             FIGURES.append(outcome)
-            if outcome.call != index:
-                failures.append(f"{case} never fired in {PARALLEL_ATTEMPTS} runs")
+            if outcome.lost or outcome.problems or outcome.call != index:  # in lockstep: it must fire
+                failures.append(
+                    f"{fault.value} planned at call {index}, fired at {outcome.call}: "
+                    f"lost {outcome.lost}, {outcome.problems}"
+                )
     assert not failures, "\n".join(failures)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from local_aws.clients import AtomicConditionalWrites, AtomicQueueCalls, ClientProxy
+from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
@@ -18,6 +17,7 @@ from redriver.model.report import RunReport
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import FakeClock
 from tests.faults import Faults, breaker_problems
+from tests.lockstep import Lockstep
 
 REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
@@ -36,50 +36,25 @@ def seed(aws: Aws) -> dict[str, int]:
     return counts
 
 
-class FirstBatchesTogether:
-    """An SQS client on which a thread's first receive returns only once ``threads`` threads hold
-    their first batch: the runs (or workers) overlap for certain, where otherwise one thread could
-    drain the DLQ before the others start. Fewer threads receiving fails with BrokenBarrierError."""
-
-    def __init__(self, client: Any, threads: int) -> None:
-        self._client = client
-        self._together = threading.Barrier(threads)
-        self._received: set[int] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def receive_message(self, **kwargs: Any) -> Any:
-        response = self._client.receive_message(**kwargs)
-        if threading.get_ident() not in self._received:
-            self._received.add(threading.get_ident())
-            self._together.wait(timeout=30)
-        return response
-
-
 def run_together(
     aws: Aws,
     clock: FakeClock,
     runs: int,
     *,
     dynamodb: Any = None,
-    first_batches_together: bool = False,
     **overrides: object,
 ) -> list[RunReport]:
+    """``runs`` runs at once, taking turns at every AWS call (tests/lockstep.py): they overlap for
+    certain, the same way every time, where free threads could let one run drain the DLQ before
+    the others start. One thread runs at a time, so moto's receives and conditional writes are
+    atomic, as SQS's and DynamoDB's are."""
+    lockstep = Lockstep()
     settings = make_settings(aws, max_redrives=MAX_REDRIVES, **overrides)
-    sqs = AtomicQueueCalls(aws.sqs)
-    if first_batches_together:
-        sqs = FirstBatchesTogether(sqs, runs)
-    writes = AtomicConditionalWrites(dynamodb or aws.dynamodb)  # conditional writes atomic, as in DynamoDB
+    sqs, writes = lockstep.client(aws.sqs), lockstep.client(dynamodb or aws.dynamodb)
     redrivers = [make_redriver(aws, settings, clock, sqs=sqs, dynamodb=writes) for _ in range(runs)]
-    start = threading.Barrier(runs)
-
-    def run(redriver: object) -> RunReport:
-        start.wait()
-        return redriver.run(REMAINING)  # type: ignore[attr-defined]
-
-    with ThreadPoolExecutor(max_workers=runs) as pool:
-        return list(pool.map(run, redrivers))
+    with lockstep.pool(runs) as pool:
+        futures = [pool.submit(functools.partial(redriver.run, REMAINING)) for redriver in redrivers]
+        return [future.result() for future in futures]
 
 
 @pytest.mark.parametrize("runs", [2, 3, 4])
@@ -92,14 +67,13 @@ def test_overlapping_runs_share_the_dlq_without_double_handling(
         aws,
         clock,
         runs,
-        first_batches_together=True,
         breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )
 
     in_source = drain(aws.sqs, aws.source_url)
     parked = drain(aws.sqs, aws.parking_lot_url)
-    # every run held a batch at once, yet each message was handled by exactly one run: the DLQ
-    # visibility timeout hides it from the others
+    # every run held a batch at once (each took its first one before any run took a second), yet
+    # each message was handled by exactly one run: the DLQ visibility timeout hides it from the others
     assert all(r.received >= 10 for r in reports), [r.received for r in reports]
     assert sum(r.received for r in reports) == len(counts)
     assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
@@ -144,7 +118,7 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
     )
     assert problems == []
     # nothing else left the DLQ but poison: a run that lost the probe still parks what it received
-    # over the limit (every mode does), and which runs receive which batches depends on timing
+    # over the limit (every mode does)
     make_visible(aws.dlq_url)
     left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
     parked = [m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)]
@@ -161,10 +135,10 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
         breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )
 
-    # four workers, each holding its first batch at the same moment
-    sqs = FirstBatchesTogether(AtomicQueueCalls(aws.sqs), 4)
-
-    report = make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
+    # four workers, taking turns at every call: each holds its first batch before any takes a second
+    lockstep = Lockstep()
+    with lockstep.installed():
+        report = make_redriver(aws, settings, clock, sqs=lockstep.client(aws.sqs)).run(REMAINING)
 
     in_source = drain(aws.sqs, aws.source_url)
     parked = drain(aws.sqs, aws.parking_lot_url)
@@ -178,7 +152,8 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
     # GIVEN two failed runs behind us, and a DLQ of messages that all came back: three batches
     # for each of four workers
     settings = make_settings(aws, parallel_batches=4, max_redrives=10)
-    dynamodb = AtomicConditionalWrites(aws.dynamodb)  # the workers' breaker writes atomic, as in DynamoDB
+    lockstep = Lockstep()  # one worker at a time: the breaker writes atomic, as in DynamoDB
+    dynamodb = lockstep.client(aws.dynamodb)
     state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state
     state.save_breaker(settings.breaker_key, Breaker(failures=2, version=1), expected_version=0)
     for i in range(120):
@@ -189,9 +164,9 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
             MessageAttributes={MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}},
         )
 
-    report = make_redriver(aws, settings, clock, sqs=AtomicQueueCalls(aws.sqs), dynamodb=dynamodb).run(
-        REMAINING
-    )
+    with lockstep.installed():
+        redriver = make_redriver(aws, settings, clock, sqs=lockstep.client(aws.sqs), dynamodb=dynamodb)
+        report = redriver.run(REMAINING)
 
     # THEN one transition, nothing re-driven, and no worker took a batch after its first
     assert report.breaker_transitions == ["CLOSED->OPEN"]
@@ -213,18 +188,19 @@ def test_a_parallel_worker_that_dies_stops_the_others(aws: Aws, clock: FakeClock
             raise RuntimeError("a bug in the first send")
         return aws.sqs.send_message_batch(**kwargs)
 
-    sqs = AtomicQueueCalls(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
+    lockstep = Lockstep()
+    sqs = lockstep.client(ClientProxy(aws.sqs, send_message_batch=send_failing_first))
     settings = make_settings(
         aws, parallel_batches=4, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
 
-    with pytest.raises(RuntimeError, match="first send"):
+    with pytest.raises(RuntimeError, match="first send"), lockstep.installed():
         make_redriver(aws, settings, clock, sqs=sqs).run(REMAINING)
 
-    # THEN the other workers stopped within a batch or two (a thread switch can let one more
-    # start before the stop is set), and nothing is lost
+    # THEN each other worker finished the batch it held (taking turns, all four held one when the
+    # first send failed) and took no other, and nothing is lost
     redriven = [m["Body"] for m in drain(aws.sqs, aws.source_url)]
-    assert len(redriven) <= 60  # without the stop, about 110
+    assert len(redriven) == 30  # without the stop, 110
     make_visible(aws.dlq_url)
     left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
     assert sorted(redriven + left) == sorted(f"m-{i}" for i in range(120))
