@@ -24,7 +24,11 @@ HOSTILE = (
     " \u202eevil\u202c \u200b [/oops] [link=https://evil.example/]x[/link] [bold]b[/bold] :smile:"
 )
 FORBIDDEN = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))} | {
-    "\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))
+    "\u061c",
+    "\u200e",
+    "\u200f",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
 }
 
 
