@@ -22,6 +22,7 @@ from redriver.model.groups import GroupAction
 from sqs_redriver import aws as tool_aws
 from sqs_redriver.cli import app
 from sqs_redriver.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
+from sqs_redriver.deployment import OUTPUT_DESCRIPTION, Deployment
 from sqs_redriver.group_index import GroupIndex
 from tests.conftest import Aws, create_aws
 from tests.integration.test_operator_tool import FIRST_FAILED, park, parked_fixture, tool
@@ -206,11 +207,8 @@ def explicit(*args: str, endpoint: str | None = None) -> Any:
 
 def assert_one_line(result: Any, expected: str) -> None:
     assert result.exit_code == 1
-    assert (
-        "Traceback" not in result.output
-        and result.exception is None
-        or isinstance(result.exception, SystemExit)
-    )
+    assert isinstance(result.exception, SystemExit), result.exception  # an exit, not a raised error
+    assert "Traceback" not in result.output
     assert result.stderr.strip().splitlines() == [f"error: {expected}"]
 
 
@@ -291,4 +289,21 @@ def test_access_denied_says_which_call_and_how_to_get_access(monkeypatch: pytest
         result,
         "access denied (ReceiveMessage): this identity may not use the re-driver's resources; use a role "
         "given them by redriver.grant_operator(role), or a profile that has one",
+    )
+
+
+def test_an_unknown_redriver_lists_the_stacks_re_drivers(aws: Aws) -> None:
+    deployment = Deployment("App/Orders/Redriver", aws.dlq_url, (aws.source_url,), aws.parking_lot_url, "t")
+    template = {
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Redriver": {"Value": deployment.to_json(), "Description": OUTPUT_DESCRIPTION}},
+    }
+    boto3.client("cloudformation").create_stack(StackName="App", TemplateBody=json.dumps(template))
+
+    result = CliRunner().invoke(app, ["--stack", "App", "--redriver", "Payments", "status"])
+
+    assert_one_line(
+        result,
+        "stack App has no re-driver named 'Payments'; its re-drivers: App/Orders/Redriver (--redriver takes "
+        "a name or the end of one)",
     )
