@@ -1,28 +1,19 @@
-"""The operator's tool at the edges: hostile text, names that do not exist, and AWS setups that
-do not work, each ending in one line and an exit code, never a traceback or a raw escape."""
+"""The operator's tool at the edges: hostile text and names that do not exist, each ending in one
+line and an exit code (setups that do not work: test_operator_setup.py), never a raw escape."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-import boto3
 import pytest
-from botocore.config import Config
-from botocore.stub import Stubber
 from moto import mock_aws
-from typer.testing import CliRunner
 
 from local_aws.queues import queue_counts
 from redriver.adapters.state_table import StateTable
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from redriver.model.failure import Failure, FailureKind
 from redriver.model.groups import GroupAction
-from sqs_redriver import aws as tool_aws
-from sqs_redriver.cli import app
-from sqs_redriver.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
-from sqs_redriver.deployment import OUTPUT_DESCRIPTION, Deployment
 from sqs_redriver.group_index import GroupIndex
 from tests.conftest import Aws, create_aws
 from tests.integration.test_operator_tool import FIRST_FAILED, park, parked_fixture, tool
@@ -31,7 +22,6 @@ HOSTILE_MESSAGE = (
     "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 \x1b[2J\r\u202eevil [link=https://x/]y[/link]"
 )
 HOSTILE_FINGERPRINT = "[/oops]\x1b[31m"
-CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens: the connection is refused at once
 
 
 @pytest.fixture
@@ -191,119 +181,3 @@ def test_rules_reads_a_record_written_by_hand_when_named(aws: Aws) -> None:
 
     assert json.loads(unnamed.stdout) == []
     assert [r["fingerprint"] for r in json.loads(named.stdout)] == ["fp-hand"]
-
-
-# -- AWS setups that do not work: one line, no traceback, exit 1 --------------------------------
-
-
-def explicit(*args: str, endpoint: str | None = None) -> Any:
-    """The tool on queues and a table named on the command line (nothing is called before a command)."""
-    target = ["--dlq-url", f"{CLOSED_PORT}/1/dlq", "--source-url", f"{CLOSED_PORT}/1/src"]
-    target += ["--parking-lot-url", f"{CLOSED_PORT}/1/lot", "--table", "state"]
-    if endpoint:
-        target += ["--endpoint-url", endpoint]
-    return CliRunner().invoke(app, [*target, *args])
-
-
-def assert_one_line(result: Any, expected: str) -> None:
-    assert result.exit_code == 1
-    assert isinstance(result.exception, SystemExit), result.exception  # an exit, not a raised error
-    assert "Traceback" not in result.output
-    assert result.stderr.strip().splitlines() == [f"error: {expected}"]
-
-
-@pytest.fixture
-def fast_failing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One attempt, short timeouts: a refused connection fails at once."""
-    monkeypatch.setattr(tool_aws, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1))
-
-
-@pytest.fixture
-def nothing_configured(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """No AWS configuration file, no region, no credentials anywhere (instance metadata off)."""
-    for name in (
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_PROFILE",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    for name in (
-        "AWS_SESSION_TOKEN",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
-@pytest.mark.usefixtures("fast_failing", "nothing_configured")
-def test_a_missing_region_says_to_pass_one() -> None:
-    assert_one_line(explicit("groups"), NO_REGION)
-
-
-@pytest.mark.usefixtures("fast_failing", "nothing_configured")
-def test_missing_credentials_say_how_to_log_in() -> None:
-    assert_one_line(explicit("--region", "eu-west-1", "groups", endpoint=CLOSED_PORT), NO_CREDENTIALS)
-
-
-@pytest.mark.usefixtures("fast_failing")
-def test_an_unreachable_endpoint_is_named_with_what_to_check() -> None:
-    result = explicit("groups", "--queue", "dlq", endpoint=CLOSED_PORT)
-
-    assert_one_line(
-        result,
-        f"cannot reach {CLOSED_PORT}/: check --endpoint-url (or AWS_ENDPOINT_URL), --region and the network, "
-        "then retry",
-    )
-
-
-def refusing(code: str) -> Callable[[Any, str], Any]:
-    """``Connection.client`` whose clients answer every receive with AWS error ``code``."""
-
-    def client(_connection: Any, service: str) -> Any:
-        made = boto3.client(service, region_name="eu-west-1")  # type: ignore[call-overload]
-        stubber = Stubber(made)
-        stubber.add_client_error("receive_message", service_error_code=code, http_status_code=403)
-        stubber.activate()
-        return made
-
-    return client
-
-
-def test_expired_credentials_say_to_log_in_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_aws.Connection, "client", refusing("ExpiredToken"))
-
-    assert_one_line(explicit("groups", "--queue", "dlq"), EXPIRED)
-
-
-def test_access_denied_says_which_call_and_how_to_get_access(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_aws.Connection, "client", refusing("AccessDenied"))
-
-    result = explicit("groups", "--queue", "dlq")
-
-    assert_one_line(
-        result,
-        "access denied (ReceiveMessage): this identity may not use the re-driver's resources; use a role "
-        "given them by redriver.grant_operator(role), or a profile that has one",
-    )
-
-
-def test_an_unknown_redriver_lists_the_stacks_re_drivers(aws: Aws) -> None:
-    deployment = Deployment("App/Orders/Redriver", aws.dlq_url, (aws.source_url,), aws.parking_lot_url, "t")
-    template = {
-        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
-        "Outputs": {"Redriver": {"Value": deployment.to_json(), "Description": OUTPUT_DESCRIPTION}},
-    }
-    boto3.client("cloudformation").create_stack(StackName="App", TemplateBody=json.dumps(template))
-
-    result = CliRunner().invoke(app, ["--stack", "App", "--redriver", "Payments", "status"])
-
-    assert_one_line(
-        result,
-        "stack App has no re-driver named 'Payments'; its re-drivers: App/Orders/Redriver (--redriver takes "
-        "a name or the end of one)",
-    )
