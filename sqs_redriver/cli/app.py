@@ -37,8 +37,9 @@ class ReportingGroup(TyperGroup):
 
 
 def fail(message: str, *, code: int) -> NoReturn:
-    """Print ``message`` (inert: it may quote what a message or AWS said) and exit with ``code``."""
-    err.print(Text.assemble(("error: ", "red"), inert(message, multiline=True)), soft_wrap=True)
+    """Print ``message`` on one line (inert: it may quote what a message or AWS said) and exit with
+    ``code``."""
+    err.print(Text.assemble(("error: ", "red"), inert(message)), soft_wrap=True)
     raise typer.Exit(code)
 
 
