@@ -47,22 +47,28 @@ class Deployment:
 def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], name: str | None) -> Deployment:
     """The re-driver among a stack's ``Outputs`` (DescribeStacks), chosen by ``name`` (its construct
     path, or the end of it) when the stack has several."""
-    found = [
+    every = [
         Deployment.from_json(output["OutputValue"])
         for output in outputs
         if output.get("Description") == OUTPUT_DESCRIPTION
     ]
-    if name is not None:
-        found = [d for d in found if d.name == name or d.name.endswith(f"/{name}")]
+    found = [d for d in every if name is None or d.name == name or d.name.endswith(f"/{name}")]
     if len(found) == 1:
         return found[0]
-    names = ", ".join(sorted(d.name for d in found)) or "none"
+    if not every:
+        raise DeploymentNotFound(
+            f"stack {stack_name} has no sqs-redriver deployment output (deploy a version of the "
+            "construct that publishes one, or pass the queue URLs and table)"
+        )
     if not found:
         raise DeploymentNotFound(
-            f"stack {stack_name} has no sqs-redriver deployment output"
-            + (f" named {name!r}" if name else "")
-            + " (deploy a version of the construct that publishes one, or pass the queue URLs and table)"
+            f"stack {stack_name} has no re-driver named {name!r}; its re-drivers: {_names(every)} "
+            "(--redriver takes a name or the end of one)"
         )
     raise DeploymentNotFound(
-        f"stack {stack_name} has several re-drivers ({names}): choose one with --redriver"
+        f"stack {stack_name} has several re-drivers ({_names(found)}): choose one with --redriver"
     )
+
+
+def _names(deployments: Iterable[Deployment]) -> str:
+    return ", ".join(sorted(d.name for d in deployments))

@@ -4,7 +4,7 @@ and groups with their counts. Pure: the command-line tool reads the queues, this
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -193,6 +193,14 @@ class Selection:
             and (self.newer_than_seconds is None or age <= self.newer_than_seconds)
             and (not self.ids or any(item.named(wanted) for wanted in self.ids))
         )
+
+    def unknown_groups(self, items: Iterable[Inspected]) -> list[str]:
+        """The groups this selection names that none of ``items`` is in."""
+        return sorted(self.groups - {item.group for item in items})
+
+    def unknown_ids(self, items: Sequence[Inspected]) -> list[str]:
+        """The ids this selection names that name none of ``items``."""
+        return sorted(wanted for wanted in self.ids if not any(item.named(wanted) for item in items))
 
 
 def _attribute(item: Inspected, name: str) -> str | None:

@@ -2,21 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import StrEnum
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
+from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
+from typer.core import TyperGroup
 
 from redriver.adapters import AwsCallError
 from sqs_redriver.aws import Connection
-from sqs_redriver.cli.tool import Target, Tool, UsageError
+from sqs_redriver.cli.errors import explain
+from sqs_redriver.cli.inert import inert
+from sqs_redriver.cli.tool import NotFound, Target, Tool, UsageError
 from sqs_redriver.deployment import DeploymentNotFound
 
+out = Console()
+err = Console(stderr=True)
+
+
+class ReportingGroup(TyperGroup):
+    """Runs a command and turns the failures it may meet into one line and an exit code (2: the
+    command line is wrong; 1: something not found, or AWS refused or could not be reached), never
+    a traceback: the one place where they are mapped."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own click Context (typer.Context is narrower)
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            fail(str(exc), code=2)
+        except (NotFound, DeploymentNotFound, AwsCallError, BotoCoreError, ClientError) as exc:
+            fail(explain(exc) or str(exc), code=1)
+
+
+def fail(message: str, *, code: int) -> NoReturn:
+    """Print ``message`` on one line (inert: it may quote what a message or AWS said) and exit with
+    ``code``."""
+    err.print(Text.assemble(("error: ", "red"), inert(message)), soft_wrap=True)
+    raise typer.Exit(code)
+
+
 app = typer.Typer(
+    cls=ReportingGroup,
     name="sqs-redriver",
     help="See and steer the smart SQS DLQ re-driver: status, groups, show, replay, pause, breaker.",
     no_args_is_help=True,
@@ -27,9 +55,6 @@ breaker_app = typer.Typer(
     help="Open or close a source queue's circuit breaker by hand.", no_args_is_help=True
 )
 app.add_typer(breaker_app, name="breaker")
-
-out = Console()
-err = Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 ReasonOption = Annotated[str, typer.Option("--reason", "-r", help="Why (recorded, and logged by every run).")]
@@ -74,19 +99,3 @@ def options(
             table=table,
         ),
     )
-
-
-@contextmanager
-def failures_reported() -> Iterator[None]:
-    """Known failures become a message and an exit code, not a traceback."""
-    try:
-        yield
-    except UsageError as exc:
-        fail(str(exc), code=2)
-    except (AwsCallError, DeploymentNotFound) as exc:
-        fail(str(exc), code=1)
-
-
-def fail(message: str, *, code: int) -> NoReturn:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)

@@ -11,8 +11,9 @@ from rich.console import RenderableType
 from rich.live import Live
 
 from sqs_redriver.cli import render
-from sqs_redriver.cli.app import JsonOption, QueueChoice, app, err, fail, failures_reported, out
-from sqs_redriver.cli.tool import Tool, UsageError
+from sqs_redriver.cli.app import JsonOption, QueueChoice, app, err, out
+from sqs_redriver.cli.inert import inert_str, some
+from sqs_redriver.cli.tool import NotFound, Tool, UsageError
 from sqs_redriver.inventory import Inspected, Where, group
 from sqs_redriver.status import Status, read_status
 
@@ -26,27 +27,26 @@ def status(
 ) -> None:
     """Breakers, pause, queue depths, the DLQ's time to expiry and the last runs."""
     tool: Tool = ctx.obj
-    with failures_reported():
-        if watch and json:
-            raise UsageError("--watch redraws a view for a person: drop --json (or --watch)")
+    if watch and json:
+        raise UsageError("--watch redraws a view for a person: drop --json (or --watch)")
 
-        def look() -> Status:
-            return read_status(
-                tool.deployment,
-                sqs=tool.client("sqs"),
-                cloudwatch=tool.client("cloudwatch"),
-                table=tool.table,
-                now=tool.now(),
-            )
+    def look() -> Status:
+        return read_status(
+            tool.deployment,
+            sqs=tool.client("sqs"),
+            cloudwatch=tool.client("cloudwatch"),
+            table=tool.table,
+            now=tool.now(),
+        )
 
-        if watch:
-            _watch(lambda: render.status_view(look()), interval)
-            return
-        current = look()
-        if json:
-            out.print_json(render.as_json(current.to_dict()))
-        else:
-            out.print(render.status_view(current))
+    if watch:
+        _watch(lambda: render.status_view(look()), interval)
+        return
+    current = look()
+    if json:
+        render.print_json(out, current.to_dict())
+    else:
+        out.print(render.status_view(current))
     if current.problems:
         raise typer.Exit(1)
 
@@ -72,11 +72,10 @@ def groups(
     Reads every message and gives each back at once: nothing is consumed."""
     tool: Tool = ctx.obj
     wheres = [Where.DLQ, Where.PARKING_LOT] if queue is QueueChoice.BOTH else [Where(queue.value)]
-    with failures_reported():
-        items = [item for where in wheres for item in read_all(tool, where)]
+    items = [item for where in wheres for item in read_all(tool, where)]
     found = group(items)
     if json:
-        out.print_json(render.as_json([g.to_dict() for g in found]))
+        render.print_json(out, [g.to_dict() for g in found])
     else:
         out.print(
             render.groups_table(found, tool.now(), title=f"{len(items)} message(s) in {len(found)} group(s)")
@@ -100,26 +99,42 @@ def show(
 ) -> None:
     """One message: body, attributes, mark and history, failure, parking reason."""
     tool: Tool = ctx.obj
-    with failures_reported():
-        found = _find(tool, message_id)
-        if found is None:
-            fail(f"no message {message_id} in the parking lot or the DLQ", code=1)
-        recorded = tool.table.load_marks([found.identity]).get(found.identity)
+    found = _find(tool, message_id)
+    recorded = tool.table.load_marks([found.identity]).get(found.identity)
     if json:
         data = render.message_dict(found)
         data["table_record"] = None if recorded is None else {"count": recorded.count}
-        out.print_json(render.as_json(data))
+        render.print_json(out, data)
     else:
         out.print(render.message_view(found, tool.now()))
         if recorded is not None and found.mark is None:
             out.print(f"re-drive count (state table, the message has no room for a mark): {recorded.count}")
 
 
-def _find(tool: Tool, wanted: str) -> Inspected | None:
+def _find(tool: Tool, wanted: str) -> Inspected:
+    """The message ``wanted`` names, first in the parking lot, then in the DLQ; raise NotFound
+    naming those there are."""
+    found, seen = first_in_queues(tool, lambda item: item.named(wanted))
+    if found is not None:
+        return found
+    held = [item.message.message_id[: render.SAMPLE_ID_CHARS] for item in seen]
+    raise NotFound(
+        f"no message {inert_str(wanted)} in the parking lot or the DLQ; "
+        + (f"they hold {some(held)}" if held else "both are empty")
+    )
+
+
+def first_in_queues(
+    tool: Tool, wanted: Callable[[Inspected], bool]
+) -> tuple[Inspected | None, list[Inspected]]:
+    """The first message of the parking lot, then of the DLQ, that ``wanted`` takes (the scan stops
+    there and gives back what it read), and the messages read before it."""
+    seen: list[Inspected] = []
     for where in (Where.PARKING_LOT, Where.DLQ):
         with tool.scan(where) as scan:
             for batch in scan.batches():
                 for item in batch:
-                    if item.named(wanted):
-                        return item
-    return None
+                    if wanted(item):
+                        return item, seen
+                    seen.append(item)
+    return None, seen

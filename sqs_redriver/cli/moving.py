@@ -11,10 +11,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from redriver.act.ratelimit import TokenBucket
 from sqs_redriver.cli import render
-from sqs_redriver.cli.app import JsonOption, QueueChoice, YesOption, app, err, failures_reported, out
+from sqs_redriver.cli.app import JsonOption, QueueChoice, YesOption, app, err, out
+from sqs_redriver.cli.inert import some
 from sqs_redriver.cli.looking import read_all
-from sqs_redriver.cli.tool import Tool, UsageError
-from sqs_redriver.inventory import Selection, Where, group, parse_attribute_filters, parse_duration
+from sqs_redriver.cli.tool import NotFound, Tool, UsageError
+from sqs_redriver.inventory import Inspected, Selection, Where, group, parse_attribute_filters, parse_duration
 from sqs_redriver.moves import MoveReport, purge, replay
 
 DEFAULT_RATE = 10.0
@@ -78,33 +79,32 @@ def replay_command(
 
     A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
     tool: Tool = ctx.obj
-    with failures_reported():
-        if source is QueueChoice.BOTH:
-            raise UsageError("--from takes dlq or parking-lot")
-        where = Where(source.value)
-        selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
-        bucket = TokenBucket(rate, burst=10)
-        _move(
-            tool,
-            where,
+    if source is QueueChoice.BOTH:
+        raise UsageError("--from takes dlq or parking-lot")
+    where = Where(source.value)
+    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+    bucket = TokenBucket(rate, burst=10)
+    _move(
+        tool,
+        where,
+        selection,
+        limit,
+        ("replay", "replayed"),
+        lambda report, advance: replay(
+            tool.scan(where),
             selection,
-            limit,
-            ("replay", "replayed"),
-            lambda report, advance: replay(
-                tool.scan(where),
-                selection,
-                lambda item: tool.source_for(item, to),
-                table=tool.table,
-                now=tool.now(),
-                limit=limit,
-                bucket=bucket,
-                report=report,
-                on_moved=advance,
-            ),
-            dry_run=dry_run,
-            yes=yes,
-            json=json,
-        )
+            lambda item: tool.source_for(item, to),
+            table=tool.table,
+            now=tool.now(),
+            limit=limit,
+            bucket=bucket,
+            report=report,
+            on_moved=advance,
+        ),
+        dry_run=dry_run,
+        yes=yes,
+        json=json,
+    )
 
 
 @app.command("purge")
@@ -123,26 +123,25 @@ def purge_command(
 ) -> None:
     """Delete chosen messages from the parking lot (their archived copies stay)."""
     tool: Tool = ctx.obj
-    with failures_reported():
-        selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
-        _move(
-            tool,
-            Where.PARKING_LOT,
+    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+    _move(
+        tool,
+        Where.PARKING_LOT,
+        selection,
+        limit,
+        ("purge", "purged"),
+        lambda report, advance: purge(
+            tool.scan(Where.PARKING_LOT),
             selection,
-            limit,
-            ("purge", "purged"),
-            lambda report, advance: purge(
-                tool.scan(Where.PARKING_LOT),
-                selection,
-                now=tool.now(),
-                limit=limit,
-                report=report,
-                on_moved=advance,
-            ),
-            dry_run=dry_run,
-            yes=yes,
-            json=json,
-        )
+            now=tool.now(),
+            limit=limit,
+            report=report,
+            on_moved=advance,
+        ),
+        dry_run=dry_run,
+        yes=yes,
+        json=json,
+    )
 
 
 def _move(
@@ -189,13 +188,13 @@ def _preview(
     if json and not (dry_run or yes):
         raise UsageError(f"{verb} --json needs --yes (or --dry-run): there is no one to ask")
     now = tool.now()
-    chosen = [item for item in read_all(tool, where) if selection.matches(item, now)][:limit]
+    items = read_all(tool, where)
+    _check_named(selection, items, where)
+    chosen = [item for item in items if selection.matches(item, now)][:limit]
     histogram = group(chosen)
     if json:
         if dry_run:
-            out.print_json(
-                render.as_json({"would_" + verb: len(chosen), "groups": [g.to_dict() for g in histogram]})
-            )
+            render.print_json(out, {"would_" + verb: len(chosen), "groups": [g.to_dict() for g in histogram]})
     else:
         title = f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen)} message(s) from the {where.value}"
         out.print(render.groups_table(histogram, now, title=title))
@@ -206,6 +205,25 @@ def _preview(
     if not yes:
         typer.confirm(f"{verb} {len(chosen)} message(s)?", abort=True)
     return len(chosen)
+
+
+def _check_named(selection: Selection, items: list[Inspected], where: Where) -> None:
+    """Raise NotFound when a ``--group`` or ``--id`` names nothing in the queue: a typo must not
+    read as "nothing to move"."""
+    unknown_groups = selection.unknown_groups(items)
+    if unknown_groups:
+        known = [g.key for g in group(items)]
+        raise NotFound(
+            f"no group {some(unknown_groups)} in the {where.value}; "
+            + (f"its groups: {some(known)} (see `groups`)" if known else "it is empty")
+        )
+    unknown_ids = selection.unknown_ids(items)
+    if unknown_ids:
+        held = [item.message.message_id[: render.SAMPLE_ID_CHARS] for item in items]
+        raise NotFound(
+            f"no message {some(unknown_ids)} in the {where.value}; "
+            + (f"it holds {some(held)}" if held else "it is empty")
+        )
 
 
 @contextmanager
@@ -221,7 +239,7 @@ def _progress(total: int, quiet: bool) -> Iterator[Callable[[int], None]]:
 
 def _finish(verb: str, report: MoveReport, json: bool) -> None:
     if json:
-        out.print_json(render.as_json(report.to_dict()))
+        render.print_json(out, report.to_dict())
     else:
         out.print(render.move_summary(verb, report))
     if not report.clean:

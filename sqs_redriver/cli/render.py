@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import Console, RenderableType
 from rich.console import Group as Stack
-from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from redriver.decide.breaker import State
+from redriver.model.groups import GroupMark
 from sqs_redriver.aws import QueueDepth
+from sqs_redriver.cli.inert import inert, inert_str
 from sqs_redriver.inventory import Group, Inspected, Where
 from sqs_redriver.moves import MoveReport
 from sqs_redriver.status import Status
@@ -27,6 +29,11 @@ SAMPLE_ID_CHARS = 13
 
 def as_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, default=str)
+
+
+def print_json(console: Console, data: Any) -> None:
+    """``data`` as JSON, faithful and inert: every non-ASCII or control character escaped."""
+    console.print_json(as_json(data), ensure_ascii=True)
 
 
 def when(epoch: int, now: int) -> str:
@@ -52,14 +59,16 @@ def duration(seconds: int) -> str:
 
 def status_view(status: Status) -> RenderableType:
     now = status.at
-    parts: list[RenderableType] = [Text(f"re-driver {status.deployment.name}", style="bold")]
+    parts: list[RenderableType] = [inert(f"re-driver {status.deployment.name}", style="bold")]
     if status.pause is not None:
         pause = status.pause
-        parts.append(Text(f"PAUSED by {pause.by} {when(pause.at, now)}: {pause.reason}", style="bold yellow"))
+        parts.append(
+            inert(f"PAUSED by {pause.by} {when(pause.at, now)}: {pause.reason}", style="bold yellow")
+        )
     breakers = Table("source queue", "breaker", "since", "failures", "canary", title="Circuit breakers")
     for url, breaker in status.breakers.items():
         breakers.add_row(
-            _name(url),
+            inert(_name(url)),
             Text(breaker.state.value, style=STATE_STYLE[breaker.state]),
             when(breaker.changed_at, now),
             str(breaker.failures),
@@ -71,7 +80,9 @@ def status_view(status: Status) -> RenderableType:
         parts.append(_runs(status, now))
     problems = status.problems
     parts.append(
-        Text("\n".join(f"! {p}" for p in problems), style="red") if problems else Text("ok", style="green")
+        inert("\n".join(f"! {p}" for p in problems), multiline=True, style="red")
+        if problems
+        else Text("ok", style="green")
     )
     return Stack(*parts)
 
@@ -91,8 +102,8 @@ def _queues(status: Status) -> Table:
     return table
 
 
-def _depth_cells(depth: QueueDepth, role: str) -> list[str]:
-    return [depth.name, role, str(depth.visible), str(depth.in_flight), str(depth.delayed)]
+def _depth_cells(depth: QueueDepth, role: str) -> list[RenderableType]:
+    return [inert(depth.name), role, str(depth.visible), str(depth.in_flight), str(depth.delayed)]
 
 
 def _runs(status: Status, now: int) -> Table:
@@ -109,15 +120,15 @@ def _runs(status: Status, now: int) -> Table:
     )
     for run in status.runs[:LAST_RUNS_SHOWN]:
         row = run.to_dict()
-        mode = "PAUSED" if row.get("paused") else str(row.get("mode", ""))
+        mode = "PAUSED" if row.get("paused") else inert_str(str(row.get("mode", "")))
         if row.get("continuation"):
             mode += " (cont.)"
         table.add_row(
             when(int(row.get("at", 0)), now),
-            mode,
-            str(row.get("breaker_state", "")),
-            *(str(row.get(name, 0)) for name in ("received", "redriven", "parked", "returned")),
-            str(row.get("stopped_because", "")),
+            Text(mode),
+            inert(row.get("breaker_state", "")),
+            *(inert(row.get(name, 0)) for name in ("received", "redriven", "parked", "returned")),
+            inert(row.get("stopped_because", "")),
         )
     return table
 
@@ -136,13 +147,13 @@ def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
     for group in groups:
         table.add_row(
             QUEUE_LABEL[group.where],
-            group.key,
+            inert(group.key),
             str(group.count),
             age(group.oldest, now),
             age(group.newest, now),
-            ", ".join(_name(s) for s in sorted(group.sources)) or "-",
-            group.sample_id[:SAMPLE_ID_CHARS],
-            Text(group.label),
+            inert(", ".join(_name(s) for s in sorted(group.sources)) or "-"),
+            inert(group.sample_id[:SAMPLE_ID_CHARS]),
+            inert(group.label),
         )
     return table
 
@@ -158,10 +169,10 @@ def message_view(item: Inspected, now: int) -> RenderableType:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("queue", item.where.value)
-    table.add_row("message id", message.message_id)
-    table.add_row("identity", item.identity)
-    table.add_row("group", item.group)
-    table.add_row("source", Text(item.source or "-"))
+    table.add_row("message id", inert(message.message_id))
+    table.add_row("identity", inert(item.identity))
+    table.add_row("group", inert(item.group))
+    table.add_row("source", inert(item.source or "-"))
     table.add_row("sent", when(item.sent_at, now))
     if item.mark is not None:
         mark = item.mark
@@ -171,13 +182,13 @@ def message_view(item: Inspected, now: int) -> RenderableType:
         table.add_row("replays", ", ".join(f"{when(at, now)} after {n}" for at, n in mark.replays) or "-")
     if item.failure is not None:
         failure = item.failure
-        table.add_row("failure", Text(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
-        table.add_row("fingerprint", failure.fingerprint)
+        table.add_row("failure", inert(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
+        table.add_row("fingerprint", inert(failure.fingerprint))
     if item.parked is not None:
-        table.add_row("parked", Text(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
+        table.add_row("parked", inert(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
     for name, value in message.attributes.items():
-        table.add_row(Text(f"attribute {name}"), Text(str(value.get("StringValue", "<binary>"))))
-    return Stack(table, Text("body:", style="bold"), Text(message.body))
+        table.add_row(inert(f"attribute {name}"), inert(value.get("StringValue", "<binary>")))
+    return Stack(table, Text("body:", style="bold"), inert(message.body, multiline=True))
 
 
 def message_dict(item: Inspected) -> dict[str, Any]:
@@ -198,6 +209,31 @@ def message_dict(item: Inspected) -> dict[str, Any]:
     }
 
 
+def group_mark_dict(mark: GroupMark) -> dict[str, Any]:
+    return {
+        "fingerprint": mark.fingerprint,
+        "action": mark.action.value,
+        "by": mark.by,
+        "at": mark.at,
+        "reason": mark.reason,
+    }
+
+
+def rules_table(marks: Sequence[GroupMark], now: int) -> Table:
+    """One row per operator's record: the fingerprint, retry or park, who, when, why."""
+    table = Table(title=f"{len(marks)} retry or park record(s)")
+    table.add_column("fingerprint", no_wrap=True)
+    table.add_column("action", no_wrap=True)
+    table.add_column("by")
+    table.add_column("when", no_wrap=True)
+    table.add_column("reason", min_width=16)
+    for mark in marks:
+        table.add_row(
+            inert(mark.fingerprint), mark.action.value, inert(mark.by), when(mark.at, now), inert(mark.reason)
+        )
+    return table
+
+
 def move_summary(verb: str, report: MoveReport) -> Text:
     lines = [f"{verb}: {report.moved}"]
     if report.not_deleted:
@@ -216,14 +252,7 @@ def move_summary(verb: str, report: MoveReport) -> Text:
                 "interrupted between a send and its delete, so possibly in both queues: "
                 + ", ".join(report.in_transit)
             )
-    return Text("\n".join(lines), style="green" if report.clean else "yellow")
-
-
-def mapping_rows(title: str, rows: Mapping[str, Any]) -> Table:
-    table = Table("", "", title=title, show_header=False)
-    for key, value in rows.items():
-        table.add_row(key, str(value))
-    return table
+    return Text("\n".join(inert_str(line) for line in lines), style="green" if report.clean else "yellow")
 
 
 def _name(url: str) -> str:

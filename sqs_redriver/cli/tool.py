@@ -13,11 +13,17 @@ from redriver.adapters.state_table import StateTable
 from redriver.model.failure import VERDICT_RECORD_TTL_SECONDS
 from sqs_redriver.aws import Connection, QueueScan, caller, find_deployment
 from sqs_redriver.deployment import Deployment
+from sqs_redriver.group_index import GroupIndex
 from sqs_redriver.inventory import Inspected, Where
 
 
 class UsageError(ValueError):
     """The command line does not say enough (exit code 2)."""
+
+
+class NotFound(LookupError):
+    """The command line names a group, fingerprint or message that does not exist (exit code 1);
+    the message says what does."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ class Tool:
         return StateTable(
             self.deployment.table_name, self.client("dynamodb"), ttl_seconds=VERDICT_RECORD_TTL_SECONDS
         )
+
+    @cached_property
+    def group_index(self) -> GroupIndex:
+        return GroupIndex(self.deployment.table_name, self.client("dynamodb"))
 
     @cached_property
     def who(self) -> str:

@@ -225,6 +225,7 @@ def test_breaker_open_and_close_by_hand_move_the_stored_breaker(aws: Aws) -> Non
 
 def test_retry_and_park_group_set_the_one_record_of_a_fingerprint(aws: Aws) -> None:
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
+    park(aws, "bad", fingerprint="fp-1")
 
     tool(aws, "retry-group", "fp-1", "--reason", "fixed in 1.2.3")
     after_retry = table.load_group_marks(["fp-1"])["fp-1"].action
@@ -322,7 +323,7 @@ def test_text_with_brackets_is_recorded_and_echoed_as_written(aws: Aws) -> None:
 
 
 def test_a_replay_that_chooses_nothing_still_prints_a_report_for_scripts(aws: Aws) -> None:
-    result = tool(aws, "replay", "--group", "fp-none", "--yes", "--json")
+    result = tool(aws, "replay", "--all", "--yes", "--json")
 
     assert result.exit_code == 0
     assert json.loads(result.stdout)["moved"] == 0

@@ -158,3 +158,28 @@ def test_the_stack_output_names_the_deployment_and_picks_one_of_several_by_name(
         from_stack_outputs("App", outputs, None)
     with pytest.raises(DeploymentNotFound, match="no sqs-redriver deployment output"):
         from_stack_outputs("App", outputs[2:], None)
+
+
+def test_an_unknown_redriver_name_lists_the_re_drivers_of_the_stack() -> None:
+    outputs = [output(deployment("App/Orders/Redriver")), output(deployment("App/Payments/Redriver"))]
+
+    with pytest.raises(DeploymentNotFound) as raised:
+        from_stack_outputs("App", outputs, "Shipping")
+
+    assert "no re-driver named 'Shipping'" in str(raised.value)
+    assert "App/Orders/Redriver, App/Payments/Redriver" in str(raised.value)
+
+
+def test_a_selection_names_the_groups_and_ids_no_message_answers_to() -> None:
+    items = [
+        inspect(raw("msg-aaaaaaaa-1", mark=Mark("i-a", 5, NOW - 900, failure=failure("fp-1"))), Where.DLQ),
+        inspect(raw("msg-bbbbbbbb-2"), Where.DLQ),
+    ]
+    selection = Selection(
+        groups=frozenset({"fp-1", "fp-typo", UNCLASSIFIED}),
+        ids=frozenset({"i-a", "msg-bbbb", "msg-cccc"}),
+    )
+
+    assert selection.unknown_groups(items) == ["fp-typo"]
+    assert selection.unknown_ids(items) == ["msg-cccc"]  # an identity and a prefix name messages
+    assert Selection().unknown_groups(items) == [] and Selection().unknown_ids(items) == []

@@ -1,0 +1,68 @@
+"""The index of group records the operator's tool keeps: conditional writes against a concurrent
+operator, and what it does when the race never ends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+
+from redriver.adapters import AwsCallError
+from sqs_redriver.group_index import INDEX_WRITE_ATTEMPTS, GroupIndex
+from tests.conftest import Aws, create_aws
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws()
+
+
+class Racing:
+    """A DynamoDB client before each of whose first ``races`` writes another operator lists a
+    fingerprint of their own."""
+
+    def __init__(self, aws: Aws, races: int) -> None:
+        self._client = aws.dynamodb
+        self._other = GroupIndex(aws.table_name, aws.dynamodb)
+        self.races = races
+
+    def get_item(self, **kwargs: Any) -> Any:
+        return self._client.get_item(**kwargs)
+
+    def put_item(self, **kwargs: Any) -> Any:
+        if self.races:
+            self._other.add(f"theirs-{self.races}")
+            self.races -= 1
+        return self._client.put_item(**kwargs)
+
+
+def test_adding_and_removing_keeps_a_sorted_list(aws: Aws) -> None:
+    index = GroupIndex(aws.table_name, aws.dynamodb)
+
+    index.add("fp-b")
+    index.add("fp-a")
+    index.add("fp-a")
+    index.remove("fp-b")
+    index.remove("fp-none")
+
+    assert index.load() == ["fp-a"]
+
+
+def test_a_write_that_lost_a_race_is_made_again_on_what_the_other_wrote(aws: Aws) -> None:
+    index = GroupIndex(aws.table_name, Racing(aws, races=1))
+
+    index.add("mine")
+
+    assert GroupIndex(aws.table_name, aws.dynamodb).load() == ["mine", "theirs-1"]
+
+
+def test_a_race_lost_at_every_attempt_is_an_error_that_says_to_try_again(aws: Aws) -> None:
+    index = GroupIndex(aws.table_name, Racing(aws, races=INDEX_WRITE_ATTEMPTS))
+
+    with pytest.raises(AwsCallError, match="try again"):
+        index.add("mine")
+
+    assert "mine" not in GroupIndex(aws.table_name, aws.dynamodb).load()
