@@ -23,6 +23,8 @@ from infra.defaults import secure_queue
 from infra.redriver import SqsRedriver
 from infra.stack import RedriverStack
 from tests.infra.test_keys import assert_nag_clean, consumer, dead_letter_queue, nag_report, source_queue
+from tests.infra.test_operator_grant import QUEUE_ACTIONS as OPERATOR_QUEUE
+from tests.infra.test_operator_grant import TABLE_ACTIONS as OPERATOR_TABLE
 from tests.infra.test_stack import logical_id
 
 Statement = dict[str, Any]
@@ -45,20 +47,6 @@ DLQ_CONSUME = [
 ]
 QUEUE_SEND = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
 TABLE_KEY = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
-OPERATOR_QUEUE = [
-    "sqs:ChangeMessageVisibility",
-    "sqs:DeleteMessage",
-    "sqs:GetQueueAttributes",
-    "sqs:ReceiveMessage",
-    "sqs:SendMessage",
-]
-OPERATOR_TABLE = [
-    "dynamodb:BatchGetItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-]
 
 
 @dataclass(frozen=True)
