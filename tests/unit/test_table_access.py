@@ -3,12 +3,15 @@ every call the Lambda makes is allowed, every grant is used, and the operator's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import redriver
 from infra.table_access import TableAccess, redriver_table_access
 from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.adapters.state_table import StateTable
@@ -128,6 +131,21 @@ OPERATOR_USES: dict[str, Callable[[StateTable], object]] = {
     "record another re-driver's run": lambda t: t.record_run(f"RUNS#{OTHER_DLQ}", {}),
 }
 GRANTS = redriver_table_access(DLQ, SOURCES)
+# The adapter's methods LAMBDA_USES exercises: every one the function's code calls.
+FUNCTION_METHODS = {
+    "load_breaker",
+    "save_breaker",
+    "offer_continuation",
+    "take_continuation",
+    "load_sweep_due",
+    "save_sweep_due",
+    "load_pause",
+    "load_marks",
+    "load_group_marks",
+    "record_run",
+    "load_verdicts",
+    "save_records",
+}
 
 
 @pytest.mark.parametrize("use", LAMBDA_USES.values(), ids=LAMBDA_USES.keys())
@@ -160,3 +178,14 @@ def test_the_function_never_writes_an_operator_or_kit_record() -> None:
 
     assert not [p for p in written if p.startswith(("PAUSE#", "RETRY#", "PARK#", "VERDICTS#", "FAILURE#"))]
     assert "dynamodb:UpdateItem" not in {grant.action for grant in GRANTS}
+
+
+def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
+    methods = {name for name in vars(StateTable) if not name.startswith("_")}
+    package = Path(redriver.__file__).parent
+    code = "\n".join(p.read_text() for p in package.rglob("*.py") if p.name != "state_table.py")
+
+    called = set(re.findall(r"\.(\w+)\(", code)) & methods
+
+    # a new call: add it to LAMBDA_USES, and its grant to infra/table_access.py
+    assert called == FUNCTION_METHODS
