@@ -168,14 +168,12 @@ def python_function(
     )
 
 
-def grant_item_access(function: lambda_.Function, table: dynamodb.ITable, *, batch: bool = False) -> None:
+def grant_item_access(function: lambda_.Function, table: dynamodb.ITable) -> None:
     """Item reads and writes on one table, nothing more.
 
     Explicit actions: Table.grant_read_write_data would also allow Scan, Query and stream reads.
     """
     actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
-    if batch:
-        actions += ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"]
     function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=[table.table_arn]))
 
 

@@ -16,7 +16,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from redriver.model.failure import FAILURE_RECORD_PREFIX, VERDICT_RECORD_PREFIX
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
 from redriver.settings.schema import BY_NAME, RESOURCE_ENV, URL_SEPARATOR
@@ -25,12 +24,7 @@ from sqs_redriver.deployment import OUTPUT_DESCRIPTION
 
 from .consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
 from .defaults import secure_bucket, secure_queue, secure_table
-from .functions import (
-    acknowledge,
-    grant_item_access,
-    powertools_layer,
-    python_function,
-)
+from .functions import acknowledge, powertools_layer, python_function
 from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
 from .operator_access import ARCHIVE_OBJECTS, archive_logical_id, attach_operator_policy
 from .resources import (
@@ -40,17 +34,17 @@ from .resources import (
     data_key,
     function_options,
     grant_data_keys,
+    grant_queue_key,
+    grant_send,
     import_queue,
 )
 from .settings import RedriverSettings, SettingsError
+from .table_access import consumer_table_statement, redriver_table_statements
 
 PARKING_LOT_RETENTION = Duration.days(14)
 ARCHIVE_EXPIRATION = Duration.days(365)
 TTL_ATTRIBUTE = "expires_at"
 PARTITION_KEY = "pk"
-# What the consumer kit writes to the state table: its verdict and failure records, nothing else.
-CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
-CONSUMER_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 # The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
@@ -264,9 +258,10 @@ class SqsRedriver(Construct):
         """Let ``function``, a consumer of ``queue``, run the consumer kit, and tell the re-driver.
 
         The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (it
-        dead-letters terminal failures itself), ``PutItem`` and ``UpdateItem`` on the state table
-        limited to the keys ``VERDICTS#...`` and ``FAILURE#...`` (no reads, no other records), and
-        the customer-managed KMS keys of the two, if any. Its environment gets the DLQ's URL, the
+        dead-letters terminal failures itself), ``UpdateItem`` on the state table limited to the
+        keys ``VERDICTS#...`` and ``FAILURE#...`` and to the kit's attributes (no reads, no other
+        records, no PutItem: see infra/table_access.py), and the customer-managed KMS keys of the
+        two, if any (no ``kms:ReEncrypt*``). Its environment gets the DLQ's URL, the
         table's name and the queue's maxReceiveCount, and the stack's consumer kit layer is added
         to it (the layer is for RUNTIME on arm64: CDK refuses it on another runtime).
 
@@ -288,22 +283,11 @@ class SqsRedriver(Construct):
             )
         receive_count = self._consumer_max_receive_count(queue, max_receive_count)
         # Only SendMessage (grant_send_messages adds GetQueueAttributes and GetQueueUrl, which the
-        # kit never calls: it has the URL); the key's grant follows for a KMS-encrypted DLQ.
+        # kit never calls: it has the URL), and what sending needs of a KMS-encrypted DLQ's key.
         self.dead_letter_queue.grant(function, "sqs:SendMessage")
-        if self.dead_letter_queue.encryption_master_key is not None:
-            self.dead_letter_queue.encryption_master_key.grant_encrypt_decrypt(function)
-        grant_data_keys(function, queues=[self.dead_letter_queue], table=self.state_table)
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=list(CONSUMER_TABLE_ACTIONS),
-                resources=[self.state_table.table_arn],
-                conditions={
-                    "ForAllValues:StringLike": {
-                        "dynamodb:LeadingKeys": [f"{prefix}*" for prefix in CONSUMER_RECORD_PREFIXES]
-                    }
-                },
-            )
-        )
+        grant_queue_key(function, self.dead_letter_queue)
+        grant_data_keys(function, table=self.state_table)
+        function.add_to_role_policy(consumer_table_statement(self.state_table.table_arn))
         function.add_environment(ENV_DLQ_URL, self.dead_letter_queue.queue_url)
         function.add_environment(ENV_TABLE_NAME, self.state_table.table_name)
         function.add_environment(ENV_MAX_RECEIVE_COUNT, str(receive_count))
@@ -398,18 +382,16 @@ class SqsRedriver(Construct):
 
     def _grant(self, sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
         """Least privilege: consume the DLQ, send to the sources and parking lot, use the table."""
-        dead_letter_queue.grant_consume_messages(self.function)
-        for queue in sources:
-            queue.grant_send_messages(self.function)
-        self.parking_lot.grant_send_messages(self.function)
-        # Explicit actions: grant_read_write_data would also allow Scan, Query and stream reads.
-        grant_item_access(self.function, self.state_table, batch=True)
-        grant_data_keys(
-            self.function,
-            queues=[*sources, dead_letter_queue, self.parking_lot],
-            table=self.state_table,
-            archive=self.archive,
-        )
+        dead_letter_queue.grant_consume_messages(self.function)  # and kms:Decrypt of its key
+        for queue in [*sources, self.parking_lot]:
+            grant_send(self.function, queue)
+        # Each operation on the records it makes it on (infra/table_access.py): no Scan, no Query,
+        # no operator record written.
+        for statement in redriver_table_statements(
+            self.state_table.table_arn, dead_letter_queue.queue_url, [queue.queue_url for queue in sources]
+        ):
+            self.function.add_to_role_policy(statement)
+        grant_data_keys(self.function, table=self.state_table, archive=self.archive)
         # Continuation: a run hands over to the next by invoking its own function. A separate policy,
         # not the role's default one, which the function depends on (that would be a cycle).
         role = self.function.role

@@ -19,9 +19,16 @@ from constructs import Construct
 from redriver.settings.kinds import reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds
 
-from .functions import acknowledge
 from .settings import SettingsError
 
+# What each principal uses of a customer-managed key, and no more: never kms:ReEncrypt*, which
+# re-encrypts a ciphertext under another key (nothing here does), nor a wildcard action.
+QUEUE_SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
+QUEUE_SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS's data key for a producer
+# DynamoDB's table key, used as the caller for each item read or written (Table.grant_read_write_data
+# would also grant kms:ReEncrypt* and every GenerateDataKey variant).
+TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
+ARCHIVE_PUT_KEY_ACTIONS = ("kms:GenerateDataKey",)  # an SSE-KMS PutObject (Decrypt: reads, multipart)
 _ROLE = "the construct's least-privilege role: add statements with redriver.function.add_to_role_policy"
 _ASYNC = "asynchronous invocation is the construct's: no retries, the next scheduled run is the retry"
 _LOGS = "pass log_group (a logs.LogGroup with the retention, key and removal policy you want)"
@@ -56,37 +63,28 @@ OWNED_FUNCTION_PROPS: Mapping[str, str] = {
 }
 
 
+def grant_send(function: lambda_.Function, queue: sqs.IQueue) -> None:
+    """What ``queue.grant_send_messages`` grants, but for a KMS-encrypted queue only what sending
+    uses of its key (grant_send_messages adds kms:Encrypt and kms:ReEncrypt*, which SQS never uses)."""
+    queue.grant(function, *QUEUE_SEND_ACTIONS)
+    grant_queue_key(function, queue)
+
+
+def grant_queue_key(function: lambda_.Function, queue: sqs.IQueue) -> None:
+    """What a producer of a KMS-encrypted ``queue`` uses of its key; nothing for other queues."""
+    if queue.encryption_master_key is not None:
+        queue.encryption_master_key.grant(function, *QUEUE_SEND_KEY_ACTIONS)
+
+
 def grant_data_keys(
-    function: lambda_.Function,
-    *,
-    queues: Sequence[sqs.IQueue],
-    table: dynamodb.ITable,
-    archive: s3.IBucket | None = None,
+    function: lambda_.Function, *, table: dynamodb.ITable, archive: s3.IBucket | None = None
 ) -> None:
-    """The KMS grants that ``function``'s grants on ``queues`` (SQS's ``grant_*``, which grant a
-    queue's key themselves), on ``table`` and on ``archive`` need beyond their own actions."""
+    """What ``function``'s item access to ``table`` and its PutObject to ``archive`` need of their
+    customer-managed keys, if they have one."""
     if table.encryption_key is not None:
-        # What Table.grant_read_write_data would grant on the key: DynamoDB uses it as the caller.
-        table.encryption_key.grant_encrypt_decrypt(function)
+        table.encryption_key.grant(function, *TABLE_KEY_ACTIONS)
     if archive is not None and archive.encryption_key is not None:
-        # An SSE-KMS PutObject needs GenerateDataKey only (Decrypt is for reads and multipart uploads).
-        archive.encryption_key.grant(function, "kms:GenerateDataKey")
-    keys = [queue.encryption_master_key for queue in queues] + [table.encryption_key]
-    if function.role is not None and any(key is not None for key in keys):
-        _acknowledge_key_grants(function.role)
-
-
-def _acknowledge_key_grants(role: Construct) -> None:
-    """The two action wildcards of CDK's KMS grants, on a role granted customer-managed keys."""
-    for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-        acknowledge(
-            role,
-            f"AwsSolutions::AwsSolutions-IAM5[Action::{action}]",
-            "CDK's grants for a KMS-encrypted queue or table (grant_send_messages, "
-            "grant_encrypt_decrypt) on the named customer-managed keys only, never on '*'; the "
-            "wildcard spans the variants of one operation (GenerateDataKeyWithoutPlaintext, "
-            "ReEncryptFrom/To).",
-        )
+        archive.encryption_key.grant(function, *ARCHIVE_PUT_KEY_ACTIONS)
 
 
 def import_queue(scope: Construct, construct_id: str, arn: str, key_arn: str | None) -> sqs.IQueue:

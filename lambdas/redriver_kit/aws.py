@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
 class KitAwsError(RuntimeError):
     """An AWS call of the kit failed (after botocore's own retries)."""
 
@@ -70,22 +73,43 @@ class KitAws:
         return str(response.get("MessageId", ""))
 
     def put_failure(self, identity: str, failure: Failure, now: int) -> None:
-        """The failure of a message with no room for a mark, under its content identity."""
-        item = {
-            "pk": {"S": failure_record_key(identity)},
-            "failure": {"S": json.dumps(failure.to_dict(), separators=(",", ":"), sort_keys=True)},
-            "expires_at": {"N": str(now + VERDICT_RECORD_TTL_SECONDS)},
-        }
-        _call("PutItem", lambda: self.dynamodb.put_item(TableName=self.table_name, Item=item))
+        """The failure of a message with no room for a mark, under its content identity.
+
+        A conditional UpdateItem of the failure's own attributes: it replaces an older failure of
+        the same identity, never a newer one (a slow consumer's late write loses), and cannot
+        overwrite the record wholesale (the kit's IAM grant has no PutItem).
+        """
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": failure_record_key(identity)}},
+                UpdateExpression="SET failure = :failure, failed_at = :at, expires_at = :ttl",
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR attribute_not_exists(failed_at) OR failed_at <= :at"
+                ),
+                ExpressionAttributeValues={
+                    ":failure": {"S": json.dumps(failure.to_dict(), separators=(",", ":"), sort_keys=True)},
+                    ":at": {"N": str(failure.at)},
+                    ":ttl": {"N": str(now + VERDICT_RECORD_TTL_SECONDS)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+                return  # a newer failure of this message is recorded already: it stands
+            raise KitAwsError(f"UpdateItem (failure record) failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise KitAwsError(f"UpdateItem (failure record) failed: {exc}") from exc
 
     def add_verdicts(self, verdict_key: str, tally: Tally, now: int) -> None:
-        """One UpdateItem adding the tally's counters (and fingerprints) to the verdict record."""
+        """One conditional UpdateItem adding the tally's counters (and fingerprints) to the verdict
+        record; a record already past its expiry is not revived (KitAwsError: the wave is long over)."""
         adds = [f"{name} :{name}" for name in tally.counts()]
         values: dict[str, Any] = {f":{name}": {"N": str(n)} for name, n in tally.counts().items()}
         if tally.fingerprints:
             adds.append("fingerprints :fingerprints")
             values[":fingerprints"] = {"SS": sorted(tally.fingerprints)}
         values[":ttl"] = {"N": str(now + VERDICT_RECORD_TTL_SECONDS)}
+        values[":now"] = {"N": str(now)}
         expression = (f"ADD {', '.join(adds)} " if adds else "") + "SET expires_at = :ttl"
         _call(
             "UpdateItem",
@@ -93,6 +117,7 @@ class KitAws:
                 TableName=self.table_name,
                 Key={"pk": {"S": verdict_record_key(verdict_key)}},
                 UpdateExpression=expression,
+                ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
                 ExpressionAttributeValues=values,
             ),
         )

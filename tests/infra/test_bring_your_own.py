@@ -197,7 +197,7 @@ def test_a_parking_lot_imported_with_its_key_is_accepted_and_its_key_granted() -
 
     template = Template.from_stack(stack)
     statements = role_statements(template, properties(template, redriver.function))
-    assert {"kms:Encrypt", "kms:GenerateDataKey*"} <= key_actions(statements, LOT_KEY_ARN)
+    assert {"kms:Decrypt", "kms:GenerateDataKey"} == key_actions(statements, LOT_KEY_ARN)
 
 
 # --- an own state table ----------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def test_the_function_and_the_consumer_use_the_own_table(built: Built) -> None:
     consumer_actions = key_actions(built.statements(built.consumer), table_arn)
 
     assert {"dynamodb:GetItem", "dynamodb:BatchWriteItem"} <= function_actions
-    assert consumer_actions == {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    assert consumer_actions == {"dynamodb:UpdateItem"}
 
 
 def _table(stack: cdk.Stack, shape: str) -> dynamodb.ITable:
@@ -296,7 +296,7 @@ def test_an_imported_table_with_a_customer_key_gets_its_key_granted() -> None:
 
     template = Template.from_stack(stack)
     statements = role_statements(template, properties(template, redriver.function))
-    assert {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*"} <= key_actions(statements, key_arn)
+    assert {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"} <= key_actions(statements, key_arn)
 
 
 def _queues() -> tuple[cdk.Stack, sqs.Queue, sqs.Queue]:

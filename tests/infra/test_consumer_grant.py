@@ -28,6 +28,7 @@ from infra.functions import RUNTIME
 from infra.redriver import SqsRedriver
 from infra.settings import RedriverSettings, SettingsError
 from infra.stack import RedriverStack
+from infra.table_access import CONSUMER_ATTRIBUTES
 from tests.infra.test_stack import STACK, logical_id, properties, role_statements
 
 LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
@@ -118,15 +119,19 @@ def test_consumer_may_only_send_to_the_dlq_among_the_redrivers_queues(
     assert not [s for s in statements if any(a.startswith("kms:") for a in _as_list(s["Action"]))]
 
 
-def test_consumer_may_only_put_and_update_verdict_and_failure_records_in_the_state_table(
+def test_consumer_may_only_update_verdict_and_failure_records_in_the_state_table(
     template: Template, stack: RedriverStack
 ) -> None:
     table = logical_id(stack.redriver.state_table)
 
     assert statements_on(consumer_statements(template, stack), table) == [
         {
-            "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem"],
-            "Condition": LEADING_KEYS,
+            "Action": "dynamodb:UpdateItem",
+            "Condition": {
+                **LEADING_KEYS,
+                "ForAllValues:StringEquals": {"dynamodb:Attributes": list(CONSUMER_ATTRIBUTES)},
+                "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+            },
             "Effect": "Allow",
             "Resource": {"Fn::GetAtt": [table, "Arn"]},
         }
@@ -355,4 +360,4 @@ def test_a_kms_encrypted_dlq_gives_the_consumer_its_key_too() -> None:
     template = Template.from_stack(stack)
     on_key = statements_on(role_statements(template, properties(template, consumer)), logical_id(key))
     key_actions = {a for s in on_key for a in _as_list(s["Action"])}
-    assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= key_actions
+    assert {"kms:Decrypt", "kms:GenerateDataKey"} <= key_actions and "kms:ReEncrypt*" not in key_actions

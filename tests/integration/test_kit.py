@@ -262,7 +262,7 @@ def test_a_failed_failure_record_write_sends_nothing_and_leaves_the_record_faile
     send(aws, body("terminal"), {f"a{i}": string_attribute(str(i)) for i in range(10)})
     messages = receive(aws)
 
-    kit = make_kit(aws, dynamodb=ClientProxy(aws.dynamodb, put_item=fails))
+    kit = make_kit(aws, dynamodb=ClientProxy(aws.dynamodb, update_item=fails))
     failed = run(kit, aws, Consumer(), messages)
 
     assert failed == [messages[0]["MessageId"]]

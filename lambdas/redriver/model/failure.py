@@ -27,6 +27,9 @@ VERDICT_RECORD_PREFIX = "VERDICTS#"
 FAILURE_RECORD_PREFIX = "FAILURE#"
 RETRY_RECORD_PREFIX = "RETRY#"
 PARK_RECORD_PREFIX = "PARK#"
+# The attributes the kit writes (UpdateItem), the key included: its IAM grant allows these alone.
+FAILURE_RECORD_ATTRIBUTES = ("pk", "failure", "failed_at", "expires_at")
+VERDICT_RECORD_ATTRIBUTES = ("pk", "ok", "transient", "terminal", "fingerprints", "expires_at")
 
 
 class FailureKind(StrEnum):

@@ -16,7 +16,7 @@ from redriver.settings.kinds import InvalidSetting, reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
 from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, RESOURCE_ENV, URL_SEPARATOR, default
 
-__all__ = ["ConfigError", "Settings", "breaker_key", "load_settings", "pause_key", "runs_key"]
+__all__ = ["ConfigError", "Settings", "breaker_key", "load_settings", "pause_key", "runs_key", "sweep_key"]
 
 # Schema settings named breaker_* make up Settings.breaker, without the prefix.
 BREAKER_PREFIX = "breaker_"
@@ -39,6 +39,11 @@ def pause_key(dlq_url: str) -> str:
 def runs_key(dlq_url: str) -> str:
     """The run history of the re-driver of ``dlq_url``: its last runs' summaries (model/history.py)."""
     return f"RUNS#{dlq_url}"
+
+
+def sweep_key(dlq_url: str) -> str:
+    """When the re-driver of ``dlq_url`` next sweeps its DLQ for messages about to expire."""
+    return f"SWEEP#{dlq_url}"
 
 
 def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:
@@ -85,7 +90,7 @@ class Settings:
 
     @property
     def sweep_key(self) -> str:
-        return f"SWEEP#{self.dlq_url}"
+        return sweep_key(self.dlq_url)
 
     @property
     def pause_key(self) -> str:

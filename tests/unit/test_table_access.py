@@ -1,0 +1,191 @@
+"""The re-drive function's table grant against the calls its state table adapter really makes:
+every call the Lambda makes is allowed, every grant is used, and the operator's writes are not."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import redriver
+from infra.table_access import TableAccess, redriver_table_access
+from redriver.adapters.ports import MessageRecord, RecordStatus
+from redriver.adapters.state_table import StateTable
+from redriver.decide.breaker import Breaker, Canary
+from redriver.model.envelope import Mark
+from redriver.model.groups import GroupAction, GroupMark
+from redriver.model.pause import Pause
+from redriver.settings import Settings, breaker_key
+
+DLQ = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq"
+SOURCES = (
+    "https://sqs.eu-west-1.amazonaws.com/123456789012/orders",
+    "https://sqs.eu-west-1.amazonaws.com/123456789012/refunds",
+)
+OTHER_DLQ = "https://sqs.eu-west-1.amazonaws.com/123456789012/payments-dlq"
+SETTINGS = Settings(
+    dlq_url=DLQ,
+    source_queue_url=SOURCES[0],
+    other_source_queue_urls=SOURCES[1:],
+    parking_lot_url="https://sqs.eu-west-1.amazonaws.com/123456789012/orders-parking-lot",
+    table_name="state",
+)
+Call = tuple[str, tuple[str, ...]]  # an IAM action and the partition keys it is checked against
+
+
+class RecordingClient:
+    """A DynamoDB client that answers with nothing and records each call as IAM authorizes it:
+    an action per operation (per item of a transaction) with the partition keys it touches."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+
+    def get_item(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(("dynamodb:GetItem", (request["Key"]["pk"]["S"],)))
+        return {}
+
+    def put_item(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(("dynamodb:PutItem", (request["Item"]["pk"]["S"],)))
+        return {}
+
+    def update_item(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(("dynamodb:UpdateItem", (request["Key"]["pk"]["S"],)))
+        return {}
+
+    def delete_item(self, **request: Any) -> dict[str, Any]:
+        self.calls.append(("dynamodb:DeleteItem", (request["Key"]["pk"]["S"],)))
+        return {}
+
+    def batch_get_item(self, **request: Any) -> dict[str, Any]:
+        [wanted] = request["RequestItems"].values()
+        self.calls.append(("dynamodb:BatchGetItem", tuple(key["pk"]["S"] for key in wanted["Keys"])))
+        return {"Responses": {}, "UnprocessedKeys": {}}
+
+    def batch_write_item(self, **request: Any) -> dict[str, Any]:
+        [items] = request["RequestItems"].values()
+        keys = [
+            (item["PutRequest"]["Item"] if "PutRequest" in item else item["DeleteRequest"]["Key"])["pk"]["S"]
+            for item in items
+        ]
+        self.calls.append(("dynamodb:BatchWriteItem", tuple(keys)))
+        return {"UnprocessedItems": {}}
+
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        for item in request["TransactItems"]:
+            [(operation, body)] = item.items()
+            key = body["Item"]["pk"]["S"] if "Item" in body else body["Key"]["pk"]["S"]
+            self.calls.append((f"dynamodb:{operation}Item", (key,)))
+        return {}
+
+
+def calls_of(use: Callable[[StateTable], object]) -> list[Call]:
+    client = RecordingClient()
+    use(StateTable(SETTINGS.table_name, client, ttl_seconds=60, clock=lambda: 1_000))  # type: ignore[arg-type]
+    return client.calls
+
+
+def allowed(call: Call, grants: tuple[TableAccess, ...]) -> bool:
+    """IAM's ForAllValues:StringLike on dynamodb:LeadingKeys: every key matches one pattern."""
+    action, keys = call
+    return any(
+        grant.action == action and all(any(fnmatchcase(key, p) for p in grant.keys) for key in keys)
+        for grant in grants
+    )
+
+
+CANARY = Canary(identities=("id-1",), verdict_at=2_000, sent_at=1_000)
+RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SOURCES[1])
+# Every state table call of the re-drive function (lambdas/redriver/run, act), with the keys it uses.
+LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
+    "load each source's breaker": lambda t: [t.load_breaker(breaker_key(url)) for url in SOURCES],
+    "save each source's breaker": lambda t: [
+        t.save_breaker(breaker_key(url), Breaker(canary=CANARY), expected_version=0) for url in SOURCES
+    ],
+    "offer a continuation": lambda t: t.offer_continuation(SETTINGS.dlq_url, "token", stale_after=60),
+    "take a continuation": lambda t: t.take_continuation(SETTINGS.dlq_url, "token"),
+    "load the sweep due": lambda t: t.load_sweep_due(SETTINGS.sweep_key),
+    "save the sweep due": lambda t: t.save_sweep_due(SETTINGS.sweep_key, 2_000),
+    "load the operator's pause": lambda t: t.load_pause(SETTINGS.pause_key),
+    "load marks and kit failures": lambda t: t.load_marks(["id-1", "id-2"]),
+    "load the operator's group marks": lambda t: t.load_group_marks(["fp-1"]),
+    "record a run": lambda t: t.record_run(SETTINGS.runs_key, {"redriven": 1}),
+    "load a wave's verdicts": lambda t: t.load_verdicts("run/1000/abcd1234"),
+    "load a canary's verdicts": lambda t: t.load_verdicts(CANARY.verdict_key),
+    "save message records": lambda t: t.save_records([RECORD]),
+}
+# What only the operator's tool does: the function's grant must refuse each.
+OPERATOR_USES: dict[str, Callable[[StateTable], object]] = {
+    "pause": lambda t: t.save_pause(SETTINGS.pause_key, Pause("why", "me", 1)),
+    "resume": lambda t: t.clear_pause(SETTINGS.pause_key),
+    "park a group": lambda t: t.save_group_mark(GroupMark("fp-1", GroupAction.PARK)),
+    "retry a group": lambda t: t.save_group_mark(GroupMark("fp-1", GroupAction.RETRY)),
+    "forget a group": lambda t: t.clear_group_mark("fp-1"),
+    "forget marks and kit failures": lambda t: t.forget_marks(["id-1"]),
+    "save another re-driver's breaker": lambda t: t.save_breaker(
+        breaker_key(OTHER_DLQ), Breaker(), expected_version=0
+    ),
+    "record another re-driver's run": lambda t: t.record_run(f"RUNS#{OTHER_DLQ}", {}),
+}
+GRANTS = redriver_table_access(DLQ, SOURCES)
+# The adapter's methods LAMBDA_USES exercises: every one the function's code calls.
+FUNCTION_METHODS = {
+    "load_breaker",
+    "save_breaker",
+    "offer_continuation",
+    "take_continuation",
+    "load_sweep_due",
+    "save_sweep_due",
+    "load_pause",
+    "load_marks",
+    "load_group_marks",
+    "record_run",
+    "load_verdicts",
+    "save_records",
+}
+
+
+@pytest.mark.parametrize("use", LAMBDA_USES.values(), ids=LAMBDA_USES.keys())
+def test_every_call_of_the_redrive_function_is_allowed(use: Callable[[StateTable], object]) -> None:
+    calls = calls_of(use)
+
+    assert calls and [call for call in calls if not allowed(call, GRANTS)] == []
+
+
+@pytest.mark.parametrize("use", OPERATOR_USES.values(), ids=OPERATOR_USES.keys())
+def test_what_only_the_operator_does_is_refused(use: Callable[[StateTable], object]) -> None:
+    calls = calls_of(use)
+
+    assert [call for call in calls if not allowed(call, GRANTS)] != []
+
+
+def test_every_grant_is_used_by_some_call() -> None:
+    calls = [call for use in LAMBDA_USES.values() for call in calls_of(use)]
+
+    def used(action: str, pattern: str) -> bool:
+        return any(a == action and any(fnmatchcase(key, pattern) for key in keys) for a, keys in calls)
+
+    unused = [(grant.action, p) for grant in GRANTS for p in grant.keys if not used(grant.action, p)]
+    assert unused == []
+
+
+def test_the_function_never_writes_an_operator_or_kit_record() -> None:
+    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    written = [pattern for grant in GRANTS if grant.action in writes for pattern in grant.keys]
+
+    assert not [p for p in written if p.startswith(("PAUSE#", "RETRY#", "PARK#", "VERDICTS#", "FAILURE#"))]
+    assert "dynamodb:UpdateItem" not in {grant.action for grant in GRANTS}
+
+
+def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
+    methods = {name for name in vars(StateTable) if not name.startswith("_")}
+    package = Path(redriver.__file__).parent
+    code = "\n".join(p.read_text() for p in package.rglob("*.py") if p.name != "state_table.py")
+
+    called = set(re.findall(r"\.(\w+)\(", code)) & methods
+
+    # a new call: add it to LAMBDA_USES, and its grant to infra/table_access.py
+    assert called == FUNCTION_METHODS
