@@ -178,6 +178,7 @@ def _cause(exc: BaseException) -> BaseException | None:
 def _opinion(predicate: Predicate, exc: BaseException) -> FailureKind | None:
     """The predicate's answer; None when it raises or answers something that is not a kind."""
     try:
-        return FailureKind(predicate(exc))
+        answer = predicate(exc)
+        return None if answer is None else FailureKind(answer)
     except Exception:  # a broken predicate must not stop the failure from being dead-lettered
         return None
