@@ -44,7 +44,7 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Authorization headers, whatever their scheme, and bearer tokens anywhere.
     re.compile(
         r"(?i)authorization[\"']?\s{0,8}[:=]\s{0,8}[\"']?(?:(?:bearer|basic|digest|token)\s{1,8})?"
-        r"(?P<secret>[^\s,;'\"]{1,4096})"
+        r"(?P<secret>[^\s,;'\"()\[\]{}]{1,4096})"
     ),
     re.compile(r"(?i)bearer\s{1,8}(?P<secret>[A-Za-z0-9\-._~+/]{1,4096}=*)"),
     # The password of a URL's user information.
