@@ -111,16 +111,17 @@ def add_consumer_layers(function: lambda_.Function) -> None:
             f"packages and aws-lambda-powertools=={POWERTOOLS_RELEASE} into the image instead)"
         )
     current = Stack.of(function).resolve(function.node.default_child.layers) or []  # type: ignore[union-attr]
-    layers: list[lambda_.ILayerVersion] = [consumer_kit_layer(function)]
-    if not any(mark in json.dumps(current) for mark in POWERTOOLS_LAYER_MARKS):
-        layers.append(consumer_powertools_layer(function))
-    if len(current) + len(layers) > MAX_LAYERS:
+    needs_powertools = not any(mark in json.dumps(current) for mark in POWERTOOLS_LAYER_MARKS)
+    needed = "the kit and Powertools" if needs_powertools else "the kit"
+    if len(current) + 1 + needs_powertools > MAX_LAYERS:
         raise SettingsError(
             f"grant_consumer: {function.node.path} has {len(current)} layers, and the consumer kit needs "
-            f"{len(layers)} more ({'the kit and Powertools' if len(layers) == 2 else 'the kit'}), over "
-            f"Lambda's limit of {MAX_LAYERS}: merge some of its layers, or give it fewer"
+            f"{1 + needs_powertools} more ({needed}), over Lambda's limit of {MAX_LAYERS}: merge some "
+            "of its layers, or give it fewer"
         )
-    function.add_layers(*layers)
+    function.add_layers(consumer_kit_layer(function))
+    if needs_powertools:
+        function.add_layers(consumer_powertools_layer(function))
 
 
 def consumer_powertools_layer(function: lambda_.Function) -> lambda_.ILayerVersion:
