@@ -38,6 +38,18 @@ class Unprintable(ValueError):
         raise RuntimeError("will not print")
 
 
+class Nameless(type):
+    def __getattribute__(cls, name: str) -> Any:
+        if name in ("__qualname__", "__name__"):
+            raise RuntimeError("no name")
+        return super().__getattribute__(name)
+
+
+class Anonymous(TerminalError, metaclass=Nameless):
+    def __str__(self) -> str:
+        raise RuntimeError("will not print")
+
+
 def kit_with(aws: Aws, **env: str) -> ConsumerKit:
     return ConsumerKit.from_environment(
         env={
@@ -155,3 +167,13 @@ def test_an_exception_that_will_not_print_is_dead_lettered_with_a_placeholder(aw
     assert failed == []
     failure = dead_lettered_failure(aws)
     assert (failure.error_class, failure.message) == (f"{__name__}.Unprintable", "<unprintable Unprintable>")
+
+
+def test_an_exception_whose_class_will_not_give_its_name_is_dead_lettered_too(aws: Aws) -> None:
+    send(aws, "{}")
+
+    failed = run(kit_with(aws), aws, raising(Anonymous()), receive(aws))
+
+    assert failed == []
+    failure = dead_lettered_failure(aws)
+    assert (failure.error_class, failure.message) == (f"{__name__}.exception", "<unprintable exception>")
