@@ -54,10 +54,15 @@ def acknowledge(scope: Construct, rule_id: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
 
-def powertools_layer_parameter(release: str = POWERTOOLS_RELEASE) -> str:
-    """The public SSM parameter whose value is the ARN of ``release``'s layer for RUNTIME and
-    ARCHITECTURE, in the partition and region it is read in."""
-    return f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{release}"
+def powertools_layer_parameter(
+    release: str = POWERTOOLS_RELEASE,
+    *,
+    runtime: lambda_.Runtime = RUNTIME,
+    architecture: lambda_.Architecture = ARCHITECTURE,
+) -> str:
+    """The public SSM parameter whose value is the ARN of ``release``'s layer for ``runtime`` and
+    ``architecture`` (by default the functions' own), in the partition and region it is read in."""
+    return f"/aws/service/powertools/python/{architecture.name}/{runtime.name}/{release}"
 
 
 def powertools_layer(

@@ -22,7 +22,13 @@ from redriver.settings.schema import BY_NAME, RESOURCE_ENV, URL_SEPARATOR
 from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 from sqs_redriver.deployment import OUTPUT_DESCRIPTION
 
-from .consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME, consumer_kit_layer
+from .consumer_kit import (
+    ENV_DLQ_URL,
+    ENV_MAX_RECEIVE_COUNT,
+    ENV_TABLE_NAME,
+    add_consumer_layers,
+    consumer_kit_layer,
+)
 from .defaults import secure_bucket, secure_queue, secure_table
 from .functions import acknowledge, powertools_layer, python_function
 from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
@@ -261,9 +267,10 @@ class SqsRedriver(Construct):
         dead-letters terminal failures itself), ``UpdateItem`` on the state table limited to the
         keys ``VERDICTS#...`` and ``FAILURE#...`` and to the kit's attributes (no reads, no other
         records, no PutItem: see infra/table_access.py), and the customer-managed KMS keys of the
-        two, if any (no ``kms:ReEncrypt*``). Its environment gets the DLQ's URL, the
-        table's name and the queue's maxReceiveCount, and the stack's consumer kit layer is added
-        to it (the layer is for RUNTIME on arm64: CDK refuses it on another runtime).
+        two, if any (no ``kms:ReEncrypt*``). Its environment gets the DLQ's URL, the table's name
+        and the queue's maxReceiveCount; its layers, the stack's consumer kit layer and the public
+        Powertools layer for its runtime and architecture (see
+        ``consumer_kit.add_consumer_layers``: any Python runtime of ``KIT_RUNTIMES``, either architecture).
 
         ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
         default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
@@ -274,7 +281,8 @@ class SqsRedriver(Construct):
         with a consumer that reports verdicts, probes wait for them.
 
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
-        re-driver or a missing, out-of-range or contradicting ``max_receive_count``.
+        re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
+        what to do, for a function the kit cannot run in.
         """
         if not isinstance(function, lambda_.Function):
             raise SettingsError(
@@ -282,6 +290,7 @@ class SqsRedriver(Construct):
                 f"environment and layers are set here), got {type(function).__name__}"
             )
         receive_count = self._consumer_max_receive_count(queue, max_receive_count)
+        add_consumer_layers(function)
         # Only SendMessage (grant_send_messages adds GetQueueAttributes and GetQueueUrl, which the
         # kit never calls: it has the URL), and what sending needs of a KMS-encrypted DLQ's key.
         self.dead_letter_queue.grant(function, "sqs:SendMessage")
@@ -291,7 +300,6 @@ class SqsRedriver(Construct):
         function.add_environment(ENV_DLQ_URL, self.dead_letter_queue.queue_url)
         function.add_environment(ENV_TABLE_NAME, self.state_table.table_name)
         function.add_environment(ENV_MAX_RECEIVE_COUNT, str(receive_count))
-        function.add_layers(consumer_kit_layer(function))
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
         if self.monitoring is not None:

@@ -1,6 +1,6 @@
 """The consumer kit: a Python SQS consumer classifies its failures, dead-letters what will never
 succeed at once (with the reason in the re-driver's mark), and reports re-driven messages'
-verdicts to the re-driver.
+verdicts to the re-driver. Exception text is redacted before it leaves the consumer (``redact``).
 
     from redriver_kit import ConsumerKit, TerminalError, TransientError
 
@@ -17,23 +17,31 @@ from redriver.model.failure import FailureKind
 from redriver_kit.classify import Classifier, TerminalError, TransientError
 from redriver_kit.config import (
     ENV_DLQ_URL,
+    ENV_ERROR_TEXT,
+    ENV_ERROR_TEXT_MAX_CHARS,
     ENV_MAX_RECEIVE_COUNT,
+    ENV_REDACT_PATTERNS,
     ENV_TABLE_NAME,
     KitConfig,
     KitConfigError,
 )
 from redriver_kit.fingerprint import fingerprint
 from redriver_kit.kit import ConsumerKit
+from redriver_kit.redact import Redactor
 
 __all__ = [
     "ENV_DLQ_URL",
+    "ENV_ERROR_TEXT",
+    "ENV_ERROR_TEXT_MAX_CHARS",
     "ENV_MAX_RECEIVE_COUNT",
+    "ENV_REDACT_PATTERNS",
     "ENV_TABLE_NAME",
     "Classifier",
     "ConsumerKit",
     "FailureKind",
     "KitConfig",
     "KitConfigError",
+    "Redactor",
     "TerminalError",
     "TransientError",
     "fingerprint",

@@ -10,6 +10,10 @@ Pure: an exception in, a FailureKind out. The order, first match wins:
 4. its ``__cause__`` (``raise Domain(...) from exc``), classified by the same rules: a wrapped
    timeout stays transient unless a rule names the wrapper;
 5. ``unknown`` (terminal unless configured otherwise).
+
+Whatever the exception: a predicate that raises, or answers something that is not a FailureKind,
+has no opinion, and an exception whose attributes lie (a ``ClientError`` without a response dict) is
+judged by the rules that can read it; classifying never raises.
 """
 
 from __future__ import annotations
@@ -77,11 +81,15 @@ BUILTIN_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 
 def aws_transient_error(exc: BaseException) -> FailureKind | None:
     """Transient for a botocore ClientError of throttling or an HTTP 5xx, else no opinion."""
-    if not isinstance(exc, ClientError):
+    response = getattr(exc, "response", None) if isinstance(exc, ClientError) else None
+    if not isinstance(response, Mapping):
         return None
-    error = exc.response.get("Error", {})
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    if error.get("Code") in TRANSIENT_ERROR_CODES or 500 <= int(status or 0) <= 599:
+    error, metadata = response.get("Error"), response.get("ResponseMetadata")
+    code = error.get("Code") if isinstance(error, Mapping) else None
+    status = metadata.get("HTTPStatusCode") if isinstance(metadata, Mapping) else None
+    if (isinstance(code, str) and code in TRANSIENT_ERROR_CODES) or (
+        isinstance(status, int) and 500 <= status <= 599
+    ):
         return FailureKind.TRANSIENT
     return None
 
@@ -141,19 +149,36 @@ class Classifier:
             kind = self._match(current)
             if kind is not None:
                 return kind
-            current = current.__cause__
+            current = _cause(current)
         return self.unknown
 
     def _match(self, exc: BaseException) -> FailureKind | None:
         for predicate in self.predicates:
-            kind = predicate(exc)
+            kind = _opinion(predicate, exc)
             if kind is not None:
-                return FailureKind(kind)
+                return kind
         for klass in type(exc).__mro__:
             if klass in self.types:
                 return self.types[klass]
         for predicate in self.fallback_predicates:
-            kind = predicate(exc)
+            kind = _opinion(predicate, exc)
             if kind is not None:
-                return FailureKind(kind)
+                return kind
+        return None
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    try:
+        cause = exc.__cause__
+    except Exception:  # a class may override it with a property that raises
+        return None
+    return cause if isinstance(cause, BaseException) else None
+
+
+def _opinion(predicate: Predicate, exc: BaseException) -> FailureKind | None:
+    """The predicate's answer; None when it raises or answers something that is not a kind."""
+    try:
+        answer = predicate(exc)
+        return None if answer is None else FailureKind(answer)
+    except Exception:  # a broken predicate must not stop the failure from being dead-lettered
         return None

@@ -6,10 +6,14 @@ function (``infra/``) by importing these constants.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from redriver.model.failure import MAX_ERROR_MESSAGE_CHARS
 from redriver.sqs_limits import SQS_MAX_RECEIVE_COUNT
+from redriver_kit.redact import RedactionPatternError, Redactor, compile_patterns
 
 # The DLQ of the consumer's source queue: where the kit dead-letters a message itself.
 ENV_DLQ_URL = "REDRIVER_DLQ_URL"
@@ -18,6 +22,15 @@ ENV_TABLE_NAME = "REDRIVER_TABLE_NAME"
 # The source queue's RedrivePolicy maxReceiveCount: the attempt that would dead-letter a message.
 ENV_MAX_RECEIVE_COUNT = "REDRIVER_MAX_RECEIVE_COUNT"
 ENVIRONMENT_VARIABLES = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)
+# Optional, set by the user: what of an exception's text leaves the consumer (see redact.py).
+# "redact" (the default: secrets masked, length capped) or "drop" (the exception's class only).
+ENV_ERROR_TEXT = "REDRIVER_ERROR_TEXT"
+ERROR_TEXT_MODES = ("redact", "drop")
+# Longest exception text kept, in characters (1 to MAX_ERROR_MESSAGE_CHARS, the default).
+ENV_ERROR_TEXT_MAX_CHARS = "REDRIVER_ERROR_TEXT_MAX_CHARS"
+# More secrets to mask: a JSON array of Python regular expressions (a group named "secret", if any,
+# is what is masked; else the whole match).
+ENV_REDACT_PATTERNS = "REDRIVER_REDACT_PATTERNS"
 
 MIN_RECEIVE_COUNT = 1
 MAX_RECEIVE_COUNT = SQS_MAX_RECEIVE_COUNT
@@ -35,6 +48,7 @@ class KitConfig:
     dlq_url: str
     table_name: str
     max_receive_count: int
+    redactor: Redactor = field(default_factory=Redactor)
 
     def __post_init__(self) -> None:
         _check_url(ENV_DLQ_URL, self.dlq_url)
@@ -72,7 +86,45 @@ def load_config(env: Mapping[str, str]) -> KitConfig:
         dlq_url=values[ENV_DLQ_URL],
         table_name=values[ENV_TABLE_NAME],
         max_receive_count=max_receive_count,
+        redactor=load_redactor(env),
     )
+
+
+def load_redactor(env: Mapping[str, str]) -> Redactor:
+    """What of exception text leaves the consumer, from the optional ``REDRIVER_ERROR_TEXT*`` and
+    ``REDRIVER_REDACT_PATTERNS``; raise KitConfigError naming the bad variable."""
+    mode = env.get(ENV_ERROR_TEXT, "").strip().lower() or ERROR_TEXT_MODES[0]
+    if mode not in ERROR_TEXT_MODES:
+        raise KitConfigError(
+            f"{ENV_ERROR_TEXT} must be one of {', '.join(ERROR_TEXT_MODES)}, got {env[ENV_ERROR_TEXT]!r}"
+        )
+    cap_text = env.get(ENV_ERROR_TEXT_MAX_CHARS, "").strip() or str(MAX_ERROR_MESSAGE_CHARS)
+    accepted = f"an integer from 1 to {MAX_ERROR_MESSAGE_CHARS}"
+    if not (cap_text.isascii() and cap_text.isdigit()) or not 1 <= int(cap_text) <= MAX_ERROR_MESSAGE_CHARS:
+        raise KitConfigError(f"{ENV_ERROR_TEXT_MAX_CHARS} must be {accepted}, got {cap_text!r}")
+    return Redactor(
+        max_chars=int(cap_text),
+        drop_text=mode == "drop",
+        extra_patterns=_redact_patterns(env.get(ENV_REDACT_PATTERNS, "").strip()),
+    )
+
+
+def _redact_patterns(value: str) -> tuple[re.Pattern[str], ...]:
+    if not value:
+        return ()
+    try:
+        patterns = json.loads(value)
+    except (ValueError, RecursionError):
+        patterns = None
+    if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+        raise KitConfigError(
+            f"{ENV_REDACT_PATTERNS} must be a JSON array of regular expressions "
+            f'(e.g. ["card=\\\\d+"]), got {value!r}'
+        )
+    try:
+        return compile_patterns(patterns)
+    except RedactionPatternError as exc:
+        raise KitConfigError(f"{ENV_REDACT_PATTERNS}: {exc}") from None
 
 
 def _check_url(name: str, value: str) -> None:

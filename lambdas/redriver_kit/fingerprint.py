@@ -8,8 +8,10 @@ same message once ids and numbers are taken out.
   parsed, not by ``json.decoder``. Falls back to the innermost frame when all are library frames.
   Line numbers are left out on purpose: they shift with unrelated edits, and one function rarely
   holds two bugs raising the same class with the same message.
-- *Message*: UUIDs, hex ids, numbers and quoted values are replaced with placeholders and
-  whitespace is collapsed, so ``order 'o-17' of 3 items`` and ``order 'o-99' of 4 items`` agree.
+- *Message*: the exception's text with its secrets masked (``redact.Redactor.mask``: a secret is
+  never hashed, and a token that changes per request does not split a group); then UUIDs, hex ids,
+  numbers and quoted values are replaced with placeholders and whitespace is collapsed, so
+  ``order 'o-17' of 3 items`` and ``order 'o-99' of 4 items`` agree.
 
 Hashed with SHA-256 (never ``hash()``, which is salted per process); 16 hex characters.
 """
@@ -21,11 +23,16 @@ import re
 import sysconfig
 from types import FrameType, TracebackType
 
+from redriver_kit.redact import Redactor
+
 KIT_PACKAGE = __name__.partition(".")[0]
 FINGERPRINT_HEX_CHARS = 16
 FINGERPRINT_VERSION = "v1"
 # Longest normalized message hashed; beyond it, messages usually carry payloads, not the bug.
 MAX_NORMALIZED_CHARS = 500
+# Stands for a class whose name or module will not be read.
+UNNAMED_CLASS = "exception"
+DEFAULT_REDACTOR = Redactor()
 
 _NORMALIZERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -52,10 +59,22 @@ def normalize_message(message: str) -> str:
 
 def error_class(exc: BaseException) -> str:
     """``module.QualifiedName`` of the exception's class; builtins without the module."""
-    klass = type(exc)
-    if klass.__module__ == "builtins":
-        return klass.__qualname__
-    return f"{klass.__module__}.{klass.__qualname__}"
+    module, name = _class_attribute(exc, "__module__"), class_name(exc)
+    return name if module in ("builtins", UNNAMED_CLASS) else f"{module}.{name}"
+
+
+def class_name(exc: BaseException) -> str:
+    """The qualified name of the exception's class, or a placeholder when the class will not say."""
+    return _class_attribute(exc, "__qualname__")
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, the class's name when that is empty, or ``<unprintable Class>`` when it raises."""
+    try:
+        text = str.__str__(str(exc))  # a str subclass's own methods are not trusted either
+    except Exception:
+        return f"<unprintable {class_name(exc)}>"
+    return text or class_name(exc)
 
 
 def place(exc: BaseException) -> str:
@@ -66,13 +85,29 @@ def place(exc: BaseException) -> str:
     application = [tb for tb in frames if not _is_library(tb.tb_frame)]
     frame = (application or frames)[-1].tb_frame
     module = str(frame.f_globals.get("__name__", "?"))
-    return f"{module}:{frame.f_code.co_qualname}"
+    code = frame.f_code
+    return f"{module}:{getattr(code, 'co_qualname', code.co_name)}"  # co_qualname: Python 3.11+
 
 
-def fingerprint(exc: BaseException) -> str:
-    """16 hex characters of SHA-256 over class, place and normalized message."""
-    text = "\n".join((FINGERPRINT_VERSION, error_class(exc), place(exc), normalize_message(str(exc))))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:FINGERPRINT_HEX_CHARS]
+def fingerprint(exc: BaseException, masked_text: str | None = None) -> str:
+    """16 hex characters of SHA-256 over class, place and normalized message: ``masked_text``, the
+    exception's text as the kit's redactor masked it (by default, masked by the built-in rules)."""
+    if masked_text is None:
+        masked_text = DEFAULT_REDACTOR.mask(exception_text(exc))
+    try:
+        where = place(exc)
+    except Exception:  # a frame whose module name will not print: the class and text still group
+        where = ""
+    text = "\n".join((FINGERPRINT_VERSION, error_class(exc), where, normalize_message(masked_text)))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:FINGERPRINT_HEX_CHARS]
+
+
+def _class_attribute(exc: BaseException, name: str) -> str:
+    try:
+        value = getattr(type(exc), name)
+    except Exception:  # a metaclass's property may raise
+        return UNNAMED_CLASS
+    return str.__str__(value) if isinstance(value, str) else UNNAMED_CLASS
 
 
 def _frames(tb: TracebackType | None) -> list[TracebackType]:

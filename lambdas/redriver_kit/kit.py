@@ -6,21 +6,24 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from redriver.model.failure import MAX_ERROR_MESSAGE_CHARS, Failure, FailureKind
+from redriver.model.failure import Failure, FailureKind
 from redriver_kit.aws import KitAws, KitAwsError
 from redriver_kit.classify import Classifier, ExceptionTypes, Predicate
 from redriver_kit.config import KitConfig, load_config
 from redriver_kit.dead_letter import plan_dead_letter
-from redriver_kit.fingerprint import error_class, fingerprint
+from redriver_kit.fingerprint import error_class, exception_text, fingerprint
 from redriver_kit.observability import logger
 from redriver_kit.records import InboundRecord, UnsendableRecord, from_event_record
+from redriver_kit.redact import compile_patterns
 from redriver_kit.verdicts import VerdictBuffer
 
 if TYPE_CHECKING:
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 RecordHandler = Callable[..., Any]
+# The message of a failure whose text the configuration drops (REDRIVER_ERROR_TEXT=drop).
+DROPPED_TEXT = "<text dropped>"
 
 
 class ConsumerKit:
@@ -58,14 +63,21 @@ class ConsumerKit:
         predicates: Iterable[Predicate] = (),
         unknown: FailureKind = FailureKind.TERMINAL,
         builtin_transient: bool = True,
+        redact_patterns: Iterable[str | re.Pattern[str]] = (),
         env: Mapping[str, str] | None = None,
         sqs: Any = None,
         dynamodb: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> ConsumerKit:
         """A kit configured from ``REDRIVER_*`` variables (``env`` defaults to ``os.environ``) and
-        classification rules (see ``Classifier.of``); AWS clients are created on first use."""
+        classification rules (see ``Classifier.of``); AWS clients are created on first use.
+        ``redact_patterns``: regular expressions of secrets to mask in exception text, besides the
+        built-in ones and ``REDRIVER_REDACT_PATTERNS``'s (an invalid one raises ValueError naming it)."""
         config = load_config(os.environ if env is None else env)
+        extra = compile_patterns(redact_patterns)
+        if extra:
+            patterns = config.redactor.extra_patterns + extra
+            config = replace(config, redactor=replace(config.redactor, extra_patterns=patterns))
         classifier = Classifier.of(
             terminal=terminal,
             transient=transient,
@@ -128,7 +140,7 @@ class ConsumerKit:
             except KitAwsError as exc:
                 logger.warning(
                     "verdict write failed",
-                    extra={"verdict_key": verdict_key, **tally.counts(), "error": str(exc)},
+                    extra={"verdict_key": verdict_key, **tally.counts(), "error": self._safe(exc)},
                 )
                 continue
             written += 1
@@ -154,7 +166,8 @@ class ConsumerKit:
             self._send_to_dlq(record, failure, {**fields, "reason": reason})
         except (KitAwsError, UnsendableRecord) as send_error:
             logger.error(
-                "dead-lettering failed, the record stays failed", extra={**fields, "error": str(send_error)}
+                "dead-lettering failed, the record stays failed",
+                extra={**fields, "error": self._safe(send_error)},
             )
             return False
         return True
@@ -184,15 +197,24 @@ class ConsumerKit:
         )
 
     def _failure(self, record: InboundRecord, exc: Exception, kind: FailureKind) -> Failure:
+        """The failure as it leaves the consumer: its text redacted (or dropped), its fingerprint
+        from the masked text, a placeholder for an exception that will not print."""
+        redactor = self.config.redactor
+        text = exception_text(exc)
         return Failure(
             kind=kind,
             error_class=error_class(exc),
-            message=(str(exc) or type(exc).__name__)[:MAX_ERROR_MESSAGE_CHARS],
-            fingerprint=fingerprint(exc),
+            message=DROPPED_TEXT if redactor.drop_text else redactor.redact(text),
+            fingerprint=fingerprint(exc, redactor.mask(text)),
             at=int(self._clock()),
             attempt=record.receive_count,
             source=record.source_arn,
         )
+
+    def _safe(self, exc: Exception) -> str:
+        """An error of the kit's own (an AWS call's, an unsendable record's) as its log lines carry
+        it: secrets masked, not capped (it says what went wrong in the kit, not in the consumer)."""
+        return self.config.redactor.mask(exception_text(exc))
 
     def _raw(self, record: Any) -> Mapping[str, Any]:
         if isinstance(record, SQSRecord):

@@ -21,6 +21,7 @@ from infra.consumer_kit import (
     ENV_MAX_RECEIVE_COUNT,
     ENV_TABLE_NAME,
     KIT_PACKAGE,
+    KIT_RUNTIMES,
     PROTOCOL_PACKAGE,
     consumer_kit_code,
 )
@@ -150,14 +151,14 @@ def test_consumer_environment_names_the_dlq_the_table_and_the_max_receive_count(
     }
 
 
-def test_consumer_loads_the_kit_layer_built_for_the_runtime_on_arm64(
+def test_consumer_loads_the_kit_layer_declared_for_every_kit_runtime_on_both_architectures(
     template: Template, stack: RedriverStack
 ) -> None:
     layer = stack.redriver.consumer_kit_layer
 
     assert {"Ref": logical_id(layer)} in properties(template, stack.consumer)["Layers"]
-    assert properties(template, layer)["CompatibleRuntimes"] == ["python3.14"]
-    assert properties(template, layer)["CompatibleArchitectures"] == ["arm64"]
+    assert properties(template, layer)["CompatibleRuntimes"] == [r.name for r in KIT_RUNTIMES]
+    assert properties(template, layer)["CompatibleArchitectures"] == ["arm64", "x86_64"]
 
 
 def test_redriver_waits_for_verdicts_once_a_consumer_is_granted(
@@ -240,7 +241,7 @@ def test_one_kit_layer_per_stack_and_a_consumer_in_another_stack_gets_its_own(tm
         logical_id(first.consumer_kit_layer)
     ]
     [own_layer] = Template.from_stack(consumers).find_resources("AWS::Lambda::LayerVersion")
-    assert properties(Template.from_stack(consumers), consumer)["Layers"] == [{"Ref": own_layer}]
+    assert properties(Template.from_stack(consumers), consumer)["Layers"][0] == {"Ref": own_layer}
 
 
 # --- configuration and refusals --------------------------------------------------------------

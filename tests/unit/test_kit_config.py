@@ -6,7 +6,10 @@ import pytest
 
 from redriver_kit.config import (
     ENV_DLQ_URL,
+    ENV_ERROR_TEXT,
+    ENV_ERROR_TEXT_MAX_CHARS,
     ENV_MAX_RECEIVE_COUNT,
+    ENV_REDACT_PATTERNS,
     ENV_TABLE_NAME,
     KitConfig,
     KitConfigError,
@@ -41,3 +44,56 @@ def test_a_dlq_url_that_is_not_http_is_refused(value: str) -> None:
 def test_a_fifo_dlq_is_recognised_by_its_url() -> None:
     assert load_config({**VALID, ENV_DLQ_URL: DLQ_URL + ".fifo"}).dlq_is_fifo
     assert not load_config(VALID).dlq_is_fifo
+
+
+# --- what of exception text leaves the consumer --------------------------------------------------
+
+
+def test_by_default_exception_text_is_redacted_and_capped_at_240_characters() -> None:
+    redactor = load_config(VALID).redactor
+
+    assert (redactor.drop_text, redactor.max_chars, redactor.extra_patterns) == (False, 240, ())
+
+
+def test_the_text_mode_cap_and_patterns_are_read_from_the_environment() -> None:
+    env = {
+        **VALID,
+        ENV_ERROR_TEXT: " Drop ",
+        ENV_ERROR_TEXT_MAX_CHARS: "80",
+        ENV_REDACT_PATTERNS: r'["card=\\d+", "(?P<secret>pin \\d{4})"]',
+    }
+
+    redactor = load_config(env).redactor
+
+    assert (redactor.drop_text, redactor.max_chars) == (True, 80)
+    assert [p.pattern for p in redactor.extra_patterns] == [r"card=\d+", r"(?P<secret>pin \d{4})"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (ENV_ERROR_TEXT, "verbatim", f"{ENV_ERROR_TEXT} must be one of redact, drop, got 'verbatim'"),
+        (
+            ENV_ERROR_TEXT_MAX_CHARS,
+            "0",
+            f"{ENV_ERROR_TEXT_MAX_CHARS} must be an integer from 1 to 240, got '0'",
+        ),
+        (ENV_ERROR_TEXT_MAX_CHARS, "241", "must be an integer from 1 to 240, got '241'"),
+        (ENV_ERROR_TEXT_MAX_CHARS, "²", "must be an integer from 1 to 240"),
+        (
+            ENV_REDACT_PATTERNS,
+            "card=\\d+",
+            f"{ENV_REDACT_PATTERNS} must be a JSON array of regular expressions",
+        ),
+        (ENV_REDACT_PATTERNS, '["ok", 3]', f"{ENV_REDACT_PATTERNS} must be a JSON array"),
+        (ENV_REDACT_PATTERNS, "[" * 100_000, f"{ENV_REDACT_PATTERNS} must be a JSON array"),
+        (
+            ENV_REDACT_PATTERNS,
+            '["fine", "(unclosed"]',
+            rf"{ENV_REDACT_PATTERNS}: pattern 2 \('\(unclosed'\) is not a valid regular expression",
+        ),
+    ],
+)
+def test_a_bad_redaction_setting_is_refused_naming_its_variable(name: str, value: str, message: str) -> None:
+    with pytest.raises(KitConfigError, match=message):
+        load_config({**VALID, name: value})

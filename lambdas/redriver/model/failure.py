@@ -10,8 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
+
+try:
+    from enum import StrEnum
+except ImportError:  # python3.10, the oldest runtime the consumer kit (which imports this module) runs on
+    from enum import Enum
+
+    class StrEnum(str, Enum):  # type: ignore[no-redef]  # noqa: UP042
+        def __str__(self) -> str:
+            return str(self.value)
+
 
 # Longest error message kept in a mark; the class and fingerprint identify the failure anyway.
 # Bounded in characters and, as JSON (non-ASCII is escaped: up to 12 bytes a character), in bytes,

@@ -1,0 +1,170 @@
+"""Exception text made safe to leave the consumer: secrets masked, length capped, or dropped.
+
+Pure: text in, text out. Everything the kit writes from an exception (the mark's failure, its log
+lines, the FAILURE# record, and so the re-driver's S3 archive) goes through ``Redactor.redact``;
+the fingerprint hashes ``Redactor.mask``'s output, so a secret is neither shown nor hashed.
+
+The built-in rules mask what looks like an AWS access key id (``AKIA...``, ``ASIA...``), an AWS
+secret access key (40 base64 characters after a key-ish label), a bearer token or an
+``Authorization`` header's credentials, the password of a URL (``scheme://user:pass@host``) and the
+value of a ``password=``/``secret=``/``token=``/``api_key=``-like pair; the user adds patterns of
+their own. Only the secret part of a match is masked (a named group ``secret``, if the pattern has
+one, else the whole match), so the text still says what was wrong.
+
+Every pattern is bounded (no unbounded run before a literal), so the cost stays linear in the text,
+and only the first SCAN_LIMIT characters are read: a message is capped far below that anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+MASK = "<redacted>"
+ELLIPSIS = "…"
+# Characters of exception text read at all; what follows is dropped before anything is matched.
+SCAN_LIMIT = 8192
+# Rounds of masking and capping until the text stops changing (two in practice: one that masks,
+# one that finds nothing more); text that never settles is replaced by MASK.
+MAX_PASSES = 4
+SECRET_GROUP = "secret"
+REPLACEMENT_CHARACTER = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_PAIR_LABELS = (
+    r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
+    r"|private[_-]?key|credential"
+)
+BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # AWS access key ids, wherever they stand.
+    re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[A-Z0-9]{16}"),
+    # AWS secret access keys: 40 base64 characters shortly after a label ending in "key" or "secret".
+    re.compile(r"(?i)(?:key|secret)[\"']?\W{1,5}(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
+    # Authorization headers, whatever their scheme, and bearer tokens anywhere.
+    re.compile(
+        r"(?i)authorization[\"']?\s{0,8}[:=]\s{0,8}[\"']?(?:(?:bearer|basic|digest|token)\s{1,8})?"
+        r"(?P<secret>[^\s,;'\"()\[\]{}]{1,4096})"
+    ),
+    re.compile(r"(?i)bearer\s{1,8}(?P<secret>[A-Za-z0-9\-._~+/]{1,4096}=*)"),
+    # The password of a URL's user information.
+    re.compile(
+        r"(?i)[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:(?P<secret>[^\s/@]{1,256}(?:@[^\s/@]{1,256})*)@"
+    ),
+    # password=..., "api_key": "...", X-Auth-Token: ... (quoted values may hold spaces).
+    re.compile(
+        rf"(?i)(?:{_PAIR_LABELS})[\w.\-]{{0,64}}[\"']?\s{{0,8}}[:=]\s{{0,8}}"
+        r"(?P<secret>\"[^\"\n]{0,4096}\"?|'[^'\n]{0,4096}'?|[^\s,;&'\"}\])]{1,4096})"
+    ),
+)
+
+
+class RedactionPatternError(ValueError):
+    """A user's redaction pattern is not a valid regular expression."""
+
+
+def compile_patterns(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:
+    """The user's patterns compiled; RedactionPatternError names the first invalid one."""
+    compiled = []
+    for number, pattern in enumerate(patterns, start=1):
+        if isinstance(pattern, re.Pattern):
+            compiled.append(pattern)
+            continue
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, TypeError) as exc:
+            raise RedactionPatternError(
+                f"pattern {number} ({pattern!r}) is not a valid regular expression: {exc}"
+            ) from None
+    return tuple(compiled)
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """How exception text leaves the consumer: masked by the built-in and ``extra_patterns``,
+    capped at ``max_chars``, or dropped (``drop_text``: the kit keeps only the exception's class)."""
+
+    max_chars: int = 240
+    drop_text: bool = False
+    extra_patterns: tuple[re.Pattern[str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_chars, bool) or not isinstance(self.max_chars, int) or self.max_chars < 1:
+            raise ValueError(f"max_chars must be a positive integer, got {self.max_chars!r}")
+
+    @property
+    def patterns(self) -> tuple[re.Pattern[str], ...]:
+        return BUILTIN_PATTERNS + self.extra_patterns
+
+    def redact(self, text: str) -> str:
+        """``text`` as it may leave the consumer: "" when dropped, else masked and capped, and
+        stable (redacting it again changes nothing)."""
+        if self.drop_text:
+            return ""
+        current = _head(text)
+        for _ in range(MAX_PASSES):
+            following = cap(self.mask(current), self.max_chars)
+            if following == current:
+                return current
+            current = following
+        return cap(MASK, self.max_chars)
+
+    def mask(self, text: str) -> str:
+        """``text`` (its first SCAN_LIMIT characters) with every secret replaced by MASK; not capped."""
+        text = _head(text)
+        masks = [match.span() for match in re.finditer(re.escape(MASK), text)]
+        spans = [_widen(span, masks) for span in self._secret_spans(text) if not _within(span, masks)]
+        pieces, position = [], 0
+        for start, end in _merged(spans):
+            pieces += [text[position:start], MASK]
+            position = end
+        return "".join([*pieces, text[position:]])
+
+    def _secret_spans(self, text: str) -> Iterable[tuple[int, int]]:
+        for pattern in self.patterns:
+            for match in pattern.finditer(text):
+                group = SECRET_GROUP if SECRET_GROUP in pattern.groupindex else 0
+                start, end = match.span(group)
+                if start < end:
+                    yield start, end
+
+
+def cap(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` characters, the last one an ellipsis when it was cut."""
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 1] + ELLIPSIS
+
+
+def _head(text: str) -> str:
+    """The first SCAN_LIMIT characters, without the word the limit cut through (no partial secret)
+    and with lone surrogates (text no UTF-8 encoder takes) replaced by U+FFFD."""
+    if len(text) > SCAN_LIMIT:
+        end = SCAN_LIMIT - len(ELLIPSIS)
+        while end and not text[end].isspace():
+            end -= 1
+        text = text[:end] + ELLIPSIS
+    return _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+
+
+def _within(span: tuple[int, int], masks: list[tuple[int, int]]) -> bool:
+    return any(start <= span[0] and span[1] <= end for start, end in masks)
+
+
+def _widen(span: tuple[int, int], masks: list[tuple[int, int]]) -> tuple[int, int]:
+    """``span`` grown over any mask it overlaps, so a mask is replaced whole or not at all."""
+    start, end = span
+    for mask_start, mask_end in masks:
+        if mask_start < end and start < mask_end:
+            start, end = min(start, mask_start), max(end, mask_end)
+    return start, end
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged

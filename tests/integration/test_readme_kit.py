@@ -1,0 +1,108 @@
+"""README.md's consumer kit section, run exactly as printed: the consumer against moto, the CDK
+one-liner against a re-driver and a consumer function."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Template
+
+from infra.redriver import SqsRedriver
+from local_aws.events import LambdaContext, sqs_event
+from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from tests.conftest import MAX_RECEIVE_COUNT, Aws
+from tests.integration.test_kit import receive, send
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SECTION = "### Let your consumer speak: the consumer kit"
+MODULE = "readme_consumer"
+
+
+def kit_section_blocks() -> list[str]:
+    """The fenced python blocks of the README's consumer kit section, in order."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n## ", start)
+    section = text[start : end if end != -1 else len(text)]
+    return re.findall(r"^```python\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
+
+
+def block_with(marker: str) -> str:
+    [block] = [b for b in kit_section_blocks() if marker in b]
+    return block
+
+
+def run_block(block: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    exec(compile(block, f"README.md ({MODULE})", "exec"), namespace)
+    return namespace
+
+
+def test_the_kit_section_has_the_consumer_and_the_cdk_line_and_nothing_else() -> None:
+    blocks = kit_section_blocks()
+
+    assert len(blocks) == 2
+    assert "def lambda_handler(event, context):" in blocks[0]
+    assert blocks[1].startswith("redriver.grant_consumer(orders_consumer)")
+
+
+def test_the_readme_consumer_dead_letters_an_invalid_order_and_fulfils_the_other(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the environment grant_consumer sets, and one valid and one invalid order in the queue
+    monkeypatch.setenv(ENV_DLQ_URL, aws.dlq_url)
+    monkeypatch.setenv(ENV_TABLE_NAME, aws.table_name)
+    monkeypatch.setenv(ENV_MAX_RECEIVE_COUNT, str(MAX_RECEIVE_COUNT))
+    send(aws, json.dumps({"id": "o-1", "lines": [{"sku": "tea", "quantity": 1}]}))
+    send(aws, json.dumps({"id": "o-2", "lines": []}))
+    event = sqs_event(receive(aws), aws.source_arn)
+
+    # WHEN the README's consumer, as printed, handles the batch
+    consumer = run_block(block_with("def lambda_handler"), {"__name__": MODULE})
+    response = consumer["lambda_handler"](event, LambdaContext())
+
+    # THEN no record is failed, and the invalid order is in the DLQ with the reason in its mark
+    assert response == {"batchItemFailures": []}
+    [dead] = aws.sqs.receive_message(QueueUrl=aws.dlq_url, MessageAttributeNames=["All"])["Messages"]
+    assert json.loads(dead["Body"])["id"] == "o-2"
+    mark = Mark.from_json(dead["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    assert mark.failure is not None
+    assert (mark.failure.error_class, mark.failure.message) == (
+        f"{MODULE}.InvalidOrder",
+        "order 'o-2' has no lines",
+    )
+
+
+def test_the_readme_grant_consumer_line_gives_the_consumer_its_configuration() -> None:
+    # GIVEN a re-driver and a consumer function, under the names the README uses
+    stack = cdk.Stack(cdk.App(), "Readme")
+    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
+    orders = sqs.Queue(stack, "Orders", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=4))
+    redriver = SqsRedriver(stack, "Redriver", source_queue=orders, dead_letter_queue=dlq)
+    orders_consumer = lambda_.Function(
+        stack,
+        "OrdersConsumer",
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        architecture=lambda_.Architecture.X86_64,
+        handler="consumer.lambda_handler",
+        code=lambda_.Code.from_inline("def lambda_handler(event, context): pass"),
+    )
+
+    # WHEN the README's line runs as printed
+    run_block(block_with("grant_consumer"), {"redriver": redriver, "orders_consumer": orders_consumer})
+
+    # THEN the consumer has the kit's configuration and both layers
+    [function] = (
+        Template.from_stack(stack)
+        .find_resources("AWS::Lambda::Function", {"Properties": {"Handler": "consumer.lambda_handler"}})
+        .values()
+    )
+    assert function["Properties"]["Environment"]["Variables"][ENV_MAX_RECEIVE_COUNT] == "4"
+    assert len(function["Properties"]["Layers"]) == 2

@@ -1,0 +1,176 @@
+"""redriver_kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it;
+the text is capped; redacting twice changes nothing."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from redriver_kit.redact import (
+    MASK,
+    SCAN_LIMIT,
+    RedactionPatternError,
+    Redactor,
+    cap,
+    compile_patterns,
+)
+
+DEFAULT = Redactor()
+BASE64 = string.ascii_letters + string.digits + "/+"
+KEY_ID = string.ascii_uppercase + string.digits
+TOKEN = string.ascii_letters + string.digits + "-._~+/"
+VALUE = string.ascii_letters + string.digits + "!#$%*-_.:"
+# Patterns a user might write, some of which match inside the mask or across its edges.
+USER_PATTERNS = ("e", "[a-z]+", "d>x", r"card=\d+", "(?P<secret>[0-9]{4})-", ".", "<", "redacted")
+
+
+def texts(max_size: int = 300) -> st.SearchStrategy[str]:
+    return st.text(max_size=max_size)
+
+
+# --- generated secrets: (the secret, the text that carries it) --------------------------------
+
+aws_access_key_ids = st.builds(
+    lambda prefix, rest: (prefix + rest, prefix + rest),
+    st.sampled_from(["AKIA", "ASIA"]),
+    st.text(KEY_ID, min_size=16, max_size=16),
+)
+aws_secret_keys = st.builds(
+    lambda label, separator, key: (key, f"{label}{separator}{key}"),
+    st.sampled_from(["aws_secret_access_key", "SecretAccessKey", "secret key", "AWS key", "secret"]),
+    st.sampled_from(["=", ": ", " = ", '": "', " "]),
+    st.text(BASE64, min_size=40, max_size=40),
+)
+bearer_tokens = st.builds(
+    lambda header, token: (token, f"{header}{token}"),
+    st.sampled_from(
+        ["Bearer ", "bearer ", "Authorization: Bearer ", '"Authorization": "Bearer ', "authorization="]
+    ),
+    st.text(TOKEN, min_size=8, max_size=60),
+)
+url_passwords = st.builds(
+    lambda scheme, user, password: (password, f"{scheme}://{user}:{password}@db.example.com:5432/orders"),
+    st.sampled_from(["https", "postgres", "redis", "mongodb+srv", "amqp"]),
+    st.text(string.ascii_lowercase, max_size=10),
+    st.text(VALUE + "@", min_size=8, max_size=30).filter(
+        lambda p: not p.startswith("@") and not p.endswith("@")
+    ),
+)
+pairs = st.builds(
+    lambda label, separator, value: (value, f"{label}{separator}{value}"),
+    st.sampled_from(
+        ["password", "db_password", "PASSWORD", "secret", "client_secret", "token", "refresh_token"]
+        + ["api_key", "apiKey", "X-Api-Key", "X-Auth-Token", "private_key", "passwd", "credentials"]
+    ),
+    st.sampled_from(["=", ": ", " = ", '": "', "': '", ":"]),
+    st.text(VALUE, min_size=8, max_size=40),
+)
+secrets = st.one_of(aws_access_key_ids, aws_secret_keys, bearer_tokens, url_passwords, pairs)
+
+
+@given(secret=secrets, before=texts(), after=texts())
+def test_a_known_kind_of_secret_never_leaves_whatever_text_surrounds_it(
+    secret: tuple[str, str], before: str, after: str
+) -> None:
+    value, carried = secret
+    assume(value not in before and value not in after and carried.count(value) == 1)
+    text = f"{before} {carried} {after}"
+
+    assert value not in DEFAULT.redact(text)
+    assert value not in DEFAULT.mask(text)
+
+
+@given(secret=secrets, before=texts(), after=texts(), patterns=st.lists(st.sampled_from(USER_PATTERNS)))
+def test_user_patterns_never_unmask_a_built_in_secret(
+    secret: tuple[str, str], before: str, after: str, patterns: list[str]
+) -> None:
+    value, carried = secret
+    assume(value not in before and value not in after and carried.count(value) == 1)
+    redactor = Redactor(extra_patterns=compile_patterns(patterns))
+
+    assert value not in redactor.redact(f"{before} {carried} {after}")
+
+
+@given(text=texts(1000), max_chars=st.integers(1, 240), patterns=st.lists(st.sampled_from(USER_PATTERNS)))
+def test_redacted_text_is_capped_and_redacting_it_again_changes_nothing(
+    text: str, max_chars: int, patterns: list[str]
+) -> None:
+    redactor = Redactor(max_chars=max_chars, extra_patterns=compile_patterns(patterns))
+
+    once = redactor.redact(text)
+
+    assert len(once) <= max_chars
+    assert redactor.redact(once) == once
+    once.encode("utf-8")  # no lone surrogate survives
+
+
+@given(text=st.text(string.digits + string.punctuation.replace("<", "") + " \n", max_size=500))
+def test_text_without_anything_secret_looking_is_only_capped(text: str) -> None:
+    assert DEFAULT.redact(text) == cap(text, DEFAULT.max_chars)
+
+
+@given(text=texts())
+def test_dropped_text_is_empty(text: str) -> None:
+    assert Redactor(drop_text=True).redact(text) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("key AKIAIOSFODNN7EXAMPLE used", "key <redacted> used"),
+        ("postgres://admin:s3cr3t@db:5432/orders", "postgres://admin:<redacted>@db:5432/orders"),
+        ("redis://:p@ss@cache/0", "redis://:<redacted>@cache/0"),
+        ('{"password": "hunter 2", "user": "ann"}', '{"password": <redacted>, "user": "ann"}'),
+        ("Authorization: Bearer eyJhbGciOi.e30.sig", "Authorization: Bearer <redacted>"),
+        ("GET /orders?token=abc123&page=2", "GET /orders?token=<redacted>&page=2"),
+        ("order 'o-17' has 3 lines", "order 'o-17' has 3 lines"),
+    ],
+)
+def test_only_the_secret_part_is_masked_so_the_text_still_says_what_was_wrong(
+    text: str, redacted: str
+) -> None:
+    assert DEFAULT.redact(text) == redacted
+
+
+def test_a_user_pattern_with_a_secret_group_masks_only_that_group() -> None:
+    redactor = Redactor(extra_patterns=compile_patterns([r"card (?P<secret>\d{12})\d{4}"]))
+
+    assert redactor.redact("card 4111111111111111 declined") == f"card {MASK}1111 declined"
+
+
+def test_an_invalid_user_pattern_is_named_with_its_position() -> None:
+    with pytest.raises(
+        RedactionPatternError, match=r"pattern 2 \('\(unclosed'\) is not a valid regular expression"
+    ):
+        compile_patterns(["fine", "(unclosed"])
+
+
+def test_text_past_the_scan_limit_is_dropped_without_the_word_cut_in_two() -> None:
+    text = "x " * (SCAN_LIMIT // 2 - 4) + "AKIA" + "Z" * 40
+
+    head = DEFAULT.mask(text)
+
+    assert len(head) <= SCAN_LIMIT and "AKIA" not in head and head.endswith("…")
+
+
+def test_a_huge_message_is_redacted() -> None:
+    # Every pattern is bounded: a megabyte of label-like text is read only up to the scan limit.
+    text = "password" * 200_000 + "=" + "a" * 1_000_000
+
+    assert len(DEFAULT.redact(text)) <= DEFAULT.max_chars
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_a_cap_that_is_not_a_positive_integer_is_refused(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_chars must be a positive integer"):
+        Redactor(max_chars=bad)  # type: ignore[arg-type]
+
+
+def test_a_compiled_pattern_is_taken_as_it_is() -> None:
+    pattern = re.compile("x+")
+
+    assert compile_patterns([pattern]) == (pattern,)
