@@ -65,7 +65,7 @@ def test_a_marked_message_of_exactly_1_mib_is_redriven_without_its_mark(aws: Aws
 
 
 def test_a_batch_over_1_mib_in_all_is_sent_in_calls_that_fit(aws: Aws, clock: FakeClock) -> None:
-    # GIVEN ten marked messages of 300 KiB each: 3 MiB in one received batch
+    # GIVEN ten messages of 300 KiB each: 3 MiB in one received batch, more with their marks
     for i in range(10):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"large-{i}|" + "x" * 300 * 1024)
     sqs = SizeLimitedSqs(aws.sqs)
