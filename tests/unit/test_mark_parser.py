@@ -23,7 +23,7 @@ from redriver.message_limits import (
 )
 from redriver.model.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from redriver.model.failure import Failure, FailureKind
-from redriver.model.mark import Mark, held_to_clock, read_mark
+from redriver.model.mark import Mark, held_to_clock, read_mark, read_parked
 from redriver.model.wire import Rejection, json_depth
 
 NOW = 1_800_000_000
@@ -239,3 +239,13 @@ def _depth(value: object) -> int:
     if isinstance(value, dict):
         return 1 + max((_depth(v) for v in value.values()), default=0)
     return 0
+
+
+@given(st.text(alphabet=st.characters(codec=None)))
+def test_any_text_gives_a_parking_reason_or_none(text: str) -> None:
+    assert read_parked(text) is None or isinstance(read_parked(text), dict)
+
+
+def test_a_parking_reason_is_read_from_a_parked_mark_and_not_from_a_nested_one() -> None:
+    assert read_parked(json.dumps({**VALID, "parked": {"cause": "over_limit"}})) == {"cause": "over_limit"}
+    assert read_parked('{"parked": ' + "[" * 3000 + "]" * 3000 + "}") is None

@@ -137,6 +137,19 @@ def read_mark(text: object) -> tuple[Mark | None, Rejection | None]:
         return mark, rejection.within("err", subject=MARK_SUBJECT)
 
 
+def read_parked(text: object) -> Mapping[str, Any] | None:
+    """The ``parked`` object (the parking reason) the re-driver adds to a parked message's mark,
+    read under the same limits as the mark; None when there is none, or the text is no mark."""
+    if not isinstance(text, str):
+        return None
+    try:
+        payload = wire.load_json_object(text, "mark", max_bytes=MAX_MARK_BYTES, max_depth=MAX_MARK_JSON_DEPTH)
+    except Rejection:
+        return None
+    parked = payload.get("parked")
+    return parked if isinstance(parked, dict) else None
+
+
 def held_to_clock(mark: Mark, now: int) -> tuple[Mark | None, Rejection | None]:
     """``read_mark``'s answer for the rules a run applies with its clock: no time before 2000 nor
     after ``now`` plus a small skew (a forged future re-drive would count as a recent return).
