@@ -3,7 +3,6 @@ and groups with their counts. Pure: the command-line tool reads the queues, this
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -11,6 +10,7 @@ from typing import Any
 
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, from_sqs
 from redriver.model.failure import Failure
+from redriver.model.mark import read_parked
 
 UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason
 CAUSE_PREFIX = "cause:"
@@ -108,14 +108,7 @@ def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:
 
 def parking_reason(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The ``parked`` object the re-driver adds to the mark of a message it parks, if any."""
-    value = (raw.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue")
-    if not value:
-        return None
-    try:
-        parked = json.loads(value).get("parked")
-    except (ValueError, AttributeError):
-        return None
-    return parked if isinstance(parked, dict) else None
+    return read_parked((raw.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue"))
 
 
 @dataclass

@@ -14,7 +14,7 @@ from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
 from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, NamesTheSource, always, consume
+from tests.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
 
 REMAINING = lambda: 60_000  # noqa: E731
 
@@ -115,7 +115,8 @@ def test_fifo_messages_after_a_waiting_one_in_its_group_wait_too(fifo: Aws, cloc
 
 
 def test_fifo_poison_is_parked_in_a_fifo_parking_lot(fifo: Aws, clock: FakeClock) -> None:
-    send_fifo(fifo, "poison", "g", marked(Mark("id-p", 5, 1, (1, 2, 3, 4, 5))))
+    history = tuple(range(LONG_AGO + 1, LONG_AGO + 6))
+    send_fifo(fifo, "poison", "g", marked(Mark("id-p", 5, LONG_AGO, history)))
 
     assert make_redriver(fifo, make_settings(fifo), clock).run(REMAINING).parked == 1
 
@@ -186,7 +187,7 @@ def test_two_different_fifo_messages_with_one_content_identity_are_both_parked(
 
 
 def test_a_fifo_canary_is_the_first_message_of_its_group(fifo: Aws, clock: FakeClock) -> None:
-    send_fifo(fifo, "g-first", "g", marked(Mark("id-first", 2, 1, (1, 2))))
+    send_fifo(fifo, "g-first", "g", marked(Mark("id-first", 2, LONG_AGO, (LONG_AGO + 1, LONG_AGO + 2))))
     send_fifo(fifo, "g-second", "g")
     open_breaker_long_ago(fifo, clock)
 

@@ -13,7 +13,7 @@ from redriver.adapters import AwsCallError
 from redriver.decide.breaker import Breaker, State
 from redriver.model.envelope import Mark
 from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, order_body
+from tests.factories import LONG_AGO, FakeClock, order_body
 from tests.faults import Faults
 
 REMAINING = lambda: 60_000  # noqa: E731
@@ -273,7 +273,7 @@ def test_a_failed_send_does_not_advance_a_count_kept_in_the_table(aws: Aws, cloc
 def test_a_message_the_parking_lot_refuses_is_hidden_and_is_not_a_run_error(
     aws: Aws, clock: FakeClock
 ) -> None:
-    mark = Mark("poison-1", 5, 1, (1, 2, 3, 4, 5))
+    mark = Mark("poison-1", 5, LONG_AGO, tuple(range(LONG_AGO + 1, LONG_AGO + 6)))
     aws.sqs.send_message(
         QueueUrl=aws.dlq_url,
         MessageBody="poison",

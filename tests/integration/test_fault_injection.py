@@ -35,7 +35,7 @@ from redriver.decide.fairness import turn_order
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.settings import breaker_key
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock, NamesTheSource
+from tests.factories import LONG_AGO, FakeClock, NamesTheSource
 from tests.faults import (
     BATCH_ENTRY_OPERATIONS,
     BATCH_ITEM_OPERATIONS,
@@ -101,8 +101,9 @@ def fill(aws: Aws, seeded: list[Seeded]) -> None:
     for item in seeded:
         attributes = dict(item.attributes)
         if item.count and not attributes:
-            last = item.last_at or item.count
-            mark = Mark(f"id-{item.body}", item.count, 1, tuple(range(last - item.count + 1, last + 1)))
+            last = item.last_at or LONG_AGO + item.count
+            history = tuple(range(last - item.count + 1, last + 1))
+            mark = Mark(f"id-{item.body}", item.count, LONG_AGO, history)
             attributes[MARK_ATTRIBUTE] = {"DataType": "String", "StringValue": mark.to_json()}
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=item.body, MessageAttributes=attributes)
 

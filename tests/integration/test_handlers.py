@@ -20,7 +20,7 @@ from redriver.model.envelope import MARK_ATTRIBUTE
 from redriver.settings import ConfigError, breaker_key
 from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
-from tests.factories import order_body
+from tests.factories import LONG_AGO, order_body
 
 
 def import_fresh(name: str) -> ModuleType:
@@ -77,7 +77,8 @@ def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_e
     handler = import_fresh("redriver.handler")
     aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "61"})
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
-    poison = {"id": "id-p", "n": 5, "first": 1, "at": [1, 2, 3, 4, 5]}  # over the limit: that reason wins
+    # over the limit: that reason wins (times long ago, as marks must hold: 2000 to now)
+    poison = {"id": "id-p", "n": 5, "first": LONG_AGO, "at": [LONG_AGO + i for i in range(1, 6)]}
     aws.sqs.send_message(
         QueueUrl=aws.dlq_url,
         MessageBody=order_body("o-2"),

@@ -15,7 +15,7 @@ from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.model.report import RunReport
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import FakeClock
+from tests.factories import LONG_AGO, FakeClock
 from tests.faults import Faults, breaker_problems
 from tests.lockstep import Lockstep
 
@@ -30,7 +30,7 @@ def seed(aws: Aws) -> dict[str, int]:
     for body, count in counts.items():
         attributes = {}
         if count:
-            mark = Mark(f"id-{body}", count, 1, tuple(range(1, count + 1)))
+            mark = Mark(f"id-{body}", count, LONG_AGO, tuple(range(LONG_AGO + 1, LONG_AGO + count + 1)))
             attributes = {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes=attributes)
     return counts
@@ -157,7 +157,7 @@ def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, cloc
     state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state
     state.save_breaker(settings.breaker_key, Breaker(failures=2, version=1), expected_version=0)
     for i in range(120):
-        mark = Mark(f"id-{i}", 1, 1, (int(clock.now) - 60,))
+        mark = Mark(f"id-{i}", 1, LONG_AGO, (int(clock.now) - 60,))
         aws.sqs.send_message(
             QueueUrl=aws.dlq_url,
             MessageBody=f"back-{i}",

@@ -15,7 +15,7 @@ from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
 from redriver.settings import Settings
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume, never, order_body
+from tests.factories import LONG_AGO, FakeClock, always, consume, never, order_body
 
 REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
 
@@ -151,7 +151,7 @@ def test_redrive_delay_grows_exponentially_with_the_count(aws: Aws, clock: FakeC
     for count in (0, 1, 4):
         attributes = {}
         if count:
-            mark = Mark(f"id-{count}", count, 1, tuple(range(count)))
+            mark = Mark(f"id-{count}", count, LONG_AGO, tuple(range(LONG_AGO, LONG_AGO + count)))
             attributes = {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
         send_to_dlq(aws, f"body-{count}", attributes)
 
@@ -177,7 +177,7 @@ def record_calls(aws: Aws, operation: str, key: str) -> list[int]:
 def send_redriven(aws: Aws, clock: FakeClock, count: int) -> None:
     """A message re-driven ``count`` times, the last just now, back in the DLQ."""
     now = int(clock.now)
-    mark = Mark("id-long", count, 1, tuple(range(now - count + 1, now + 1)))
+    mark = Mark("id-long", count, LONG_AGO, tuple(range(now - count + 1, now + 1)))
     send_to_dlq(aws, "long", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}})
 
 
@@ -453,7 +453,7 @@ def test_every_decision_is_logged_with_the_message_identity(
     aws: Aws, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     original_id = send_to_dlq(aws, order_body("o-1"))
-    mark = Mark("poison-1", 5, 1, (1, 2, 3, 4, 5))
+    mark = Mark("poison-1", 5, LONG_AGO, tuple(range(LONG_AGO + 1, LONG_AGO + 6)))
     send_to_dlq(aws, "poison", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}})
 
     with caplog.at_level(logging.INFO, logger="redriver-tests"):
@@ -470,7 +470,7 @@ def test_the_canary_is_the_message_that_failed_least_often(aws: Aws, clock: Fake
     state = make_redriver(aws, settings, clock).state
     state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
     for count in (4, 3, 0, 2):
-        mark = Mark(f"id-{count}", count, 1, tuple(range(count)))
+        mark = Mark(f"id-{count}", count, LONG_AGO, tuple(range(LONG_AGO, LONG_AGO + count)))
         send_to_dlq(
             aws, f"body-{count}", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}}
         )

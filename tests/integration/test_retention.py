@@ -22,7 +22,7 @@ from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock
+from tests.factories import LONG_AGO, FakeClock
 from tests.faults import BATCH_ENTRY_OPERATIONS, BATCH_ITEM_OPERATIONS, Fault, Faults, SimulatedCrash
 from tests.integration.test_failure_paths import raising
 
@@ -93,7 +93,7 @@ def test_an_expiring_message_is_parked_with_its_reason_and_archived_whole(aws: A
 def test_a_message_whose_archive_write_failed_is_not_parked_and_not_lost(aws: Aws, clock: FakeClock) -> None:
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="poison", MessageAttributes={})
     settings = make_settings(aws, max_redrives=1)
-    mark = {"id": "id-p", "n": 1, "first": 1, "at": [1]}
+    mark = {"id": "id-p", "n": 1, "first": LONG_AGO, "at": [LONG_AGO + 1]}
     [message] = aws.sqs.receive_message(QueueUrl=aws.dlq_url)["Messages"]
     aws.sqs.delete_message(QueueUrl=aws.dlq_url, ReceiptHandle=message["ReceiptHandle"])
     aws.sqs.send_message(

@@ -12,6 +12,13 @@ from hypothesis import strategies as st
 
 from redriver.decide.parking import MAX_OPERATOR_NAME_CHARS, MAX_OPERATOR_REASON_CHARS, operator_reason
 from redriver.decide.routing import Routes
+from redriver.message_limits import (
+    IDENTITY_PATTERN,
+    MAX_COUNT,
+    MAX_EPOCH_SECONDS,
+    MAX_IDENTITY_CHARS,
+    MAX_MARK_HISTORY,
+)
 from redriver.model.envelope import (
     MARK_ATTRIBUTE,
     MARK_BUDGET_BYTES,
@@ -41,10 +48,10 @@ def raw(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 @given(
-    identity=st.text(min_size=1),
-    count=st.integers(min_value=0),
-    first=st.integers(),
-    at=st.lists(st.integers()).map(tuple),
+    identity=st.from_regex(IDENTITY_PATTERN, fullmatch=True).filter(lambda i: len(i) <= MAX_IDENTITY_CHARS),
+    count=st.integers(min_value=0, max_value=MAX_COUNT),
+    first=st.integers(min_value=0, max_value=MAX_EPOCH_SECONDS),
+    at=st.lists(st.integers(min_value=0, max_value=MAX_EPOCH_SECONDS), max_size=MAX_MARK_HISTORY).map(tuple),
 )
 def test_mark_survives_a_json_round_trip(identity: str, count: int, first: int, at: tuple[int, ...]) -> None:
     mark = Mark(identity, count, first, at)

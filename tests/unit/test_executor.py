@@ -13,6 +13,7 @@ from redriver.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
 from redriver.act.ratelimit import TokenBucket
 from redriver.act.redriving import RedriveSender
 from redriver.adapters.ports import EntryFailure, RecordStatus
+from redriver.decide.fifo import deduplication_id
 from redriver.decide.identity import track
 from redriver.decide.parking import over_limit_reason
 from redriver.decide.routing import Routes
@@ -173,7 +174,7 @@ def test_a_fifo_message_is_not_sent_ahead_of_an_unsent_groupmate() -> None:
 
     assert [m.body for m in world.orders.sent] == ["h-1"]
     assert [(m.group_id, m.deduplication_id) for m in world.orders.sent] == [
-        ("h", f"{other.mark.identity}:1")
+        ("h", deduplication_id(other, "1"))
     ]
     assert executed.tally.errors == 1  # the groupmate held back is not an error of its own
 

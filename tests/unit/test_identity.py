@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from redriver.decide.identity import counted_in_table, track
+from redriver.decide.identity import screened as screened_message
 from redriver.decide.routing import Routes
 from redriver.model.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
 from redriver.model.failure import Failure, FailureKind
@@ -61,3 +62,19 @@ def test_a_recorded_failure_older_than_the_last_redrive_belongs_to_an_earlier_de
 
     assert track([big], {old.identity: old}, NOW).unique[0].mark.failure is None
     assert track([big], {new.identity: new}, NOW).unique[0].mark.failure == new.failure
+
+
+def test_a_mark_from_the_future_is_screened_out_and_the_message_known_by_its_message_id() -> None:
+    forged = Mark("id-forged", 1, NOW - 60, (NOW + 86_400,))
+
+    screened = screened_message(dlq_message(mark=forged, message_id="m-9"), NOW)
+    [tracked] = track([screened], {}, NOW).unique
+
+    assert screened.mark is None and screened.mark_rejection is not None
+    assert screened.mark_rejection.field == "at[0]"
+    assert tracked.mark == Mark("m-9", 0, NOW, ()) and not tracked.redriven_since(0)
+
+
+def test_a_mark_within_the_clock_rule_passes_the_screen_unchanged() -> None:
+    message = dlq_message(mark=Mark("id-1", 1, NOW - 60, (NOW - 30,)))
+    assert screened_message(message, NOW) is message

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 # SQS's error codes for a queue that does not exist (JSON and query protocols).
 QUEUE_MISSING_CODES = {"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
+# The per-entry code of a message too big to send (SQS's own code for it).
+TOO_LONG = "MessageTooLong"
 
 
 class SqsQueue:
@@ -54,10 +56,19 @@ class SqsQueue:
         """SendMessageBatch, split so each call holds at most 10 entries and 1 MiB in all.
 
         A call that fails as a whole marks only its own entries failed (``call_error`` says why),
-        so entries that other calls did send can still be deleted from the DLQ.
+        so entries that other calls did send can still be deleted from the DLQ. A message over
+        the size limit by itself is not sent: SQS would fail its whole call, every time. It fails
+        alone, for good (a sender fault, ``MessageTooLong``).
         """
         result = BatchResult()
-        for chunk in _chunks_by_size(messages):
+        sendable = []
+        for message in messages:
+            if message.size > MAX_MESSAGE_BYTES:
+                problem = f"{message.size} bytes, over the {MAX_MESSAGE_BYTES}-byte limit"
+                result.failed[message.entry_id] = EntryFailure(TOO_LONG, problem, sender_fault=True)
+            else:
+                sendable.append(message)
+        for chunk in chunks_by_size(sendable):
             entries = [_send_entry(message) for message in chunk]
             try:
                 response = self._client.send_message_batch(QueueUrl=self.url, Entries=cast(Any, entries))
@@ -172,7 +183,9 @@ def _send_entry(message: Outgoing) -> dict[str, Any]:
     return entry
 
 
-def _chunks_by_size(messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
+def chunks_by_size(messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
+    """Consecutive calls' entries: at most 10 a call, and at most 1 MiB in all unless one
+    message is that big alone (SendMessageBatch's limits)."""
     chunk: list[Outgoing] = []
     chunk_bytes = 0
     for message in messages:

@@ -6,11 +6,11 @@ group would reorder the group.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 
 from redriver.decide.backoff import due_at
-from redriver.model.envelope import HASH_IDENTITY_PREFIX
 from redriver.model.tracked import Tracked
 
 
@@ -45,14 +45,15 @@ def send_rounds(groups: Sequence[str]) -> list[list[int]]:
     return rounds
 
 
-def deduplication_id(tracked: Tracked, suffix: str) -> str:
-    """A deduplication id for this message and step (and its last replay). A content identity
-    (``sha256:``) can be shared by two different messages, so those use the DLQ MessageId instead;
-    SQS drops a repeated id for 5 minutes, which must only ever drop a true duplicate."""
-    identity = tracked.mark.identity
-    base = tracked.message_id if identity.startswith(HASH_IDENTITY_PREFIX) else identity
-    # A replay starts the count again: the ids of the steps after it name it, or a step would reuse
-    # the id of the same step before the replay (dropped if that was under 5 minutes ago).
+def deduplication_id(tracked: Tracked, step: str) -> str:
+    """The FIFO deduplication id of this DLQ message's ``step`` (a re-drive count, ``parked``, a
+    replay) since its last replay: the same when the very same step is sent again after a crash
+    (SQS drops that duplicate for 5 minutes), and different for anything else, so deduplication
+    only ever drops a true duplicate. The DLQ MessageId is in it: two messages that share an
+    identity (a content identity, or a forged mark) never share an id. A SHA-256 of the parts,
+    so it always has SQS's length and characters whatever the identity holds."""
     replays = tracked.mark.replays
-    since = f":r{replays[-1][0]}" if replays else ""
-    return f"{base}:{suffix}{since}"[:128]
+    parts = (tracked.message_id, tracked.mark.identity, step, str(replays[-1][0]) if replays else "")
+    # Length-prefixed: distinct parts never run together into the same text.
+    text = "".join(f"{len(part)}:{part}" for part in parts)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from redriver.model.envelope import DlqMessage, Mark
+from redriver.model.mark import held_to_clock
 from redriver.model.tracked import Tracked
 
 
@@ -17,6 +18,18 @@ class Tracking:
 
     unique: list[Tracked]
     duplicates: list[Tracked]
+
+
+def screened(message: DlqMessage, now: int) -> DlqMessage:
+    """The message with its mark held to the run's clock (``held_to_clock``): a mark with a time
+    out of range is left out, and the message is treated as unmarked; a failure with one, the
+    failure only. The rejection stays on the message, for the run's log."""
+    if message.mark is None:
+        return message
+    mark, rejection = held_to_clock(message.mark, now)
+    if rejection is None:
+        return message
+    return replace(message, mark=mark, mark_rejection=rejection)
 
 
 def counted_in_table(batch: Iterable[DlqMessage]) -> list[str]:

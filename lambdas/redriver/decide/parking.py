@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from redriver.decide.routing import Routes
+from redriver.decide.routing import Routes, named_source
 from redriver.model.failure import bounded
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.reasons import ParkCause, ParkReason
@@ -79,7 +79,8 @@ def terminal_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason
 
 
 def unknown_source_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:
-    why = f"no configured source queue is {tracked.message.source_arn}"
+    named_by = "" if tracked.message.source_arn else " (the consumer kit's err.src)"
+    why = f"no configured source queue is {named_source(tracked)}{named_by}"
     return park_reason(tracked, ParkCause.UNKNOWN_SOURCE, why, now=now, routes=routes)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from redriver.adapters.ports import queue_key_from_arn, queue_key_from_url
+from redriver.message_limits import QUEUE_ARN_PATTERN
 from redriver.model.tracked import Tracked
 
 
@@ -17,9 +18,9 @@ class Routes:
     urls: Sequence[str]
 
     def source_url(self, tracked: Tracked) -> str | None:
-        """The queue SQS names as the message's source, else the default; None when SQS names a
-        queue that is not configured (the message is then parked)."""
-        arn = tracked.message.source_arn
+        """The queue the message came from (``named_source``), else the default; None when that
+        queue is not configured (the message is then parked)."""
+        arn = named_source(tracked)
         if arn is None:
             return self.urls[0]
         return self._by_key.get(queue_key_from_arn(arn))
@@ -31,4 +32,17 @@ class Routes:
 
     def describe_source(self, tracked: Tracked) -> str:
         """Where the message came from, for records and reasons: a queue URL, or the ARN SQS gave."""
-        return self.source_url(tracked) or str(tracked.message.source_arn)
+        return self.source_url(tracked) or str(named_source(tracked))
+
+
+def named_source(tracked: Tracked) -> str | None:
+    """The ARN of the queue a message came from: the one SQS names when it moved the message
+    (``DeadLetterQueueSourceArn``), else the one the consumer kit recorded when it dead-lettered
+    it itself (``err.src``: the kit's own queue, so a shared DLQ's second source is not taken for
+    the first), when that is a queue ARN at all; None when neither says."""
+    if tracked.message.source_arn is not None:
+        return tracked.message.source_arn
+    failure = tracked.mark.failure
+    if failure is not None and QUEUE_ARN_PATTERN.fullmatch(failure.source):
+        return failure.source
+    return None

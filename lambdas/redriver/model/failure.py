@@ -22,13 +22,24 @@ except ImportError:  # python3.10, the oldest runtime the consumer kit (which im
             return str(self.value)
 
 
-# Longest error message kept in a mark; the class and fingerprint identify the failure anyway.
-# Bounded in characters and, as JSON (non-ASCII is escaped: up to 12 bytes a character), in bytes,
-# so a mark with a failure and a parking reason still fits its budget (tested).
-MAX_ERROR_MESSAGE_CHARS = 240
+from redriver.message_limits import (
+    FINGERPRINT_PATTERN,
+    MAX_COUNT,
+    MAX_EPOCH_SECONDS,
+    MAX_FINGERPRINT_CHARS,
+    MAX_QUEUE_ARN_CHARS,
+)
+from redriver.message_limits import MAX_ERROR_CLASS_CHARS as MAX_ERROR_CLASS_CHARS
+from redriver.message_limits import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
+from redriver.model import wire
+from redriver.model.wire import Rejection
+
+# The longest error message and class kept in a mark (message_limits.py) are also bounded as JSON
+# (non-ASCII is escaped: up to 12 bytes a character), so a mark with a failure and a parking
+# reason still fits its budget (tested).
 MAX_ERROR_MESSAGE_JSON_BYTES = 480
-MAX_ERROR_CLASS_CHARS = 120
 MAX_ERROR_CLASS_JSON_BYTES = 240
+FAILURE_SUBJECT = "a consumer failure"
 # Verdict and failure records are read within minutes; a day is plenty.
 VERDICT_RECORD_TTL_SECONDS = 86_400
 
@@ -78,20 +89,29 @@ class Failure:
         }
 
     @classmethod
-    def from_dict(cls, payload: Mapping[str, Any]) -> Failure:
-        """Parse a failure; raise ValueError when it is not one the consumer kit wrote."""
+    def from_dict(cls, payload: object) -> Failure:
+        """Parse a failure; raise a ``Rejection`` (a ValueError) naming the field that is not one
+        the consumer kit writes (limits in message_limits.py)."""
+        if not isinstance(payload, Mapping):
+            raise Rejection("", "is not a JSON object", subject=FAILURE_SUBJECT)
         try:
+            kind = wire.text_of(payload, "kind", max_chars=16)
+            if kind not in set(FailureKind):
+                raise Rejection("kind", f"is {kind!r}, not terminal or transient")
             return cls(
-                kind=FailureKind(payload["kind"]),
-                error_class=str(payload["class"]),
-                message=str(payload["msg"]),
-                fingerprint=str(payload["fp"]),
-                at=int(payload["at"]),
-                attempt=int(payload["try"]),
-                source=str(payload["src"]),
+                kind=FailureKind(kind),
+                error_class=wire.text_of(payload, "class", max_chars=MAX_ERROR_CLASS_CHARS),
+                message=wire.text_of(payload, "msg", max_chars=MAX_ERROR_MESSAGE_CHARS),
+                fingerprint=wire.text_of(
+                    payload, "fp", max_chars=MAX_FINGERPRINT_CHARS, pattern=FINGERPRINT_PATTERN
+                ),
+                at=wire.integer_of(payload, "at", low=0, high=MAX_EPOCH_SECONDS),
+                attempt=wire.integer_of(payload, "try", low=0, high=MAX_COUNT),
+                # Where it came from: routing takes it only when it names a configured source.
+                source=wire.text_of(payload, "src", max_chars=MAX_QUEUE_ARN_CHARS),
             )
-        except (TypeError, KeyError, ValueError) as exc:
-            raise ValueError(f"not a consumer failure: {str(payload)[:80]!r}") from exc
+        except Rejection as rejection:
+            raise Rejection(rejection.field, rejection.problem, subject=FAILURE_SUBJECT) from None
 
     @property
     def terminal(self) -> bool:

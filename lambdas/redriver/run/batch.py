@@ -14,7 +14,7 @@ from redriver.adapters import AwsCallError
 from redriver.adapters.ports import Queue, StateStore
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode, with_canary
-from redriver.decide.identity import counted_in_table, track
+from redriver.decide.identity import counted_in_table, screened, track
 from redriver.decide.plan import BatchState, Planner
 from redriver.decide.retention import Retention, guarded
 from redriver.decide.routing import Routes
@@ -75,13 +75,10 @@ class BatchHandler:
         this is (None: all of them). AWS errors of the planning reads propagate; those of acting
         end the batch with stop AWS_ERROR."""
         now = int(self.clock())
+        batch = [screened(message, now) for message in batch]
+        self._log_rejected_marks(batch)
         counted = counted_in_table(batch)
         recorded = self.state.load_marks(counted) if counted else {}
-        for message in batch:
-            if message.malformed_mark:
-                self.log.warning(
-                    "ignoring a malformed re-drive mark", extra={"message_id": message.message_id}
-                )
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
@@ -114,6 +111,23 @@ class BatchHandler:
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def _log_rejected_marks(self, batch: list[DlqMessage]) -> None:
+        """A mark (or its consumer failure) that failed validation was left out: say which field."""
+        for message in batch:
+            rejection = message.mark_rejection
+            if rejection is None:
+                continue
+            self.log.warning(
+                "re-drive mark not valid: the message is treated as unmarked"
+                if message.mark is None
+                else "consumer failure in a re-drive mark not valid: left out",
+                extra={
+                    "message_id": message.message_id,
+                    "field": rejection.field,
+                    "problem": rejection.problem,
+                },
+            )
 
     def retention(self) -> Retention:
         """The DLQ's retention (read once per execution environment) and the guard's margin."""

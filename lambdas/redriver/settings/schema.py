@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from redriver.message_limits import MAX_MARK_HISTORY
 from redriver.settings.kinds import (
     BoolSetting,
     IntSetting,
@@ -62,7 +63,7 @@ SCHEMA: tuple[Setting[Any], ...] = (
         "MAX_REDRIVES",
         default=5,
         low=1,
-        high=50,
+        high=MAX_MARK_HISTORY,
         meaning="re-drives before a message is parked",
     ),
     IntSetting(
