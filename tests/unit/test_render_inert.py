@@ -79,14 +79,16 @@ def test_escapes_markup_and_hyperlinks_print_as_visible_characters() -> None:
 
 
 def test_a_hostile_group_and_message_render_inertly_in_the_table_and_in_show() -> None:
-    failure = Failure(FailureKind.TERMINAL, "Err\x1b[2J", HOSTILE, "[/oops]\u202e", NOW - 50, 1, "arn")
+    # The mark parser refuses a hostile identity or fingerprint (they must match their patterns), so
+    # the hostile text travels where a mark may carry any text: the error's class and message.
+    failure = Failure(FailureKind.TERMINAL, "Err\x1b[2J[/oops]\u202e", HOSTILE, "fp-1", NOW - 50, 1, "arn")
     raw = {
         "MessageId": "m-\x1b]8;;x\x07",
         "ReceiptHandle": "rh",
         "Body": HOSTILE + "\nsecond line",
         "MessageAttributes": {
             "tenant\x1b[5m": {"DataType": "String", "StringValue": "[link=https://evil.example/]t[/link]"},
-            MARK_ATTRIBUTE: string_attribute(Mark("i-\u202e", 1, NOW - 60, failure=failure).to_json()),
+            MARK_ATTRIBUTE: string_attribute(Mark("i-1", 1, NOW - 60, failure=failure).to_json()),
         },
         "Attributes": {"SentTimestamp": str(NOW * 1000)},
     }
@@ -96,7 +98,7 @@ def test_a_hostile_group_and_message_render_inertly_in_the_table_and_in_show() -
         output = rendered(view, width=400)
         assert "\x1b]" not in output  # no hyperlink (OSC 8) nor any other OSC
         assert not (FORBIDDEN - {"\n", "\x1b"}) & set(output)
-        assert "[/oops]\\u202e" in output
+        assert "Err\\x1b[2J[/oops]\\u202e" in output
     shown = rendered(render.message_view(item, NOW), width=400)
     assert "[link=https://evil.example/]t[/link]" in shown and "tenant\\x1b[5m" in shown
     assert "\nsecond line" in shown  # a body keeps its lines
