@@ -13,6 +13,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from redriver.model import keys
+
+# The records' keys are built in model/keys.py; named here too, where the kit imports them.
+FAILURE_RECORD_PREFIX = keys.FAILURE_RECORD_PREFIX
+PARK_RECORD_PREFIX = keys.PARK_RECORD_PREFIX
+RETRY_RECORD_PREFIX = keys.RETRY_RECORD_PREFIX
+VERDICT_RECORD_PREFIX = keys.VERDICT_RECORD_PREFIX
+failure_record_key = keys.failure_record_key
+park_record_key = keys.park_record_key
+retry_record_key = keys.retry_record_key
+verdict_record_key = keys.verdict_record_key
+
 # Longest error message kept in a mark; the class and fingerprint identify the failure anyway.
 # Bounded in characters and, as JSON (non-ASCII is escaped: up to 12 bytes a character), in bytes,
 # so a mark with a failure and a parking reason still fits its budget (tested).
@@ -22,11 +34,6 @@ MAX_ERROR_CLASS_CHARS = 120
 MAX_ERROR_CLASS_JSON_BYTES = 240
 # Verdict and failure records are read within minutes; a day is plenty.
 VERDICT_RECORD_TTL_SECONDS = 86_400
-
-VERDICT_RECORD_PREFIX = "VERDICTS#"
-FAILURE_RECORD_PREFIX = "FAILURE#"
-RETRY_RECORD_PREFIX = "RETRY#"
-PARK_RECORD_PREFIX = "PARK#"
 
 
 class FailureKind(StrEnum):
@@ -110,22 +117,3 @@ def bounded(text: str, max_chars: int, max_json_bytes: int) -> str:
     while len(json.dumps(text)) > max_json_bytes:
         text = text[: len(text) * 3 // 4]
     return text
-
-
-def verdict_record_key(verdict_key: str) -> str:
-    return VERDICT_RECORD_PREFIX + verdict_key
-
-
-def failure_record_key(identity: str) -> str:
-    """Where the kit puts the failure of a message with no room for a mark (by content identity)."""
-    return FAILURE_RECORD_PREFIX + identity
-
-
-def retry_record_key(fingerprint: str) -> str:
-    """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
-    return RETRY_RECORD_PREFIX + fingerprint
-
-
-def park_record_key(fingerprint: str) -> str:
-    """An operator's record: park every failure with this fingerprint on sight, terminal or not."""
-    return PARK_RECORD_PREFIX + fingerprint
