@@ -25,7 +25,7 @@ from redriver.record_limits import (
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
     RECORD_MAX_VERDICTS,
 )
-from tests.unit.test_record_codecs import NOW, items_of, robust
+from tests.record_strategies import NOW, items_of, robust
 
 TABLE = "state"
 
