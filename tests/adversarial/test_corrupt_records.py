@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from local_aws.events import LambdaContext, scheduled_event
 from local_aws.queues import depth, drain
 from redriver.adapters.records.breaker import breaker_item
 from redriver.adapters.state_table import StateTable
@@ -29,6 +30,7 @@ from tests.integration.test_breaker_per_source import (
     near_retention_in_both_sources,
     redriver_for,
 )
+from tests.integration.test_handlers import import_fresh
 
 payments = shared_dlq.payments  # the fixture of a second source of the shared DLQ
 
@@ -262,3 +264,36 @@ def test_a_sweep_forged_far_ahead_does_not_hold_off_the_retention_guard(
     assert (report.parked, report.expiring, report.redriven) == (2, 2, 0)
     assert bodies(aws, aws.parking_lot_url) == ["orders:old", "payments:old"]
     assert depth(aws.sqs, aws.dlq_url) == 0 and settings.sweep_key in reported(caplog)
+
+
+def test_the_lambda_reports_a_corrupt_record_in_its_log_and_the_corrupt_records_metric(
+    aws: Aws,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN the deployed handler's configuration, a corrupt breaker record, and a message to re-drive
+    for name, value in {
+        "DLQ_URL": aws.dlq_url,
+        "SOURCE_QUEUE_URL": aws.source_url,
+        "PARKING_LOT_URL": aws.parking_lot_url,
+        "DYNAMODB_TABLE_NAME": aws.table_name,
+        "RECEIVE_WAIT_SECONDS": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    key = breaker_key(aws.source_url)
+    put(aws, {"pk": {"S": key}, "state": {"S": "OPEN"}, "version": {"N": "1"}})
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
+
+    with caplog.at_level(logging.ERROR):
+        result = import_fresh("redriver.handler").lambda_handler(
+            scheduled_event("evt-corrupt"), LambdaContext()
+        )
+
+    # THEN the run went on, and both its log and its metrics name the corrupt record
+    assert (result["redriven"], result["breaker_state"]) == (1, "CLOSED")
+    assert [(r.record_key, r.field) for r in caplog.records if hasattr(r, "record_key")] == [
+        (key, "failures")
+    ]
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert [line["CorruptRecords"] for line in emf if "CorruptRecords" in line] == [[1.0]]
