@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,7 +17,7 @@ from redriver.adapters.records.operator import UNREADABLE_PAUSE
 from redriver.adapters.records.reporting import CORRUPT_RECORDS_METRIC
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, State
-from redriver.model.failure import Failure, FailureKind
+from redriver.model.failure import Failure, FailureKind, VerdictCounts
 from redriver.model.groups import GroupAction
 from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
 from redriver.model.pause import Pause
@@ -196,3 +197,15 @@ def test_the_run_history_keeps_only_readable_entries(item: dict[str, Any]) -> No
     written = client.puts[0]["Item"]["runs"]["L"]
     assert len(written) == min(len(readable) + 1, 20)
     assert written[0] == {"S": '{"at":' + str(NOW) + "}"}
+
+
+@pytest.mark.parametrize("subject", ["\ud800", "x" * 2_100, "é" * 1_100], ids=["surrogate", "long", "wide"])
+def test_a_key_dynamodb_cannot_hold_is_never_sent_and_finds_nothing(subject: str) -> None:
+    table, _, _ = table_of()
+    table._client = None  # type: ignore[assignment]  # any call would fail
+    assert table.load_group_marks([subject]) == {} and table.load_marks([subject]) == {}
+    assert (
+        table.load_verdicts(subject) == VerdictCounts()
+        and table.load_breaker("BREAKER#" + subject) == Breaker()
+    )
+    table.forget_marks([subject])

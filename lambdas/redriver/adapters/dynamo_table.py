@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from redriver.adapters import AwsCallError
 from redriver.adapters.records.fields import CorruptRecord
 from redriver.adapters.records.reporting import CorruptRecordLog
+from redriver.model.keys import storable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,7 +62,9 @@ class DynamoTable:
         return response
 
     def _get_item(self, key: str) -> dict[str, Any] | None:
-        """One item, read consistently; None when there is none."""
+        """One item, read consistently; None when there is none (or none can be: ``storable``)."""
+        if not storable(key):
+            return None
         response = self._call(
             "GetItem",
             self._client.get_item,
@@ -75,8 +78,10 @@ class DynamoTable:
     def _put_item(self, item: Mapping[str, Any]) -> None:
         self._call("PutItem", self._client.put_item, TableName=self.table_name, Item=item)
 
-    def _get_items(self, keys: Sequence[str]) -> list[dict[str, Any]]:
-        """Consistent BatchGetItem of these keys, retrying unprocessed ones."""
+    def _get_items(self, wanted: Sequence[str]) -> list[dict[str, Any]]:
+        """Consistent BatchGetItem of these keys (those that can hold a record), retrying
+        unprocessed ones."""
+        keys = [key for key in wanted if storable(key)]
         found: list[dict[str, Any]] = []
         for start in range(0, len(keys), BATCH_GET_LIMIT):
             request: dict[str, Any] = {

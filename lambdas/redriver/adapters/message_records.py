@@ -15,7 +15,14 @@ from redriver.adapters.records.operator import group_mark_from_item, group_mark_
 from redriver.model.envelope import Mark
 from redriver.model.failure import Failure
 from redriver.model.groups import GroupAction, GroupMark, group_record_key, prevailing
-from redriver.model.keys import RecordKind, failure_record_key, kind_of, message_record_key, subject_of
+from redriver.model.keys import (
+    RecordKind,
+    failure_record_key,
+    kind_of,
+    message_record_key,
+    storable,
+    subject_of,
+)
 
 IGNORED_MESSAGE_RECORD = "ignored: the message counts from its content identity; its next record replaces it"
 IGNORED_FAILURE_RECORD = "ignored: the message is judged without this failure"
@@ -65,7 +72,9 @@ class MessageRecords(DynamoTable):
         (BatchWriteItem, unprocessed ones retried; none: no call): a message with no room for a
         mark then starts again at count 0, with no failure from before (which could park it)."""
         wanted = sorted(set(identities))
-        keys = [key for i in wanted for key in (message_record_key(i), failure_record_key(i))]
+        keys = [
+            key for i in wanted for key in (message_record_key(i), failure_record_key(i)) if storable(key)
+        ]
         self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
 
     def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from redriver.record_limits import DYNAMODB_MAX_PARTITION_KEY_BYTES
+
 
 class RecordKind(StrEnum):
     """A kind of state record, named by the prefix of its key."""
@@ -37,6 +39,15 @@ PARK_RECORD_PREFIX = RecordKind.PARK.value
 def kind_of(key: str) -> RecordKind | None:
     """The kind of the record under ``key`` (None: no kind the re-driver knows)."""
     return next((kind for kind in RecordKind if key.startswith(kind.value)), None)
+
+
+def storable(key: str) -> bool:
+    """Whether DynamoDB can hold a record under ``key`` (non-empty, valid UTF-8, at most 2,048
+    bytes): a read of any other key finds nothing, and is not sent (DynamoDB would reject it)."""
+    try:
+        return 0 < len(key.encode("utf-8")) <= DYNAMODB_MAX_PARTITION_KEY_BYTES
+    except UnicodeEncodeError:
+        return False
 
 
 def subject_of(key: str) -> str:
