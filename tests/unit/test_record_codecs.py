@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.adapters.records.breaker import breaker_from_item, breaker_item
-from redriver.adapters.records.fields import CorruptRecord, expired
+from redriver.adapters.records.fields import CorruptRecord, expired, json_object
 from redriver.adapters.records.messages import failure_from_item, mark_from_item, message_item
 from redriver.adapters.records.operator import (
     RunHistory,
@@ -239,3 +239,14 @@ def test_a_continuation_an_offer_wrote_is_valid_and_one_from_the_future_is_not()
     check_continuation(continuation_item("d", "t", now=NOW, stale_after=900), now=NOW)
     forged = continuation_item("d", "t", now=NOW + 10**6, stale_after=900)
     assert _rejection(lambda: check_continuation(forged, now=NOW)).field == "offered_at"
+
+
+@robust
+@given(
+    st.text() | st.binary().map(lambda raw: raw.decode("utf-8", "surrogateescape")) | st.just("[" * 100_000)
+)
+def test_any_text_is_a_json_object_or_a_rejection(raw: str) -> None:
+    try:
+        assert isinstance(json_object(raw, "failure", "FAILURE#x"), dict)
+    except CorruptRecord as rejection:
+        assert (rejection.key, rejection.field) == ("FAILURE#x", "failure")

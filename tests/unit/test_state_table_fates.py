@@ -209,3 +209,12 @@ def test_a_key_dynamodb_cannot_hold_is_never_sent_and_finds_nothing(subject: str
         and table.load_breaker("BREAKER#" + subject) == Breaker()
     )
     table.forget_marks([subject])
+
+
+def test_a_breaker_read_again_valid_or_absent_is_written_with_the_usual_guard() -> None:
+    table, client, _ = table_of({"pk": {"S": "BREAKER#q"}, "version": {"S": "x"}})
+    table.load_breaker("BREAKER#q")
+    client.items.clear()
+    assert table.load_breaker("BREAKER#q") == Breaker()
+    table.save_breaker("BREAKER#q", Breaker().opened(NOW), expected_version=0)
+    assert client.puts[0]["ConditionExpression"] == "attribute_not_exists(pk) OR version = :expected"

@@ -80,6 +80,8 @@ class StateTable(MessageRecords):
         """The stored breaker, or a fresh CLOSED one (version 0) when none was written yet. A
         corrupt record is read as CLOSED (never OPEN) and reported."""
         item = self._get_item(key)
+        with self._lock:
+            self._unversioned.pop(key, None)  # what was read before no longer guards a write
         if not item:
             return Breaker()
         try:
