@@ -30,9 +30,12 @@ GROUP_FROM_KEY = "honoured from its key alone (the operator's action on the fing
 
 
 class MessageRecords(DynamoTable):
-    """Message, failure and failure group records (the state table's part of them)."""
+    """Message, failure and failure group records (the state table's part of them); message
+    records expire ``ttl_seconds`` after they are written."""
 
-    _ttl_seconds: int
+    def __init__(self, table_name: str, client: Any, *, ttl_seconds: int, **options: Any) -> None:
+        super().__init__(table_name, client, **options)
+        self._ttl_seconds = ttl_seconds
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
         """Marks recorded for these identities (absent ones are omitted), expired ones ignored,

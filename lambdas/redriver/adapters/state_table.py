@@ -67,8 +67,8 @@ class StateTable(MessageRecords):
         logger: logging.Logger | Any = None,
         metrics: Any = None,
     ) -> None:
-        super().__init__(table_name, client, clock=clock, pause=pause, logger=logger, metrics=metrics)
-        self._ttl_seconds = ttl_seconds
+        options = {"clock": clock, "pause": pause, "logger": logger, "metrics": metrics}
+        super().__init__(table_name, client, ttl_seconds=ttl_seconds, **options)
         # Breakers read from a record whose version was not valid: the raw version attribute, the
         # guard of the write that overwrites the record (an absent one is guarded as absent).
         self._unversioned: dict[str, dict[str, Any] | None] = {}
