@@ -45,7 +45,7 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
     clients = aws_clients(s3=bool(settings.archive_bucket))
-    redriver = compose_redriver(settings, clients, logger=logger)
+    redriver = compose_redriver(settings, clients, logger=logger, metrics=metrics)
     # EventBridge delivers at least once: a repeated event id is answered from the first run.
     config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
     persistence = DynamoDBPersistenceLayer(

@@ -40,9 +40,11 @@ def compose_redriver(
     rng: random.Random | None = None,
     pause: Callable[[float], None] = time.sleep,
     limiter: TokenBucket | None = None,
+    metrics: Any = None,
 ) -> Redriver:
     """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
-    (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock)."""
+    (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock); ``metrics`` (Powertools
+    Metrics) counts corrupt state records (None: they are only logged)."""
     logger = logger or logging.getLogger("redriver")
     sqs = clients.sqs
     dlq = SqsQueue(settings.dlq_url, sqs)
@@ -54,6 +56,7 @@ def compose_redriver(
         clock=clock,
         pause=pause,
         logger=logger,
+        metrics=metrics,
     )
     routes = Routes(tuple(queue.url for queue in sources))
     redrives = RedriveSender(

@@ -12,16 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-try:
-    from enum import StrEnum
-except ImportError:  # python3.10, the oldest runtime the consumer kit (which imports this module) runs on
-    from enum import Enum
-
-    class StrEnum(str, Enum):  # type: ignore[no-redef]  # noqa: UP042
-        def __str__(self) -> str:
-            return str(self.value)
-
-
 from redriver.message_limits import (
     FINGERPRINT_PATTERN,
     MAX_COUNT,
@@ -31,8 +21,19 @@ from redriver.message_limits import (
 )
 from redriver.message_limits import MAX_ERROR_CLASS_CHARS as MAX_ERROR_CLASS_CHARS
 from redriver.message_limits import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
-from redriver.model import wire
+from redriver.model import keys, wire
+from redriver.model.str_enum import StrEnum
 from redriver.model.wire import Rejection
+
+# The records' keys are built in model/keys.py; named here too, where the kit imports them.
+FAILURE_RECORD_PREFIX = keys.FAILURE_RECORD_PREFIX
+PARK_RECORD_PREFIX = keys.PARK_RECORD_PREFIX
+RETRY_RECORD_PREFIX = keys.RETRY_RECORD_PREFIX
+VERDICT_RECORD_PREFIX = keys.VERDICT_RECORD_PREFIX
+failure_record_key = keys.failure_record_key
+park_record_key = keys.park_record_key
+retry_record_key = keys.retry_record_key
+verdict_record_key = keys.verdict_record_key
 
 # The longest error message and class kept in a mark (message_limits.py) are also bounded as JSON
 # (non-ASCII is escaped: up to 12 bytes a character), so a mark with a failure and a parking
@@ -43,10 +44,6 @@ FAILURE_SUBJECT = "a consumer failure"
 # Verdict and failure records are read within minutes; a day is plenty.
 VERDICT_RECORD_TTL_SECONDS = 86_400
 
-VERDICT_RECORD_PREFIX = "VERDICTS#"
-FAILURE_RECORD_PREFIX = "FAILURE#"
-RETRY_RECORD_PREFIX = "RETRY#"
-PARK_RECORD_PREFIX = "PARK#"
 # The attributes the kit writes (UpdateItem), the key included: its IAM grant allows these alone.
 FAILURE_RECORD_ATTRIBUTES = ("pk", "failure", "failed_at", "expires_at")
 VERDICT_RECORD_ATTRIBUTES = ("pk", "ok", "transient", "terminal", "fingerprints", "expires_at")
@@ -142,22 +139,3 @@ def bounded(text: str, max_chars: int, max_json_bytes: int) -> str:
     while len(json.dumps(text)) > max_json_bytes:
         text = text[: len(text) * 3 // 4]
     return text
-
-
-def verdict_record_key(verdict_key: str) -> str:
-    return VERDICT_RECORD_PREFIX + verdict_key
-
-
-def failure_record_key(identity: str) -> str:
-    """Where the kit puts the failure of a message with no room for a mark (by content identity)."""
-    return FAILURE_RECORD_PREFIX + identity
-
-
-def retry_record_key(fingerprint: str) -> str:
-    """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
-    return RETRY_RECORD_PREFIX + fingerprint
-
-
-def park_record_key(fingerprint: str) -> str:
-    """An operator's record: park every failure with this fingerprint on sight, terminal or not."""
-    return PARK_RECORD_PREFIX + fingerprint

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from redriver.model.failure import park_record_key, retry_record_key
+from redriver.model.keys import park_record_key, retry_record_key
 
 
 class GroupAction(StrEnum):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redriver.decide.breaker import BreakerPolicy
+from redriver.model.keys import breaker_key, pause_key, runs_key, sweep_key
 from redriver.settings.kinds import InvalidSetting, reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
 from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, RESOURCE_ENV, URL_SEPARATOR, default
@@ -24,26 +25,6 @@ BREAKER_PREFIX = "breaker_"
 
 class ConfigError(InvalidSetting):
     """A setting is missing or outside what the re-driver accepts."""
-
-
-def breaker_key(source_queue_url: str) -> str:
-    """The state table key of a source queue's breaker (each source of a shared DLQ has one)."""
-    return f"BREAKER#{source_queue_url}"
-
-
-def pause_key(dlq_url: str) -> str:
-    """The operator's pause of the re-driver of ``dlq_url`` (model/pause.py)."""
-    return f"PAUSE#{dlq_url}"
-
-
-def runs_key(dlq_url: str) -> str:
-    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (model/history.py)."""
-    return f"RUNS#{dlq_url}"
-
-
-def sweep_key(dlq_url: str) -> str:
-    """When the re-driver of ``dlq_url`` next sweeps its DLQ for messages about to expire."""
-    return f"SWEEP#{dlq_url}"
 
 
 def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:

@@ -1,0 +1,88 @@
+"""Message records (``MSG#<identity>``) <-> ``Mark``, and the consumer kit's failure records
+(``FAILURE#<identity>``) -> ``Failure``: the history of messages with no room for a mark."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from redriver.adapters.ports import MessageRecord
+from redriver.adapters.records.fields import (
+    CorruptRecord,
+    Item,
+    checked_text,
+    element,
+    epoch,
+    integer,
+    item_key,
+    json_object,
+    number,
+    text,
+    values,
+)
+from redriver.model.envelope import Mark
+from redriver.model.failure import Failure
+from redriver.model.keys import message_record_key, subject_of
+from redriver.record_limits import (
+    RECORD_CLOCK_SKEW_SECONDS,
+    RECORD_MAX_JSON_CHARS,
+    RECORD_MAX_NAME_CHARS,
+    RECORD_MAX_REDRIVE_COUNT,
+    RECORD_MAX_REDRIVE_TIMES,
+)
+
+
+def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str, Any]:
+    """The item of one message record, written at ``now``, expiring ``ttl_seconds`` later."""
+    mark = record.mark
+    item: dict[str, Any] = {
+        "pk": {"S": message_record_key(mark.identity)},
+        "identity": {"S": mark.identity},
+        "redrive_count": {"N": str(mark.count)},
+        "first_failed_at": {"N": str(mark.first_failed_at)},
+        "redriven_at": {"L": [{"N": str(value)} for value in mark.redriven_at]},
+        "status": {"S": str(record.status)},
+        "source_queue": {"S": record.source_queue},
+        "updated_at": {"N": str(now)},
+        "expires_at": {"N": str(now + ttl_seconds)},
+    }
+    if record.reason is not None:
+        item["reason"] = {"S": json.dumps(record.reason.to_dict())}
+        if record.reason.failure is not None:
+            item["failure"] = {"S": json.dumps(record.reason.failure.to_dict())}
+    return item
+
+
+def mark_from_item(item: Item, *, now: int) -> Mark:
+    """The mark a message record holds (what the planner needs of it); ``CorruptRecord`` when its
+    identity is not its key's, or a count or time is missing, mistyped, out of range or forged."""
+    key = item_key(item)
+    identity = text(item, "identity", key, max_chars=RECORD_MAX_NAME_CHARS)
+    if identity != subject_of(key):
+        raise CorruptRecord(key, "identity", "not the identity of its key")
+    times = values(item, "redriven_at", key, max_items=RECORD_MAX_REDRIVE_TIMES)
+    return Mark(
+        identity=identity,
+        count=number(item, "redrive_count", key, low=0, high=RECORD_MAX_REDRIVE_COUNT),
+        first_failed_at=epoch(item, "first_failed_at", key, now=now),
+        redriven_at=tuple(_time(element(value, "N", "redriven_at", key), key, now) for value in times),
+    )
+
+
+def failure_from_item(item: Item, *, now: int) -> Failure:
+    """The failure the consumer kit recorded; ``CorruptRecord`` when it is not one the kit wrote
+    (not JSON, missing or mistyped fields) or its time is from the future."""
+    key = item_key(item)
+    payload = json_object(text(item, "failure", key, max_chars=RECORD_MAX_JSON_CHARS), "failure", key)
+    at = integer(payload.get("at"), "failure.at", key, low=0, high=now + RECORD_CLOCK_SKEW_SECONDS)
+    attempt = integer(payload.get("try"), "failure.try", key, low=0, high=RECORD_MAX_REDRIVE_COUNT)
+    for field in ("class", "msg", "fp", "src", "kind"):
+        checked_text(payload.get(field), f"failure.{field}", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True)
+    try:
+        return Failure.from_dict({**payload, "at": at, "try": attempt})
+    except ValueError:
+        raise CorruptRecord(key, "failure", "not a consumer failure") from None
+
+
+def _time(raw: object, key: str, now: int) -> int:
+    return integer(raw, "redriven_at", key, low=0, high=now + RECORD_CLOCK_SKEW_SECONDS)
