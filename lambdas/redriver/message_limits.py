@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import re
 
-# AWS: a DynamoDB partition key holds at most 2,048 bytes, an S3 object key 1,024 bytes, a FIFO
-# MessageDeduplicationId 128 characters of alphanumerics and punctuation.
-DYNAMODB_MAX_KEY_BYTES = 2_048
-S3_MAX_KEY_BYTES = 1_024
+# AWS: a FIFO MessageDeduplicationId is 128 characters of alphanumerics and punctuation.
 SQS_MAX_DEDUPLICATION_ID_CHARS = 128
 SQS_DEDUPLICATION_ID_PATTERN = re.compile(r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}")
 
@@ -47,9 +44,10 @@ MAX_REPLAYS = 10
 # Counts (re-drives, a replay's count before it, the consumer's attempt): integers in this range.
 MAX_COUNT = 1_000_000
 
-# Timestamps are whole epoch seconds. Any mark: 0 to the end of year 9999. When a run reads one:
-# not before 2000, and not later than its own clock plus a small skew (another host's clock may
-# run a little ahead; a forged future time must not count as a recent re-drive).
+# Timestamps are whole epoch seconds. Any mark or record: 0 to the end of year 9999. When a run
+# reads a mark: not before 2000; a mark or a record: not later than its own clock plus a small skew
+# (another host's clock may run a little ahead; a forged future time must not count as a recent
+# re-drive, nor open the breaker).
 MAX_EPOCH_SECONDS = 253_402_300_799
 EARLIEST_MARK_TIME = 946_684_800  # 2000-01-01T00:00:00Z
 MAX_CLOCK_SKEW_SECONDS = 300

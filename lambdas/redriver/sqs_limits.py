@@ -1,4 +1,5 @@
-"""Limits of Amazon SQS the re-driver and its construct build on, each written once.
+"""Limits of AWS (SQS, and the DynamoDB and S3 keys) the re-driver and its construct build on, each
+written once.
 
 From the SQS Developer Guide's quotas (and the one Lambda quota they meet). The settings schema
 bounds its ranges with them, backoff caps delays and holds with them, and the CDK side checks queue
@@ -22,3 +23,6 @@ SQS_MAX_MESSAGE_BYTES = 1_048_576
 SQS_MAX_RECEIVE_COUNT = 1_000
 # MessageRetentionPeriod of a queue created without one: 4 days.
 SQS_DEFAULT_RETENTION_SECONDS = 4 * 86_400
+# A DynamoDB partition key: at most 2,048 bytes (UTF-8). An S3 object key: at most 1,024 bytes.
+DYNAMODB_MAX_KEY_BYTES = 2_048
+S3_MAX_KEY_BYTES = 1_024

@@ -15,11 +15,9 @@ from redriver.decide.fifo import deduplication_id
 from redriver.decide.parking import unknown_source_reason
 from redriver.decide.routing import Routes
 from redriver.message_limits import (
-    DYNAMODB_MAX_KEY_BYTES,
     IDENTITY_PATTERN,
     MAX_IDENTITY_CHARS,
     MAX_VERDICT_KEY_CHARS,
-    S3_MAX_KEY_BYTES,
     SQS_DEDUPLICATION_ID_PATTERN,
     VERDICT_KEY_PATTERN,
 )
@@ -28,7 +26,7 @@ from redriver.model.failure import Failure, FailureKind
 from redriver.model.intents import Park
 from redriver.model.reasons import ParkCause, ParkReason
 from redriver.model.tracked import Tracked
-from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
+from redriver.sqs_limits import DYNAMODB_MAX_KEY_BYTES, S3_MAX_KEY_BYTES, SQS_MAX_BATCH_SIZE
 from tests.fakes import ACCOUNT, dlq_message, queue_url
 
 NOW = 1_800_000_000

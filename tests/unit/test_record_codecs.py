@@ -32,13 +32,13 @@ from redriver.adapters.records.run_state import (
     verdicts_from_item,
 )
 from redriver.decide.breaker import Breaker, Canary, State
+from redriver.message_limits import FINGERPRINT_PATTERN, MAX_CLOCK_SKEW_SECONDS, MAX_FINGERPRINT_CHARS
 from redriver.model.envelope import Mark
 from redriver.model.failure import Failure, FailureKind, VerdictCounts
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
 from redriver.model.pause import Pause
 from redriver.record_limits import (
-    RECORD_CLOCK_SKEW_SECONDS,
     RECORD_MAX_BREAKER_COUNT,
     RECORD_MAX_CANARY_WINDOW_SECONDS,
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
@@ -92,7 +92,7 @@ def test_a_breaker_read_holds_no_time_from_the_future_and_counts_within_limits(i
     except CorruptRecord:
         return
     assert breaker.state in State
-    assert breaker.changed_at <= NOW + RECORD_CLOCK_SKEW_SECONDS
+    assert breaker.changed_at <= NOW + MAX_CLOCK_SKEW_SECONDS
     assert (
         0 <= breaker.failures <= RECORD_MAX_BREAKER_COUNT
         and 0 <= breaker.successes <= RECORD_MAX_BREAKER_COUNT
@@ -104,7 +104,7 @@ def test_a_breaker_read_holds_no_time_from_the_future_and_counts_within_limits(i
 @robust
 @given(st.integers(1, 10**9))
 def test_a_breaker_opened_in_the_future_is_rejected(ahead: int) -> None:
-    item = breaker_item("BREAKER#q", Breaker().opened(NOW + RECORD_CLOCK_SKEW_SECONDS + ahead))
+    item = breaker_item("BREAKER#q", Breaker().opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead))
     rejection = _rejection(lambda: breaker_from_item(item, now=NOW))
     assert (rejection.key, rejection.field) == ("BREAKER#q", "changed_at")
 
@@ -112,9 +112,7 @@ def test_a_breaker_opened_in_the_future_is_rejected(ahead: int) -> None:
 @robust
 @given(st.integers(1, 10**9))
 def test_a_failure_from_the_future_is_rejected(ahead: int) -> None:
-    failure = Failure(
-        FailureKind.TRANSIENT, "E", "m", "fp", NOW + RECORD_CLOCK_SKEW_SECONDS + ahead, 1, "arn"
-    )
+    failure = Failure(FailureKind.TRANSIENT, "E", "m", "fp", NOW + MAX_CLOCK_SKEW_SECONDS + ahead, 1, "arn")
     item = {"pk": {"S": failure_record_key("x")}, "failure": {"S": json.dumps(failure.to_dict())}}
     assert _rejection(lambda: failure_from_item(item, now=NOW)).field == "failure.at"
 
@@ -166,7 +164,13 @@ def test_a_message_record_round_trips(
 
 @robust
 @given(
-    st.sampled_from(FailureKind), names, st.text(max_size=300), names, times, st.integers(0, 10_000), names
+    st.sampled_from(FailureKind),
+    names,
+    st.text(max_size=300),
+    st.from_regex(FINGERPRINT_PATTERN, fullmatch=True).filter(lambda fp: len(fp) <= MAX_FINGERPRINT_CHARS),
+    times,
+    st.integers(0, 10_000),
+    names,
 )
 def test_a_failure_record_round_trips(
     kind: FailureKind, error_class: str, message: str, fingerprint: str, at: int, attempt: int, source: str

@@ -17,12 +17,12 @@ from redriver.adapters.records.operator import UNREADABLE_PAUSE
 from redriver.adapters.records.reporting import CORRUPT_RECORDS_METRIC
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, State
+from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
 from redriver.model.failure import Failure, FailureKind, VerdictCounts
 from redriver.model.groups import GroupAction
 from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
 from redriver.model.pause import Pause
 from redriver.record_limits import (
-    RECORD_CLOCK_SKEW_SECONDS,
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
     RECORD_MAX_VERDICTS,
 )
@@ -100,7 +100,7 @@ def test_a_corrupt_breaker_is_read_as_closed_and_reported_by_its_key(item: dict[
 @robust
 @given(st.integers(1, 10**9))
 def test_a_breaker_opened_in_the_future_does_not_hold_it_open(ahead: int) -> None:
-    forged = Breaker(version=4).opened(NOW + RECORD_CLOCK_SKEW_SECONDS + ahead)
+    forged = Breaker(version=4).opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead)
     table, _, _ = table_of(breaker_item("BREAKER#q", forged))
     assert table.load_breaker("BREAKER#q") == Breaker(version=5)
 
@@ -131,7 +131,7 @@ def test_corrupt_message_and_failure_records_are_ignored(
     assert set(marks) <= {"id-1"}
     held = marks.get("id-1")
     if held is not None and held.failure is not None:
-        assert held.failure.at <= NOW + RECORD_CLOCK_SKEW_SECONDS
+        assert held.failure.at <= NOW + MAX_CLOCK_SKEW_SECONDS
     assert set(recorder.reported()) <= {message_record_key("id-1"), failure_record_key("id-1")}
     assert len(recorder.counted) == len(recorder.reported())
 
@@ -139,9 +139,7 @@ def test_corrupt_message_and_failure_records_are_ignored(
 @robust
 @given(st.integers(1, 10**9))
 def test_a_failure_from_the_future_is_ignored(ahead: int) -> None:
-    failure = Failure(
-        FailureKind.TRANSIENT, "E", "m", "fp", NOW + RECORD_CLOCK_SKEW_SECONDS + ahead, 1, "arn"
-    )
+    failure = Failure(FailureKind.TRANSIENT, "E", "m", "fp", NOW + MAX_CLOCK_SKEW_SECONDS + ahead, 1, "arn")
     item = {
         "pk": {"S": failure_record_key("id-1")},
         "failure": {"S": json.dumps(failure.to_dict())},

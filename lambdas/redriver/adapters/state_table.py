@@ -33,11 +33,11 @@ from redriver.adapters.records.run_state import (
     verdicts_from_item,
 )
 from redriver.decide.breaker import Breaker
+from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
 from redriver.model.failure import VerdictCounts
 from redriver.model.history import RUN_HISTORY_LENGTH
 from redriver.model.keys import continuation_record_key, verdict_record_key
 from redriver.model.pause import Pause
-from redriver.record_limits import RECORD_CLOCK_SKEW_SECONDS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -140,7 +140,7 @@ class StateTable(MessageRecords):
             ExpressionAttributeNames={"#token": "token"},
             ExpressionAttributeValues={
                 ":stale": {"N": str(now - stale_after)},
-                ":future": {"N": str(now + RECORD_CLOCK_SKEW_SECONDS)},
+                ":future": {"N": str(now + MAX_CLOCK_SKEW_SECONDS)},
                 ":number": {"S": "N"},
                 ":string": {"S": "S"},
             },

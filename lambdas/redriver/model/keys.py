@@ -7,7 +7,7 @@ state table's parsers tell a record's kind from its key (``kind_of``).
 from __future__ import annotations
 
 from redriver.model.str_enum import StrEnum
-from redriver.record_limits import DYNAMODB_MAX_PARTITION_KEY_BYTES
+from redriver.sqs_limits import DYNAMODB_MAX_KEY_BYTES
 
 
 class RecordKind(StrEnum):
@@ -44,7 +44,7 @@ def storable(key: str) -> bool:
     """Whether DynamoDB can hold a record under ``key`` (non-empty, valid UTF-8, at most 2,048
     bytes): a read of any other key finds nothing, and is not sent (DynamoDB would reject it)."""
     try:
-        return 0 < len(key.encode("utf-8")) <= DYNAMODB_MAX_PARTITION_KEY_BYTES
+        return 0 < len(key.encode("utf-8")) <= DYNAMODB_MAX_KEY_BYTES
     except UnicodeEncodeError:
         return False
 

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS, MAX_EPOCH_SECONDS
 from redriver.model.keys import RecordKind, kind_of
 from redriver.record_limits import (
-    RECORD_CLOCK_SKEW_SECONDS,
-    RECORD_MAX_EPOCH_SECONDS,
     RECORD_MAX_JSON_CHARS,
     RECORD_MAX_NAME_CHARS,
 )
@@ -74,9 +73,9 @@ def integer(raw: object, name: str, key: str, *, low: int, high: int) -> int:
     return int(value)
 
 
-def epoch(item: Item, name: str, key: str, *, now: int, ahead: int = RECORD_CLOCK_SKEW_SECONDS) -> int:
+def epoch(item: Item, name: str, key: str, *, now: int, ahead: int = MAX_CLOCK_SKEW_SECONDS) -> int:
     """A time in epoch seconds, not later than ``now`` + ``ahead`` (a later one is forged)."""
-    return number(item, name, key, low=0, high=min(now + ahead, RECORD_MAX_EPOCH_SECONDS))
+    return number(item, name, key, low=0, high=min(now + ahead, MAX_EPOCH_SECONDS))
 
 
 def text(
@@ -142,4 +141,4 @@ def expired(item: Item, key: str, *, now: int) -> bool:
     count). An item without ``expires_at`` never expires; a corrupt one raises."""
     if "expires_at" not in item:
         return False
-    return number(item, "expires_at", key, low=0, high=RECORD_MAX_EPOCH_SECONDS) <= now
+    return number(item, "expires_at", key, low=0, high=MAX_EPOCH_SECONDS) <= now

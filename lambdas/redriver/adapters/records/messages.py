@@ -20,11 +20,11 @@ from redriver.adapters.records.fields import (
     text,
     values,
 )
+from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
 from redriver.model.envelope import Mark
 from redriver.model.failure import Failure
 from redriver.model.keys import message_record_key, subject_of
 from redriver.record_limits import (
-    RECORD_CLOCK_SKEW_SECONDS,
     RECORD_MAX_JSON_CHARS,
     RECORD_MAX_NAME_CHARS,
     RECORD_MAX_REDRIVE_COUNT,
@@ -74,7 +74,7 @@ def failure_from_item(item: Item, *, now: int) -> Failure:
     (not JSON, missing or mistyped fields) or its time is from the future."""
     key = item_key(item)
     payload = json_object(text(item, "failure", key, max_chars=RECORD_MAX_JSON_CHARS), "failure", key)
-    at = integer(payload.get("at"), "failure.at", key, low=0, high=now + RECORD_CLOCK_SKEW_SECONDS)
+    at = integer(payload.get("at"), "failure.at", key, low=0, high=now + MAX_CLOCK_SKEW_SECONDS)
     attempt = integer(payload.get("try"), "failure.try", key, low=0, high=RECORD_MAX_REDRIVE_COUNT)
     for field in ("class", "msg", "fp", "src", "kind"):
         checked_text(payload.get(field), f"failure.{field}", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True)
@@ -85,4 +85,4 @@ def failure_from_item(item: Item, *, now: int) -> Failure:
 
 
 def _time(raw: object, key: str, now: int) -> int:
-    return integer(raw, "redriven_at", key, low=0, high=now + RECORD_CLOCK_SKEW_SECONDS)
+    return integer(raw, "redriven_at", key, low=0, high=now + MAX_CLOCK_SKEW_SECONDS)
