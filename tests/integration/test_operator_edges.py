@@ -21,7 +21,10 @@ from tests.integration.test_operator_tool import FIRST_FAILED, park, parked_fixt
 HOSTILE_MESSAGE = (
     "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 \x1b[2J\r\u202eevil [link=https://x/]y[/link]"
 )
-HOSTILE_FINGERPRINT = "[/oops]\x1b[31m"
+# The mark parser refuses a fingerprint outside its pattern, so markup and escapes travel where a
+# consumer may write any text: the error's class and message.
+HOSTILE_FINGERPRINT = "fp-hostile"
+HOSTILE_CLASS = "Err\x9b[/oops]\x1b[31m"
 
 
 @pytest.fixture
@@ -33,7 +36,7 @@ def aws() -> Iterator[Aws]:
 def park_hostile(aws: Aws) -> None:
     """A parked message whose consumer failure says anything a hostile consumer could say."""
     failure = Failure(
-        FailureKind.TERMINAL, "Err\x9b", HOSTILE_MESSAGE, HOSTILE_FINGERPRINT, FIRST_FAILED, 1, "a"
+        FailureKind.TERMINAL, HOSTILE_CLASS, HOSTILE_MESSAGE, HOSTILE_FINGERPRINT, FIRST_FAILED, 1, "a"
     )
     mark = Mark("id-hostile", 5, FIRST_FAILED, failure=failure)
     aws.sqs.send_message(
@@ -60,7 +63,8 @@ def test_groups_and_show_print_hostile_text_inertly(aws: Aws) -> None:
     assert table.exit_code == 0 and shown.exit_code == 0, table.output + shown.output
     for output in (table.stdout, shown.stdout):
         assert_inert(output)
-        assert "[/oops]\\x1b[31m" in output
+        assert HOSTILE_FINGERPRINT in output  # the table wraps the label in a narrow column
+    assert "Err\\x9b[/oops]\\x1b[31m" in shown.stdout
     assert "\\x1b]8;;https://evil.example/\\x07click" in shown.stdout
     assert "[link=https://x/]y[/link]" in shown.stdout and "[bold]t[/bold]\\u202e" in shown.stdout
 
@@ -73,7 +77,7 @@ def test_json_keeps_hostile_text_faithfully(aws: Aws) -> None:
     assert result.exit_code == 0, result.output
     assert_inert(result.stdout)
     (found,) = json.loads(result.stdout)
-    assert found["group"] == HOSTILE_FINGERPRINT and found["label"] == f"Err\x9b: {HOSTILE_MESSAGE}"
+    assert found["group"] == HOSTILE_FINGERPRINT and found["label"] == f"{HOSTILE_CLASS}: {HOSTILE_MESSAGE}"
 
 
 def test_a_replay_or_purge_of_an_unknown_group_exits_1_naming_the_groups_there_are(aws: Aws) -> None:
