@@ -214,7 +214,7 @@ def test_a_fifo_message_is_not_sent_ahead_of_an_unsent_groupmate(fifo: Aws, cloc
         fifo, make_settings(fifo), clock, sqs=ClientProxy(fifo.sqs, send_message_batch=fails_g1)
     ).run(REMAINING)
 
-    assert (report.redriven, report.errors) == (0, 1)
+    assert (report.redriven, report.errors) == (0, 1), report
     assert receive_all(fifo, fifo.source_url) == []
 
 

@@ -19,7 +19,7 @@ from redriver.decide.backoff import (
 )
 from redriver.decide.identity import track
 from redriver.model.tracked import Tracked
-from tests.fakes import marked
+from tests.fakes import dlq_message, marked
 
 NOW = 1_800_000_000
 
@@ -117,6 +117,13 @@ def test_a_long_step_is_due_from_the_last_redrive_the_same_in_every_run() -> Non
 
     assert NOW - 100 + 3_840 <= due <= NOW - 100 + 7_680
     assert due_at(t, now=NOW + 3_000, base_seconds=60, max_seconds=86_400) == due
+
+
+def test_a_send_stamped_ahead_of_the_run_s_clock_is_due_as_if_sent_now() -> None:
+    # SQS's clock a second ahead of the run's: a first re-drive with no delay is due now, not later
+    (ahead,) = track([dlq_message(sent_at=NOW + 1)], {}, NOW).unique
+
+    assert due_at(ahead, now=NOW, base_seconds=0, max_seconds=0) == NOW
 
 
 def test_only_messages_with_a_long_step_that_are_not_due_wait_each_on_its_own() -> None:

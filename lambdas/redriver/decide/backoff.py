@@ -58,7 +58,9 @@ def due_at(tracked: Tracked, *, now: int, base_seconds: int, max_seconds: int) -
     """
     mark = tracked.mark
     sent_ms = tracked.message.system_attributes.get("SentTimestamp")
-    start = mark.last_redriven_at or (int(sent_ms) // 1000 if sent_ms else now)
+    # Never later than now: a send stamped ahead of this run's clock (SQS's and Lambda's clocks
+    # differ by a little) has waited no less than one stamped now.
+    start = min(mark.last_redriven_at or (int(sent_ms) // 1000 if sent_ms else now), now)
     delay = redrive_delay(
         mark.count + 1,
         base_seconds=base_seconds,
