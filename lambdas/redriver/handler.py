@@ -80,6 +80,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         ("RunErrors", report.errors),
         ("Unparkable", report.unparkable),
         ("Unarchived", report.unarchived),
+        ("RejectedMarks", report.rejected_marks),
         ("Continuations", int(report.continue_with is not None)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -46,6 +46,7 @@ def test_marks_with_non_finite_numbers_or_deep_nesting_are_left_out(aws: Aws, cl
 
     # THEN every one is re-driven once, with a fresh valid mark of its own, and nothing failed
     assert (report.redriven, report.parked, report.errors, report.returned) == (10, 0, 0, 0)
+    assert report.rejected_marks == len(HOSTILE)  # each counted (the RejectedMarks metric) and logged
     sent = peek(aws.sqs, aws.source_url)
     assert all(sent_mark(m).count == 1 and sent_mark(m).identity != "forged" for m in sent)
     assert_each_ended_once(aws, dict.fromkeys([*HOSTILE, *(f"good-{i}" for i in range(4))], SOURCE))

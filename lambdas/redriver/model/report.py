@@ -51,6 +51,9 @@ class Tally:
     # Parked because an operator parked their failure group: the operator's verdict, not evidence
     # about the consumer, so left out of the breaker's ratio (many of them would dilute it).
     unjudged: int = 0
+    # Received with a mark (or a consumer failure in it) that failed validation: left out, the
+    # message handled as unmarked (docs/decisions.md, the message boundary).
+    rejected_marks: int = 0
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -124,6 +127,10 @@ class RunReport:
     @property
     def unarchived(self) -> int:
         return self.tally.unarchived
+
+    @property
+    def rejected_marks(self) -> int:
+        return self.tally.rejected_marks
 
 
 STATE_SEVERITY = (State.CLOSED, State.HALF_OPEN, State.OPEN)

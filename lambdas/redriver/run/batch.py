@@ -76,7 +76,7 @@ class BatchHandler:
         end the batch with stop AWS_ERROR."""
         now = int(self.clock())
         batch = [screened(message, now) for message in batch]
-        self._log_rejected_marks(batch)
+        rejected = Tally(rejected_marks=self._log_rejected_marks(batch))
         counted = counted_in_table(batch)
         recorded = self.state.load_marks(counted) if counted else {}
         tracking = track(batch, recorded, now)
@@ -98,12 +98,13 @@ class BatchHandler:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
             except AwsCallError as exc:
-                seen = Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
+                seen = rejected + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
                 return self._stopped_by(exc, seen, breaker, plan, leave=())
 
         executed = self.executor.execute(plan, now)
         tally = (
-            Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged, errors=errors)
+            rejected
+            + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged, errors=errors)
             + executed.tally
         )
         if plan.stop is StopReason.CANARY_SENT:
@@ -112,12 +113,11 @@ class BatchHandler:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
 
-    def _log_rejected_marks(self, batch: list[DlqMessage]) -> None:
-        """A mark (or its consumer failure) that failed validation was left out: say which field."""
-        for message in batch:
-            rejection = message.mark_rejection
-            if rejection is None:
-                continue
+    def _log_rejected_marks(self, batch: list[DlqMessage]) -> int:
+        """A mark (or its consumer failure) that failed validation was left out: say which field.
+        Returns how many were."""
+        rejected = [(m, m.mark_rejection) for m in batch if m.mark_rejection is not None]
+        for message, rejection in rejected:
             self.log.warning(
                 "re-drive mark not valid: the message is treated as unmarked"
                 if message.mark is None
@@ -128,6 +128,7 @@ class BatchHandler:
                     "problem": rejection.problem,
                 },
             )
+        return len(rejected)
 
     def retention(self) -> Retention:
         """The DLQ's retention (read once per execution environment) and the guard's margin."""
