@@ -23,11 +23,11 @@ from redriver.model.failure import (
     VERDICT_RECORD_ATTRIBUTES,
     VERDICT_RECORD_PREFIX,
 )
+from redriver.model.keys import RecordKind, idempotency_key_prefix
 from redriver.settings import breaker_key, pause_key, runs_key, sweep_key
 
-# The prefixes of the adapter's own record kinds (redriver/adapters/state_table.py; a test ties them).
-MESSAGE_RECORD_PREFIX = "MSG#"
-CONTINUATION_RECORD_PREFIX = "CONTINUATION#"
+MESSAGE_RECORD_PREFIX = RecordKind.MESSAGE.value
+CONTINUATION_RECORD_PREFIX = RecordKind.CONTINUATION.value
 LEADING_KEYS = "dynamodb:LeadingKeys"
 # What the consumer kit writes (redriver_kit/aws.py): conditional UpdateItems of its own records.
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
@@ -47,16 +47,19 @@ def redriver_table_access(dlq_url: str, source_queue_urls: Sequence[str]) -> tup
     """Each operation the re-drive function makes, on exactly the records it makes it on.
 
     Its own records (breakers, sweep, run history, continuation slot, the operator's pause) by their
-    full keys; message records, the kit's records and the operator's group records by kind. It
+    full keys, and its idempotency records (Powertools: get, conditional put, update, delete) by
+    their prefix; message records, the kit's records and the operator's group records by kind. It
     never writes an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
     breakers = tuple(breaker_key(url) for url in source_queue_urls)
     own = (*breakers, sweep_key(dlq_url), runs_key(dlq_url))
     continuation = CONTINUATION_RECORD_PREFIX + dlq_url
+    idempotency = f"{idempotency_key_prefix(dlq_url)}#*"
     return (
-        TableAccess("dynamodb:GetItem", (*own, pause_key(dlq_url), f"{VERDICT_RECORD_PREFIX}*")),
-        TableAccess("dynamodb:PutItem", (*own, continuation)),
-        TableAccess("dynamodb:DeleteItem", (continuation,)),
+        TableAccess("dynamodb:GetItem", (*own, pause_key(dlq_url), f"{VERDICT_RECORD_PREFIX}*", idempotency)),
+        TableAccess("dynamodb:PutItem", (*own, continuation, idempotency)),
+        TableAccess("dynamodb:UpdateItem", (idempotency,)),
+        TableAccess("dynamodb:DeleteItem", (continuation, idempotency)),
         TableAccess(
             "dynamodb:BatchGetItem",
             tuple(

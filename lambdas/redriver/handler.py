@@ -11,11 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from redriver.adapters import AwsCallError
@@ -26,7 +22,7 @@ from redriver.model.continuation import Resume
 from redriver.model.report import RunReport
 from redriver.observability import logger, metrics, tracer
 from redriver.settings import Settings, load_settings
-from redriver.wiring import compose_redriver
+from redriver.wiring import compose_redriver, idempotency_guard
 
 SETTINGS = load_settings()
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
@@ -46,16 +42,9 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
     clients = aws_clients(s3=bool(settings.archive_bucket))
     redriver = compose_redriver(settings, clients, logger=logger, metrics=metrics)
-    # EventBridge delivers at least once: a repeated event id is answered from the first run.
-    config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
-    persistence = DynamoDBPersistenceLayer(
-        table_name=settings.table_name,
-        key_attr="pk",
-        expiry_attr="expires_at",
-        boto3_client=clients.dynamodb,
-    )
+    config, guard = idempotency_guard(settings, clients.dynamodb)
 
-    @idempotent_function(data_keyword_argument="event", config=config, persistence_store=persistence)  # type: ignore[untyped-decorator]
+    @guard  # type: ignore[untyped-decorator]
     def run_once(event: dict[str, Any], remaining_ms: Any, function_name: str) -> dict[str, Any]:
         report = redriver.run(remaining_ms, Resume.from_event(event))
         if report.continue_with is not None:

@@ -12,6 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+
 from redriver.act.executor import Executor
 from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
@@ -22,6 +28,7 @@ from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.decide.plan import Planner, PlanRules
 from redriver.decide.routing import Routes
+from redriver.model.keys import idempotency_key_prefix
 from redriver.run.batch import BatchHandler
 from redriver.run.loop import BatchLoop, LoopSettings
 from redriver.run.runner import Redriver
@@ -121,3 +128,21 @@ def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
         breaker=settings.breaker,
         routes=routes,
     )
+
+
+def idempotency_guard(settings: Settings, dynamodb: Any) -> tuple[IdempotencyConfig, Any]:
+    """EventBridge delivers at least once: a repeated event id is answered from the first run.
+    The records live in the state table under ``IDEMPOTENCY#<DLQ URL>#<hash>``, the only keys of
+    that kind the function's grant allows (infra/table_access.py). Returns the config and the
+    decorator."""
+    config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
+    )
+    guard = idempotent_function(
+        data_keyword_argument="event",
+        config=config,
+        persistence_store=persistence,
+        key_prefix=idempotency_key_prefix(settings.dlq_url),
+    )
+    return config, guard

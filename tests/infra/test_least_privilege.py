@@ -172,6 +172,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     breakers = [keyed_on("BREAKER#", source) for source in sources]
     own = [*breakers, keyed_on("SWEEP#", dlq), keyed_on("RUNS#", dlq)]
     continuation = keyed_on("CONTINUATION#", dlq)
+    # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
+    idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
     key = [{"Action": TABLE_KEY, "Resource": arn(deployment.key)}] if deployment.key else []
 
     assert statements_of(deployment, role_of(redriver.function)) == expected(
@@ -183,9 +185,10 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         {"Action": DLQ_CONSUME, "Resource": arn(dlq)},
         {"Action": QUEUE_SEND, "Resource": [arn(queue) for queue in (*sources, redriver.parking_lot)]},
         # its own records by key; message, kit and group records by kind; no operator record written
-        table(deployment, "dynamodb:GetItem", *own, keyed_on("PAUSE#", dlq), "VERDICTS#*"),
-        table(deployment, "dynamodb:PutItem", *own, continuation),
-        table(deployment, "dynamodb:DeleteItem", continuation),
+        table(deployment, "dynamodb:GetItem", *own, keyed_on("PAUSE#", dlq), "VERDICTS#*", idempotency),
+        table(deployment, "dynamodb:PutItem", *own, continuation, idempotency),
+        table(deployment, "dynamodb:UpdateItem", idempotency),
+        table(deployment, "dynamodb:DeleteItem", continuation, idempotency),
         table(deployment, "dynamodb:BatchGetItem", "MSG#*", "FAILURE#*", "RETRY#*", "PARK#*"),
         table(deployment, "dynamodb:BatchWriteItem", "MSG#*"),
         {"Action": "s3:PutObject", "Resource": archive_objects(redriver)},

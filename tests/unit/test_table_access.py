@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 import redriver
 from infra.table_access import TableAccess, redriver_table_access
@@ -20,6 +21,7 @@ from redriver.model.envelope import Mark
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.pause import Pause
 from redriver.settings import Settings, breaker_key
+from redriver.wiring import idempotency_guard
 
 DLQ = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq"
 SOURCES = (
@@ -162,8 +164,53 @@ def test_what_only_the_operator_does_is_refused(use: Callable[[StateTable], obje
     assert [call for call in calls if not allowed(call, GRANTS)] != []
 
 
+class RepeatedEvents(RecordingClient):
+    """Refuses a second put of a key, as the guard's condition does for a repeated event, without
+    the old item (so Powertools reads it with GetItem); the read finds nothing."""
+
+    def put_item(self, **request: Any) -> dict[str, Any]:
+        seen = ("dynamodb:PutItem", (request["Item"]["pk"]["S"],)) in self.calls
+        super().put_item(**request)
+        if seen:
+            error = {"Error": {"Code": "ConditionalCheckFailedException", "Message": "exists"}}
+            raise ClientError(error, "PutItem")  # type: ignore[arg-type]
+        return {}
+
+
+def idempotency_calls() -> list[Call]:
+    """The calls of the handler's idempotency guard (Powertools): a first event, the same event
+    again (a repeated delivery), and a run that raised (its record is deleted, so a retry runs)."""
+    client = RepeatedEvents()
+    _, guard = idempotency_guard(SETTINGS, client)
+    run = guard(lambda event: {"redriven": 0})
+    run(event={"id": "evt-1"})
+    with pytest.raises(Exception):  # noqa: B017 - what Powertools makes of a record it cannot find
+        run(event={"id": "evt-1"})
+
+    def failing(event: dict[str, Any]) -> None:
+        raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError):
+        guard(failing)(event={"id": "evt-2"})
+    return client.calls
+
+
+def test_the_handler_s_idempotency_records_are_its_own_and_allowed() -> None:
+    calls = idempotency_calls()
+
+    assert {action for action, _ in calls} == {
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+    }
+    assert all(key.startswith(f"IDEMPOTENCY#{DLQ}#") for _, keys in calls for key in keys), calls
+    assert [call for call in calls if not allowed(call, GRANTS)] == []
+    assert [call for call in calls if allowed(call, redriver_table_access(OTHER_DLQ, SOURCES))] == []
+
+
 def test_every_grant_is_used_by_some_call() -> None:
-    calls = [call for use in LAMBDA_USES.values() for call in calls_of(use)]
+    calls = [call for use in LAMBDA_USES.values() for call in calls_of(use)] + idempotency_calls()
 
     def used(action: str, pattern: str) -> bool:
         return any(a == action and any(fnmatchcase(key, pattern) for key in keys) for a, keys in calls)
@@ -177,7 +224,9 @@ def test_the_function_never_writes_an_operator_or_kit_record() -> None:
     written = [pattern for grant in GRANTS if grant.action in writes for pattern in grant.keys]
 
     assert not [p for p in written if p.startswith(("PAUSE#", "RETRY#", "PARK#", "VERDICTS#", "FAILURE#"))]
-    assert "dynamodb:UpdateItem" not in {grant.action for grant in GRANTS}
+    # UpdateItem: Powertools' idempotency records alone (the state table adapter makes none)
+    updated = [pattern for grant in GRANTS if grant.action == "dynamodb:UpdateItem" for pattern in grant.keys]
+    assert updated == [f"IDEMPOTENCY#{DLQ}#*"]
 
 
 def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:

@@ -23,6 +23,7 @@ class RecordKind(StrEnum):
     RUNS = "RUNS#"  # a re-driver's run history
     SWEEP = "SWEEP#"  # when a re-driver's next retention sweep is due
     CONTINUATION = "CONTINUATION#"  # the one pending continuation of a re-driver
+    IDEMPOTENCY = "IDEMPOTENCY#"  # Powertools' idempotency records of a re-driver's invocations
 
     def key(self, subject: str) -> str:
         """The key of this kind's record about ``subject``."""
@@ -103,3 +104,9 @@ def sweep_key(dlq_url: str) -> str:
 def continuation_record_key(dlq_url: str) -> str:
     """The one pending-continuation slot of the re-driver of ``dlq_url``."""
     return RecordKind.CONTINUATION.key(dlq_url)
+
+
+def idempotency_key_prefix(dlq_url: str) -> str:
+    """The prefix of the re-driver of ``dlq_url``'s idempotency records (Powertools appends
+    ``#<hash of the event id>``): its grant allows these keys alone."""
+    return RecordKind.IDEMPOTENCY.key(dlq_url)
