@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from functools import cached_property
 from typing import Any
 
@@ -54,6 +55,15 @@ def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) 
     except (ClientError, BotoCoreError) as exc:
         raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
     return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
+
+
+def aws_date(http_response: Any) -> float | None:
+    """The time (epoch seconds) in a response's Date header, if it has a readable one."""
+    headers = getattr(http_response, "headers", None) or {}
+    try:
+        return parsedate_to_datetime(headers["Date"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def caller(sts: Any) -> str:

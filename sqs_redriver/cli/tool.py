@@ -11,7 +11,7 @@ from redriver.adapters.ports import queue_key_from_arn, queue_key_from_url
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
 from redriver.model.failure import VERDICT_RECORD_TTL_SECONDS
-from sqs_redriver.aws import Connection, QueueScan, caller, find_deployment
+from sqs_redriver.aws import Connection, QueueScan, aws_date, caller, find_deployment
 from sqs_redriver.deployment import Deployment
 from sqs_redriver.group_index import GroupIndex
 from sqs_redriver.inventory import Inspected, Where
@@ -66,11 +66,20 @@ class Tool:
     clock: Any = time.time
     _clients: dict[str, Any] = field(default_factory=dict)
     _queues: dict[str, SqsQueue] = field(default_factory=dict)
+    # How far AWS's clock (the Date of its latest response) is ahead of ``clock``; None: no answer yet.
+    _aws_ahead: float | None = None
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self.connection.client(service)
+            client = self.connection.client(service)
+            client.meta.events.register("after-call", self._note_aws_time)
+            self._clients[service] = client
         return self._clients[service]
+
+    def _note_aws_time(self, http_response: Any = None, **_: Any) -> None:
+        sent = aws_date(http_response)
+        if sent is not None:
+            self._aws_ahead = sent - self.clock()
 
     @cached_property
     def deployment(self) -> Deployment:
@@ -99,7 +108,13 @@ class Tool:
         return caller(self.client("sts"))
 
     def now(self) -> int:
-        return int(self.clock())
+        """The tool's clock, but never more than a second ahead of AWS's: the re-driver refuses a
+        time from the future in what the tool writes (a breaker moved, a pause, a replay), and an
+        operator's laptop may run minutes fast."""
+        local = self.clock()
+        if self._aws_ahead is None:
+            return int(local)
+        return int(local + min(0.0, self._aws_ahead + 1))
 
     def queue(self, url: str) -> SqsQueue:
         return self._queues.setdefault(url, SqsQueue(url, self.client("sqs")))

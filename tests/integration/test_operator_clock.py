@@ -1,0 +1,57 @@
+"""The operator's tool writes times the re-driver accepts even when the operator's clock runs fast:
+the re-driver calls a time more than 300 s ahead of its own forged, so the tool never writes one
+more than a second ahead of AWS's clock (the Date of its latest response)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from local_aws import REGION
+from redriver.adapters.state_table import StateTable
+from redriver.decide.breaker import State
+from redriver.settings import breaker_key
+from sqs_redriver.aws import Connection
+from sqs_redriver.cli.steering import _move_breakers
+from sqs_redriver.cli.tool import Target, Tool
+from tests.conftest import Aws, create_aws
+
+AN_HOUR_FAST = 3600
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        yield create_aws()
+
+
+def fast_tool(aws: Aws) -> Tool:
+    target = Target(
+        dlq_url=aws.dlq_url,
+        source_urls=(aws.source_url,),
+        parking_lot_url=aws.parking_lot_url,
+        table=aws.table_name,
+    )
+    return Tool(Connection(region=REGION), target, clock=lambda: time.time() + AN_HOUR_FAST)
+
+
+def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aws: Aws) -> None:
+    before = time.time()
+
+    _move_breakers(fast_tool(aws), None, lambda breaker, now: breaker.opened(now), "consumer down")
+
+    stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(breaker_key(aws.source_url))
+    assert stored.state is State.OPEN  # read as written, not as a forged record (CLOSED)
+    assert before - 1 <= stored.changed_at <= time.time() + 1
+
+
+def test_the_tool_keeps_its_own_clock_until_aws_answers_and_when_it_is_behind(aws: Aws) -> None:
+    fast = fast_tool(aws)
+    assert fast.now() >= time.time() + AN_HOUR_FAST - 1  # no answer from AWS yet
+
+    slow = Tool(Connection(region=REGION), Target(), clock=lambda: 1_000.0)
+    slow.client("sqs").list_queues()
+    assert slow.now() == 1_000  # behind AWS: a test's fake clock, or a slow laptop, is kept
