@@ -64,6 +64,20 @@ def test_a_recorded_failure_older_than_the_last_redrive_belongs_to_an_earlier_de
     assert track([big], {new.identity: new}, NOW).unique[0].mark.failure == new.failure
 
 
+def test_a_carried_failure_stamped_just_before_the_last_redrive_is_this_delivery_s() -> None:
+    # GIVEN the kit dead-lettered a re-driven message from the second source within seconds, its
+    # consumer's clock 5 s behind the re-driver's: the failure looks older than the re-drive
+    routes = Routes((queue_url("orders"), queue_url("payments")))
+    source = "arn:aws:sqs:us-east-1:123456789012:payments"
+    failure = Failure(FailureKind.TERMINAL, "E", "m", "fp", at=NOW - 65, attempt=1, source=source)
+
+    [tracked] = track([dlq_message(mark=Mark("id-1", 1, 1, (NOW - 60,), failure))], {}, NOW).unique
+
+    # THEN it is kept (every re-drive clears a carried failure): parked as terminal, from payments
+    assert tracked.mark.failure == failure
+    assert routes.source_url(tracked) == queue_url("payments")
+
+
 def test_a_mark_from_the_future_is_screened_out_and_the_message_known_by_its_message_id() -> None:
     forged = Mark("id-forged", 1, NOW - 60, (NOW + 86_400,))
 

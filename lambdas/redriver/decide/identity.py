@@ -44,13 +44,17 @@ def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -
     duplicates: list[Tracked] = []
     for message in batch:
         if message.mark is not None:
+            # Every re-drive clears the failure a mark carries, so the one it carries now is this
+            # delivery's, even stamped a little before the re-drive (the consumer's clock behind).
             mark = message.mark
         elif message.has_room_for_mark:
             mark = Mark(identity=message.message_id, first_failed_at=now)
         else:
             identity = message.content_identity
-            mark = recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
-        tracked = Tracked(message, _current_failure_only(mark))
+            mark = _current_failure_only(
+                recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
+            )
+        tracked = Tracked(message, mark)
         if mark.identity in unique:
             duplicates.append(tracked)
         else:
@@ -59,8 +63,8 @@ def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -
 
 
 def _current_failure_only(mark: Mark) -> Mark:
-    """A failure recorded before the last re-drive belongs to an earlier delivery (a table record
-    outlives the message's next trip): it says nothing about this one."""
+    """A table's failure recorded before the last re-drive belongs to an earlier delivery (a
+    FAILURE# record outlives the message's next trip): it says nothing about this one."""
     failure, last = mark.failure, mark.last_redriven_at
     if failure is not None and last is not None and failure.at < last:
         return replace(mark, failure=None)
