@@ -16,8 +16,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from redriver.adapters import AwsCallError
+from redriver.model.keys import group_index_key
+from sqs_redriver.inventory import is_fingerprint
 
-GROUP_INDEX_KEY = "GROUPS#index"
+GROUP_INDEX_KEY = group_index_key()
 # Writers racing on the index (two operators at once) retry this many times, then give up.
 INDEX_WRITE_ATTEMPTS = 3
 
@@ -28,6 +30,8 @@ class GroupIndex:
     def __init__(self, table_name: str, client: Any) -> None:
         self.table_name = table_name
         self._client = client
+        # What was wrong with the item when it was last read (None: nothing); a write repairs it.
+        self.corrupt: str | None = None
 
     def load(self) -> list[str]:
         """The fingerprints listed, sorted (none while the item does not exist)."""
@@ -41,7 +45,9 @@ class GroupIndex:
         """Stop listing ``fingerprint`` (nothing to do when it is not)."""
         self._change(lambda listed: listed - {fingerprint})
 
-    def _read(self) -> tuple[list[str], int | None]:
+    def _read(self) -> tuple[list[str], dict[str, Any]]:
+        """The valid fingerprints listed, and the condition a write must hold (nobody wrote since).
+        Anything else in the item is left out and named in ``corrupt``."""
         item = self._call(
             "GetItem",
             self._client.get_item,
@@ -49,43 +55,50 @@ class GroupIndex:
             Key={"pk": {"S": GROUP_INDEX_KEY}},
             ConsistentRead=True,
         ).get("Item")
+        self.corrupt = None
         if item is None:
-            return [], None
-        listed = [value["S"] for value in item.get("fingerprints", {}).get("L", []) if "S" in value]
-        return sorted(listed), int(item.get("version", {}).get("N", "0"))
+            return [], {"ConditionExpression": "attribute_not_exists(pk)"}
+        raw = item.get("fingerprints", {})
+        values = raw.get("L") if isinstance(raw, dict) else None
+        listed = [v["S"] for v in values or [] if isinstance(v, dict) and is_fingerprint(v.get("S") or "")]
+        if values is None or len(listed) != len(values):
+            self.corrupt = f"{GROUP_INDEX_KEY}: fingerprints is not a list of fingerprints"
+        if not str(item.get("version", {}).get("N", "")).isdigit():
+            self.corrupt = f"{GROUP_INDEX_KEY}: version is not a whole number"
+        guard: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(version)"}
+        if "version" in item:
+            guard = {
+                "ConditionExpression": "version = :read",
+                "ExpressionAttributeValues": {":read": item["version"]},
+            }
+        return sorted(set(listed)), guard
 
     def _change(self, change: Callable[[set[str]], set[str]]) -> None:
         """Read, change and write the index on condition that nobody wrote it in between."""
         for _ in range(INDEX_WRITE_ATTEMPTS):
-            listed, version = self._read()
+            listed, guard = self._read()
             changed = change(set(listed))
-            if changed == set(listed):
+            if changed == set(listed) and self.corrupt is None:
                 return
-            if self._write(sorted(changed), version):
+            if self._write(sorted(changed), guard):
                 return
         raise AwsCallError(
             f"the index of group records in {self.table_name} changed at every attempt (someone "
             "else is marking groups): try again"
         )
 
-    def _write(self, fingerprints: list[str], version: int | None) -> bool:
-        condition = (
-            {"ConditionExpression": "attribute_not_exists(pk)"}
-            if version is None
-            else {
-                "ConditionExpression": "version = :read",
-                "ExpressionAttributeValues": {":read": {"N": str(version)}},
-            }
-        )
+    def _write(self, fingerprints: list[str], guard: dict[str, Any]) -> bool:
+        version = guard.get("ExpressionAttributeValues", {}).get(":read", {}).get("N", "0")
+        next_version = int(version) + 1 if str(version).isdigit() else 1
         try:
             self._client.put_item(
                 TableName=self.table_name,
                 Item={
                     "pk": {"S": GROUP_INDEX_KEY},
                     "fingerprints": {"L": [{"S": fp} for fp in fingerprints]},
-                    "version": {"N": str((version or 0) + 1)},
+                    "version": {"N": str(next_version)},
                 },
-                **condition,
+                **guard,
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

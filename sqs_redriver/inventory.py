@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from redriver.message_limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, from_sqs
 from redriver.model.failure import Failure
 from redriver.model.mark import read_parked
@@ -97,8 +98,12 @@ class Inspected:
 
 
 def is_fingerprint(group_key: str) -> bool:
-    """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name)."""
-    return bool(group_key) and group_key != UNCLASSIFIED and not group_key.startswith(CAUSE_PREFIX)
+    """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name): of
+    the length and characters the mark parser takes (message_limits.py), so a record written for it
+    can match a failure."""
+    if group_key == UNCLASSIFIED or group_key.startswith(CAUSE_PREFIX):
+        return False
+    return len(group_key) <= MAX_FINGERPRINT_CHARS and FINGERPRINT_PATTERN.fullmatch(group_key) is not None
 
 
 def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:

@@ -12,7 +12,7 @@ from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.pause import Pause
 from redriver.settings import breaker_key, pause_key
 from sqs_redriver.cli import render
-from sqs_redriver.cli.app import JsonOption, ReasonOption, app, breaker_app, fail, out
+from sqs_redriver.cli.app import JsonOption, ReasonOption, app, breaker_app, err, fail, out
 from sqs_redriver.cli.inert import inert, inert_str, some
 from sqs_redriver.cli.looking import first_in_queues
 from sqs_redriver.cli.tool import NotFound, Tool, UsageError
@@ -103,6 +103,13 @@ def rules(
     """The operator's retry and park records: fingerprint, action, who, when and why."""
     tool: Tool = ctx.obj
     marks = tool.table.load_group_marks(fingerprints or tool.group_index.load())
+    if not fingerprints and tool.group_index.corrupt:
+        err.print(
+            inert(
+                f"warning: {tool.group_index.corrupt}; listed what is valid (the next retry-group, "
+                "park-group or clear-group rewrites it)"
+            )
+        )
     found = sorted(marks.values(), key=lambda mark: (-mark.at, mark.fingerprint))
     if json:
         render.print_json(out, [render.group_mark_dict(mark) for mark in found])

@@ -66,3 +66,26 @@ def test_a_race_lost_at_every_attempt_is_an_error_that_says_to_try_again(aws: Aw
         index.add("mine")
 
     assert "mine" not in GroupIndex(aws.table_name, aws.dynamodb).load()
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        {"fingerprints": {"S": "not a list"}, "version": {"S": "one"}},
+        {"fingerprints": {"L": [{"S": "fp-a"}, {"N": "7"}, {"S": "[/oops]\x1b"}]}},
+        {"fingerprints": {"L": [{"S": "fp-a"}]}, "version": {"N": "1.5"}},
+    ],
+    ids=["mistyped", "bad entries, no version", "fractional version"],
+)
+def test_a_corrupt_index_lists_what_is_valid_says_so_and_is_repaired_by_the_next_write(
+    aws: Aws, corrupt: dict[str, Any]
+) -> None:
+    aws.dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": "GROUPS#index"}, **corrupt})
+    index = GroupIndex(aws.table_name, aws.dynamodb)
+
+    listed = index.load()
+    assert listed in ([], ["fp-a"]) and index.corrupt is not None and "GROUPS#index" in index.corrupt
+
+    index.add("fp-b")
+
+    assert index.load() == sorted({*listed, "fp-b"}) and index.corrupt is None

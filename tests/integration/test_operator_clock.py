@@ -43,7 +43,9 @@ def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aw
 
     _move_breakers(fast_tool(aws), None, lambda breaker, now: breaker.opened(now), "consumer down")
 
-    stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(breaker_key(aws.source_url))
+    stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(
+        breaker_key(aws.source_url)
+    )
     assert stored.state is State.OPEN  # read as written, not as a forged record (CLOSED)
     assert before - 1 <= stored.changed_at <= time.time() + 1
 

@@ -16,6 +16,7 @@ from sqs_redriver.inventory import (
     Where,
     group,
     inspect,
+    is_fingerprint,
     parse_attribute_filters,
     parse_duration,
 )
@@ -183,3 +184,22 @@ def test_a_selection_names_the_groups_and_ids_no_message_answers_to() -> None:
     assert selection.unknown_groups(items) == ["fp-typo"]
     assert selection.unknown_ids(items) == ["msg-cccc"]  # an identity and a prefix name messages
     assert Selection().unknown_groups(items) == [] and Selection().unknown_ids(items) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "fingerprint"),
+    [
+        ("3f2a9c0d1e4b5a67", True),
+        ("fp-bad", True),
+        ("cause:over_limit", False),
+        (UNCLASSIFIED, False),
+        ("", False),
+        ("has space", False),
+        ("[/oops]", False),
+        ("x" * 65, False),  # longer than a mark's fingerprint may be: no failure could match it
+    ],
+)
+def test_only_what_a_mark_may_carry_is_a_fingerprint_an_operator_can_mark(
+    key: str, fingerprint: bool
+) -> None:
+    assert is_fingerprint(key) is fingerprint

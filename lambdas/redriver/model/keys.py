@@ -24,6 +24,7 @@ class RecordKind(StrEnum):
     SWEEP = "SWEEP#"  # when a re-driver's next retention sweep is due
     CONTINUATION = "CONTINUATION#"  # the one pending continuation of a re-driver
     IDEMPOTENCY = "IDEMPOTENCY#"  # Powertools' idempotency records of a re-driver's invocations
+    GROUP_INDEX = "GROUPS#"  # the operator's tool's list of the fingerprints it wrote records for
 
     def key(self, subject: str) -> str:
         """The key of this kind's record about ``subject``."""
@@ -110,3 +111,8 @@ def idempotency_key_prefix(dlq_url: str) -> str:
     """The prefix of the re-driver of ``dlq_url``'s idempotency records (Powertools appends
     ``#<hash of the event id>``): its grant allows these keys alone."""
     return RecordKind.IDEMPOTENCY.key(dlq_url)
+
+
+def group_index_key() -> str:
+    """The one item listing the fingerprints the operator's tool wrote a RETRY#/PARK# record for."""
+    return RecordKind.GROUP_INDEX.key("index")
