@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from redriver.decide.breaker import Mode, State
+from redriver.message_limits import MAX_EPOCH_SECONDS
 from redriver.model.history import RunSummary, run_summary
 from redriver.model.report import RunReport, StopReason, Tally, combine
 from tests.fakes import queue_url
@@ -94,3 +99,22 @@ def test_reading_a_summary_ignores_unknown_fields_and_zeroes_missing_or_mistyped
 
     assert summary == RunSummary(at=7)
     assert RunSummary.from_dict({}) == RunSummary()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(["at", "duration_ms", "redriven", "mode", "sources", "x"]), JSON_VALUES)
+)
+def test_any_stored_summary_reads_into_printable_values(payload: dict[str, object]) -> None:
+    # what a corrupt or forged RUNS# entry holds: never an exception, never a time no clock can show
+    summary = RunSummary.from_dict(payload)
+
+    assert 0 <= summary.at <= MAX_EPOCH_SECONDS and 0 <= summary.duration_ms <= MAX_EPOCH_SECONDS
+    assert 0 <= summary.redriven <= MAX_EPOCH_SECONDS and isinstance(summary.mode, str)
+    datetime.fromtimestamp(summary.at, UTC)  # what `status` prints

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from redriver.message_limits import MAX_EPOCH_SECONDS
 from redriver.model.report import RunReport, StopReason
 
 RUN_HISTORY_LENGTH = 20
@@ -75,7 +76,8 @@ class RunSummary:
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> RunSummary:
-        """Read a summary; unknown fields are ignored, missing or mistyped ones get zero values."""
+        """Read a summary; unknown fields are ignored, missing, mistyped or out-of-range ones get zero
+        values."""
         transitions = payload.get("breaker_transitions")
         sources = payload.get("sources")
         return cls(
@@ -108,8 +110,12 @@ class RunSummary:
 
 
 def _int(value: object) -> int:
+    """A count or a time: a whole number from 0 to the end of year 9999, else 0 (a summary may be
+    read from a record anyone with the operator's grant could write; the tool prints its times)."""
     # bool is an int to Python, and not a count
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if 0 <= value <= MAX_EPOCH_SECONDS else 0  # NaN fails both comparisons
 
 
 def _str(value: object) -> str:
