@@ -26,6 +26,9 @@ from unittest import mock
 from local_aws.clients import ClientProxy
 
 POOL = "redriver.run.parallel.ThreadPoolExecutor"
+# A turn that never comes is a deadlock (a lock held across an AWS call), not a slow machine: fail
+# with the threads named instead of hanging the suite. A bound for a hang, far above any run's wait.
+DEADLOCK_SECONDS = 600.0
 
 
 class Lockstep:
@@ -64,7 +67,14 @@ class Lockstep:
     def wait_for_turn(self) -> None:
         me = threading.get_ident()
         with self._condition:
-            self._condition.wait_for(lambda: self._turn == me)
+            self._wait_until_turn_of(me)
+
+    def _wait_until_turn_of(self, me: int) -> None:
+        if not self._condition.wait_for(lambda: self._turn == me, timeout=DEADLOCK_SECONDS):
+            raise RuntimeError(
+                f"lockstep: {threading.current_thread().name} waited {DEADLOCK_SECONDS:.0f} s for its "
+                f"turn, held by thread {self._turn}: a lock held across an AWS call?"
+            )
 
     def hand_over(self) -> None:
         """Before a worker's AWS call: the next worker runs up to its own next call (or its end),
@@ -75,7 +85,7 @@ class Lockstep:
                 return
             self._turn = self._after(me)
             self._condition.notify_all()
-            self._condition.wait_for(lambda: self._turn == me)
+            self._wait_until_turn_of(me)
 
     def leave(self) -> None:
         """A worker ended (returned or raised): the turn passes on without it."""
@@ -104,7 +114,9 @@ class LockstepPool:
     def __exit__(self, *exc_info: object) -> None:
         self._lockstep.start()
         for thread in self._threads:
-            thread.join()
+            thread.join(timeout=DEADLOCK_SECONDS)
+            if thread.is_alive():
+                raise RuntimeError(f"lockstep: {thread.name} did not end within {DEADLOCK_SECONDS:.0f} s")
 
     def submit(self, work: Callable[[], Any]) -> Future[Any]:
         future = _StartingFuture(self._lockstep)

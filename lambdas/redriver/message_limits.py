@@ -3,8 +3,8 @@
 Anyone allowed to send to the DLQ can write a mark (the ``dlq-redriver`` attribute). These bounds
 keep what a mark can make the re-driver do within what AWS accepts: the keys it writes
 (``MSG#<identity>`` in DynamoDB, the archive's S3 key), the FIFO ids it sends, the records it
-reads, and the times its breaker compares. ``model/wire.py`` checks values against them;
-``model/mark.py`` applies them to the mark's fields.
+reads, and the times its breaker compares. ``model/mark.py`` (and ``model/failure.py`` for the
+consumer's failure) applies them to the mark's fields with ``model/wire.py``'s checks.
 """
 
 from __future__ import annotations

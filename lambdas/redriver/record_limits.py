@@ -7,12 +7,11 @@ record outside them was written by hand, by an older or broken writer, or forged
 
 from redriver.sqs_limits import SQS_MAX_BATCH_SIZE, SQS_MAX_RECEIVE_COUNT, SQS_MAX_VISIBILITY_TIMEOUT_SECONDS
 
-# Epoch seconds a record may hold: not before 1970, and not later than now plus
-# message_limits.MAX_CLOCK_SKEW_SECONDS (a timestamp from the future is forged: a failure "newer"
-# than its re-drive would count it as a return and could open the breaker), nor than
-# message_limits.MAX_EPOCH_SECONDS.
-# Epoch seconds written ahead of now: the latest a canary's verdict can be due (its window is the
-# source's visibility timeout times maxReceiveCount + 1), and the latest any record may expire.
+# Times (epoch seconds) come from message_limits: from 0, and not later than now plus
+# MAX_CLOCK_SKEW_SECONDS (a timestamp from the future is forged: a failure "newer" than its
+# re-drive would count it as a return and could open the breaker), nor than MAX_EPOCH_SECONDS.
+# The exception: how far ahead a canary's verdict can be due (its window is the source's
+# visibility timeout times maxReceiveCount + 1).
 RECORD_MAX_CANARY_WINDOW_SECONDS = SQS_MAX_VISIBILITY_TIMEOUT_SECONDS * (SQS_MAX_RECEIVE_COUNT + 1)
 # A breaker's counters and version.
 RECORD_MAX_BREAKER_COUNT = 1_000
