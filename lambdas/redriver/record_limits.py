@@ -20,9 +20,7 @@ RECORD_MAX_VERSION = 2**53
 RECORD_MAX_CANARIES = SQS_MAX_BATCH_SIZE
 # An identity, fingerprint, token or group id in a record: at most a key's length.
 RECORD_MAX_NAME_CHARS = 1_024
-# A message record's re-drive count and the re-drive times it keeps.
-RECORD_MAX_REDRIVE_COUNT = 10_000
-RECORD_MAX_REDRIVE_TIMES = 1_000
+# A message record's identity, re-drive count and times are a mark's (message_limits).
 # An operator's reason, who, or a JSON document (a failure, a run summary) in one string attribute.
 RECORD_MAX_TEXT_CHARS = 4_096
 RECORD_MAX_JSON_CHARS = 16_384

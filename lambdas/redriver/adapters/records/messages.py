@@ -10,7 +10,6 @@ from redriver.adapters.ports import MessageRecord
 from redriver.adapters.records.fields import (
     CorruptRecord,
     Item,
-    checked_text,
     element,
     epoch,
     integer,
@@ -20,16 +19,12 @@ from redriver.adapters.records.fields import (
     text,
     values,
 )
-from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
+from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS, MAX_COUNT, MAX_IDENTITY_CHARS, MAX_MARK_HISTORY
 from redriver.model.envelope import Mark
 from redriver.model.failure import Failure
 from redriver.model.keys import message_record_key, subject_of
-from redriver.record_limits import (
-    RECORD_MAX_JSON_CHARS,
-    RECORD_MAX_NAME_CHARS,
-    RECORD_MAX_REDRIVE_COUNT,
-    RECORD_MAX_REDRIVE_TIMES,
-)
+from redriver.model.wire import Rejection
+from redriver.record_limits import RECORD_MAX_JSON_CHARS
 
 
 def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str, Any]:
@@ -57,13 +52,13 @@ def mark_from_item(item: Item, *, now: int) -> Mark:
     """The mark a message record holds (what the planner needs of it); ``CorruptRecord`` when its
     identity is not its key's, or a count or time is missing, mistyped, out of range or forged."""
     key = item_key(item)
-    identity = text(item, "identity", key, max_chars=RECORD_MAX_NAME_CHARS)
+    identity = text(item, "identity", key, max_chars=MAX_IDENTITY_CHARS)
     if identity != subject_of(key):
         raise CorruptRecord(key, "identity", "not the identity of its key")
-    times = values(item, "redriven_at", key, max_items=RECORD_MAX_REDRIVE_TIMES)
+    times = values(item, "redriven_at", key, max_items=MAX_MARK_HISTORY)
     return Mark(
         identity=identity,
-        count=number(item, "redrive_count", key, low=0, high=RECORD_MAX_REDRIVE_COUNT),
+        count=number(item, "redrive_count", key, low=0, high=MAX_COUNT),
         first_failed_at=epoch(item, "first_failed_at", key, now=now),
         redriven_at=tuple(_time(element(value, "N", "redriven_at", key), key, now) for value in times),
     )
@@ -74,14 +69,13 @@ def failure_from_item(item: Item, *, now: int) -> Failure:
     (not JSON, missing or mistyped fields) or its time is from the future."""
     key = item_key(item)
     payload = json_object(text(item, "failure", key, max_chars=RECORD_MAX_JSON_CHARS), "failure", key)
-    at = integer(payload.get("at"), "failure.at", key, low=0, high=now + MAX_CLOCK_SKEW_SECONDS)
-    attempt = integer(payload.get("try"), "failure.try", key, low=0, high=RECORD_MAX_REDRIVE_COUNT)
-    for field in ("class", "msg", "fp", "src", "kind"):
-        checked_text(payload.get(field), f"failure.{field}", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True)
     try:
-        return Failure.from_dict({**payload, "at": at, "try": attempt})
-    except ValueError:
-        raise CorruptRecord(key, "failure", "not a consumer failure") from None
+        failure = Failure.from_dict(payload)  # the kit's format, checked field by field
+    except Rejection as rejection:
+        raise CorruptRecord(key, f"failure.{rejection.field}", rejection.problem) from None
+    if failure.at > now + MAX_CLOCK_SKEW_SECONDS:
+        raise CorruptRecord(key, "failure.at", f"later than {now + MAX_CLOCK_SKEW_SECONDS} (from the future)")
+    return failure
 
 
 def _time(raw: object, key: str, now: int) -> int:
