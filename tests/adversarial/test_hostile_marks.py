@@ -91,6 +91,7 @@ def test_the_retention_sweep_parks_an_expiring_message_whatever_its_mark(aws: Aw
         )
     redriver = make_redriver(aws, settings, clock)
     redriver.state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    clock.catch_up()
     clock.advance(3601)
 
     report = make_redriver(aws, settings, clock).run(REMAINING)

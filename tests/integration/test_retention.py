@@ -62,6 +62,7 @@ def test_an_expiring_message_is_parked_with_its_reason_and_archived_whole(aws: A
     # GIVEN a DLQ message 500 s old, past RETENTION - MARGIN
     short_retention(aws)
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="old order", MessageAttributes=ATTRIBUTES)
+    clock.catch_up()
     clock.advance(RETENTION - MARGIN + 20)
 
     # WHEN a run in REDRIVE mode sees it
@@ -122,6 +123,7 @@ def test_with_the_breaker_open_a_due_sweep_parks_the_expiring_and_sweeps_again_o
 ) -> None:
     short_retention(aws)
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="old")
+    clock.catch_up()
     clock.advance(RETENTION - MARGIN)
     policy = open_breaker(aws, int(clock.now), cooldown=3600)
     settings = make_settings(aws, expiry_margin_seconds=MARGIN, breaker=policy)
