@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from redriver.adapters import AwsCallError
+from redriver.adapters.dynamo_table import DynamoTable
 from redriver.model.keys import group_index_key
 from sqs_redriver.inventory import is_fingerprint
 
@@ -24,12 +23,11 @@ GROUP_INDEX_KEY = group_index_key()
 INDEX_WRITE_ATTEMPTS = 3
 
 
-class GroupIndex:
+class GroupIndex(DynamoTable):
     """The index item: a sorted list of fingerprints and a version for conditional writes."""
 
     def __init__(self, table_name: str, client: Any) -> None:
-        self.table_name = table_name
-        self._client = client
+        super().__init__(table_name, client)
         # What was wrong with the item when it was last read (None: nothing); a write repairs it.
         self.corrupt: str | None = None
 
@@ -90,26 +88,14 @@ class GroupIndex:
     def _write(self, fingerprints: list[str], guard: dict[str, Any]) -> bool:
         version = guard.get("ExpressionAttributeValues", {}).get(":read", {}).get("N", "0")
         next_version = int(version) + 1 if str(version).isdigit() else 1
-        try:
-            self._client.put_item(
-                TableName=self.table_name,
-                Item={
-                    "pk": {"S": GROUP_INDEX_KEY},
-                    "fingerprints": {"L": [{"S": fp} for fp in fingerprints]},
-                    "version": {"N": str(next_version)},
-                },
-                **guard,
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise AwsCallError(f"DynamoDB PutItem on {self.table_name} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise AwsCallError(f"DynamoDB PutItem on {self.table_name} failed: {exc}") from exc
-        return True
-
-    def _call(self, operation: str, call: Any, **kwargs: Any) -> Any:
-        try:
-            return call(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise AwsCallError(f"DynamoDB {operation} on {self.table_name} failed: {exc}") from exc
+        written = self._write_if(
+            "PutItem",
+            self._client.put_item,
+            Item={
+                "pk": {"S": GROUP_INDEX_KEY},
+                "fingerprints": {"L": [{"S": fp} for fp in fingerprints]},
+                "version": {"N": str(next_version)},
+            },
+            **guard,
+        )
+        return written is not None
