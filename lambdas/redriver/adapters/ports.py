@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from redriver.decide.breaker import Breaker
+from redriver.model.activity import QueueActivity, WatchedQueue
 from redriver.model.envelope import DlqMessage, Mark, message_size
 from redriver.model.failure import VerdictCounts
 from redriver.model.groups import GroupMark
@@ -193,6 +194,16 @@ class StateStore(Protocol):
 
     def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
         """Put a run's summary first in the run history ``key``, keeping the ``keep`` newest."""
+        ...
+
+
+class ActivitySource(Protocol):
+    """What CloudWatch published about the source queues' consumers (model/activity.py)."""
+
+    def read(self, queues: Sequence[WatchedQueue], *, start: int, end: int) -> dict[str, QueueActivity]:
+        """The complete minutes in ``[start, end)`` of every queue, by queue URL, in one
+        ``GetMetricData`` call (paged). A queue whose datapoints are not valid is left out (and
+        logged); ``AwsCallError`` when the call fails."""
         ...
 
 
