@@ -25,7 +25,6 @@ class Minute:
     at: int
     received: int = 0  # NumberOfMessagesReceived: every receive, retries included
     deleted: int = 0  # NumberOfMessagesDeleted: the consumer's deletes
-    sent: int = 0  # NumberOfMessagesSent: producers' sends and the re-driver's own
     invocations: int = 0  # the consumer function's (AWS/Lambda), when the re-driver knows it
     errors: int = 0
     throttles: int = 0

@@ -23,7 +23,7 @@ from typing import Any
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
 from redriver.adapters import AwsCallError
-from redriver.adapters.ports import StateStore
+from redriver.adapters.ports import ActivitySource, StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
 from redriver.decide.continuation import continues
@@ -97,8 +97,10 @@ class Redriver:
         logger: logging.Logger | Any,
         clock: Callable[[], float],
         pause: Callable[[float], None],
+        activity: ActivitySource | None = None,
     ) -> None:
-        """Composed by ``redriver.wiring.compose_redriver``."""
+        """Composed by ``redriver.wiring.compose_redriver``; ``activity`` reads the source queues'
+        CloudWatch metrics (None: the consumer is judged without them)."""
         self.settings = settings
         self.state = state
         self.loop = loop
@@ -106,6 +108,7 @@ class Redriver:
         self.log = logger
         self.clock = clock
         self.pause = pause
+        self.activity = activity
         self.judge = CanaryJudge(settings, state=state, clock=clock, pause=pause, logger=logger)
 
     def now(self) -> int:
