@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from redriver.decide.breaker import Breaker
+from redriver.model.evidence import Evidence
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.pause import Pause
 from redriver.settings import breaker_key, pause_key
@@ -144,13 +145,13 @@ SourceOption = Annotated[
 @breaker_app.command("open")
 def breaker_open(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Open the breaker: runs send only canaries after the cooldown, as after a failed wave."""
-    _move_breakers(ctx.obj, source, lambda breaker, now: breaker.opened(now), reason)
+    _move_breakers(ctx.obj, source, lambda breaker, now: breaker.opened(now, Evidence.OPERATOR), reason)
 
 
 @breaker_app.command("close")
 def breaker_close(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Close the breaker: the next run re-drives (with its slow start)."""
-    _move_breakers(ctx.obj, source, lambda breaker, now: breaker.closed(now), reason)
+    _move_breakers(ctx.obj, source, lambda breaker, now: breaker.closed(now, Evidence.OPERATOR), reason)
 
 
 def _move_breakers(

@@ -17,6 +17,7 @@ from redriver.adapters.records.breaker import breaker_item
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
+from redriver.model.evidence import Evidence
 from redriver.model.failure import Failure, FailureKind
 from redriver.model.keys import failure_record_key, message_record_key, park_record_key
 from redriver.model.report import StopReason
@@ -59,8 +60,12 @@ def with_fields(key: str, breaker: Breaker, **fields: Any) -> dict[str, Any]:
 CORRUPT_BREAKERS: dict[str, Callable[[str, int], dict[str, Any]]] = {
     "no state": lambda key, now: with_fields(key, Breaker(version=3), state=None),
     "unknown state": lambda key, now: with_fields(key, Breaker(version=3), state={"S": "BROKEN"}),
-    "opened in the future": lambda key, now: breaker_item(key, Breaker(version=2).opened(now + FAR)),
-    "version not a number": lambda key, now: with_fields(key, Breaker().opened(now), version={"S": "x"}),
+    "opened in the future": lambda key, now: breaker_item(
+        key, Breaker(version=2).opened(now + FAR, Evidence.RETURNS)
+    ),
+    "version not a number": lambda key, now: with_fields(
+        key, Breaker().opened(now, Evidence.RETURNS), version={"S": "x"}
+    ),
     "failures not a number": lambda key, now: with_fields(key, Breaker(), failures={"N": "1e100"}),
     "failures a list": lambda key, now: with_fields(key, Breaker(), failures={"L": []}),
     "a huge canary list": lambda key, now: with_fields(
@@ -105,13 +110,17 @@ def test_a_breaker_without_a_valid_version_is_overwritten_once_guarded_by_it(
 ) -> None:
     state = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60, clock=clock)
     rival = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60, clock=clock)
-    put(aws, with_fields("BREAKER#q", Breaker().opened(int(clock.now)), version=version))
+    put(aws, with_fields("BREAKER#q", Breaker().opened(int(clock.now), Evidence.RETURNS), version=version))
     read, also_read = state.load_breaker("BREAKER#q"), rival.load_breaker("BREAKER#q")
     assert read == also_read == Breaker()
 
-    assert state.save_breaker("BREAKER#q", read.opened(int(clock.now)), expected_version=read.version)
-    assert not rival.save_breaker("BREAKER#q", also_read.closed(int(clock.now)), expected_version=0)
-    assert state.load_breaker("BREAKER#q") == Breaker().opened(int(clock.now))
+    assert state.save_breaker(
+        "BREAKER#q", read.opened(int(clock.now), Evidence.RETURNS), expected_version=read.version
+    )
+    assert not rival.save_breaker(
+        "BREAKER#q", also_read.closed(int(clock.now), Evidence.OPERATOR), expected_version=0
+    )
+    assert state.load_breaker("BREAKER#q") == Breaker().opened(int(clock.now), Evidence.RETURNS)
 
 
 def no_room_messages(aws: Aws, *orders: str) -> dict[str, str]:
@@ -254,7 +263,9 @@ def test_a_sweep_forged_far_ahead_does_not_hold_off_the_retention_guard(
     # GIVEN both breakers open, messages near the end of the DLQ's retention, and a forged sweep time
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     for url in (aws.source_url, payments):
-        redriver.state.save_breaker(breaker_key(url), Breaker().opened(int(clock.now)), expected_version=0)
+        redriver.state.save_breaker(
+            breaker_key(url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        )
     put(aws, {"pk": {"S": settings.sweep_key}, "due_at": {"N": str(int(clock.now) + FAR)}})
 
     with caplog.at_level(logging.ERROR):

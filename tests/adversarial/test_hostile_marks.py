@@ -6,6 +6,7 @@ from __future__ import annotations
 from local_aws.queues import peek
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import MARK_ATTRIBUTE
+from redriver.model.evidence import Evidence
 from tests.adversarial.ledger import (
     PARKING_LOT,
     SOURCE,
@@ -90,7 +91,9 @@ def test_the_retention_sweep_parks_an_expiring_message_whatever_its_mark(aws: Aw
             QueueUrl=aws.dlq_url, MessageBody=f"{name}|", MessageAttributes=marked_attribute(text)
         )
     redriver = make_redriver(aws, settings, clock)
-    redriver.state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    redriver.state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     clock.catch_up()
     clock.advance(3601)
 

@@ -14,6 +14,7 @@ from redriver.decide.breaker import Breaker, Canary, Mode, State
 from redriver.decide.fairness import turn_order
 from redriver.model.continuation import Resume
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.model.evidence import Evidence
 from redriver.model.report import RunReport
 from redriver.run.runner import Redriver
 from redriver.settings import Settings, breaker_key
@@ -134,7 +135,7 @@ def test_a_message_without_a_named_source_follows_the_first_sources_breaker(
     # GIVEN orders' breaker open, payments' closed, and a message SQS names no source for
     redriver = redriver_for(aws, payments, clock)
     redriver.state.save_breaker(
-        breaker_key(aws.source_url), Breaker().opened(int(clock.now)), expected_version=0
+        breaker_key(aws.source_url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
     )
     for body in ("unnamed:1", "payments:1"):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
@@ -145,9 +146,11 @@ def test_a_message_without_a_named_source_follows_the_first_sources_breaker(
     # THEN it waits with orders' messages; once the breakers are the other way round, it goes to orders
     assert held.redriven == 1 and [m["Body"] for m in peek(aws)] == ["unnamed:1"]
     redriver.state.save_breaker(
-        breaker_key(aws.source_url), Breaker().closed(int(clock.now)), expected_version=1
+        breaker_key(aws.source_url), Breaker().closed(int(clock.now), Evidence.OPERATOR), expected_version=1
     )
-    redriver.state.save_breaker(breaker_key(payments), Breaker().opened(int(clock.now)), expected_version=0)
+    redriver.state.save_breaker(
+        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     released = redriver.run(REMAINING)
     assert released.redriven == 1 and [m["Body"] for m in drain(aws.sqs, aws.source_url)] == ["unnamed:1"]
 
@@ -167,7 +170,9 @@ def test_a_chain_goes_on_while_one_source_drains_and_the_other_is_open(
     # GIVEN payments' breaker open and 25 of orders' messages behind 5 of payments'
     settings = make_settings(aws, other_source_queue_urls=(payments,), max_messages_per_run=12)
     redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
-    redriver.state.save_breaker(breaker_key(payments), Breaker().opened(int(clock.now)), expected_version=0)
+    redriver.state.save_breaker(
+        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     for body in [f"payments:{i}" for i in range(5)] + [f"orders:{i}" for i in range(25)]:
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
 
@@ -239,7 +244,9 @@ def test_a_part_parks_another_sources_expiring_message_and_no_sweep_is_needed(
 ) -> None:
     # GIVEN messages of both sources near the end of the DLQ's retention, and payments' breaker open
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
-    redriver.state.save_breaker(breaker_key(payments), Breaker().opened(int(clock.now)), expected_version=0)
+    redriver.state.save_breaker(
+        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
 
     # WHEN a run goes: orders' part reads the DLQ, payments' is SKIP
     report = redriver.run(REMAINING)
@@ -259,7 +266,9 @@ def test_a_run_whose_parts_all_skip_sweeps_once_for_every_source(
     # GIVEN both breakers open, and a message of each source near the end of the DLQ's retention
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     for url in (aws.source_url, payments):
-        redriver.state.save_breaker(breaker_key(url), Breaker().opened(int(clock.now)), expected_version=0)
+        redriver.state.save_breaker(
+            breaker_key(url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        )
 
     report = redriver.run(REMAINING)
 

@@ -13,6 +13,7 @@ from local_aws.queues import drain, make_visible
 from redriver.adapters.ports import MessageRecord, RecordStatus
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from redriver.model.evidence import Evidence
 from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
 
@@ -153,7 +154,7 @@ def test_a_message_from_a_source_not_configured_is_parked_with_the_reason(aws: A
 def open_breaker_long_ago(aws: Aws, clock: FakeClock) -> None:
     settings = make_settings(aws)
     make_redriver(aws, settings, clock).state.save_breaker(
-        settings.breaker_key, Breaker().opened(int(clock.now) - 3600), expected_version=0
+        settings.breaker_key, Breaker().opened(int(clock.now) - 3600, Evidence.RETURNS), expected_version=0
     )
 
 

@@ -12,6 +12,7 @@ from local_aws.queues import depth, drain, queue_counts
 from redriver.adapters import AwsCallError
 from redriver.decide.breaker import Breaker, State
 from redriver.model.envelope import Mark
+from redriver.model.evidence import Evidence
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, order_body
 from tests.faults import Faults
@@ -164,7 +165,7 @@ def test_a_stale_breaker_write_is_refused(aws: Aws, clock: FakeClock) -> None:
     state = make_redriver(aws, make_settings(aws), clock).state
     key = make_settings(aws).breaker_key
     first = Breaker()
-    assert state.save_breaker(key, first.opened(1), expected_version=0)
+    assert state.save_breaker(key, first.opened(1, Evidence.RETURNS), expected_version=0)
 
     # a second run that also read version 0 loses the race and changes nothing
     assert not state.save_breaker(key, first._next(failures=1), expected_version=0)
@@ -174,7 +175,9 @@ def test_a_stale_breaker_write_is_refused(aws: Aws, clock: FakeClock) -> None:
 def test_overlapping_runs_move_the_breaker_once(aws: Aws, clock: FakeClock) -> None:
     settings = make_settings(aws)
     state = make_redriver(aws, settings, clock).state
-    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     fill_dlq(aws, 3)
     clock.advance(61)
 
@@ -241,7 +244,9 @@ def test_copies_of_one_identity_in_a_batch_are_handled_one_per_run(aws: Aws, clo
 def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
     settings = make_settings(aws, max_redrives=20)
     state = make_redriver(aws, settings, clock).state
-    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     fill_dlq(aws, 2)
     clock.advance(61)
 

@@ -17,6 +17,7 @@ from local_aws.queues import depth, drain
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker
 from redriver.model.envelope import MARK_ATTRIBUTE
+from redriver.model.evidence import Evidence
 from redriver.settings import ConfigError, breaker_key
 from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
@@ -105,7 +106,7 @@ def test_a_shared_dlq_reports_each_sources_breaker_and_the_worst_as_its_state(
     monkeypatch.setenv("SOURCE_QUEUE_URL", f"{aws.source_url},{payments}")
     handler = import_fresh("redriver.handler")
     StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).save_breaker(
-        breaker_key(payments), Breaker().opened(int(time.time())), expected_version=0
+        breaker_key(payments), Breaker().opened(int(time.time()), Evidence.RETURNS), expected_version=0
     )
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
 

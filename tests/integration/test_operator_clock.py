@@ -13,6 +13,7 @@ from moto import mock_aws
 from local_aws import REGION
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import State
+from redriver.model.evidence import Evidence
 from redriver.settings import breaker_key
 from sqs_redriver.aws import Connection
 from sqs_redriver.cli.steering import _move_breakers
@@ -41,7 +42,9 @@ def fast_tool(aws: Aws) -> Tool:
 def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aws: Aws) -> None:
     before = time.time()
 
-    _move_breakers(fast_tool(aws), None, lambda breaker, now: breaker.opened(now), "consumer down")
+    _move_breakers(
+        fast_tool(aws), None, lambda breaker, now: breaker.opened(now, Evidence.RETURNS), "consumer down"
+    )
 
     stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(
         breaker_key(aws.source_url)

@@ -13,6 +13,7 @@ from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.model.evidence import Evidence
 from redriver.model.report import RunReport
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock
@@ -93,7 +94,9 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
     writes = Faults()  # no faults: it records the breaker writes that succeeded
     dynamodb = writes.wrap(aws.dynamodb)
     state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state
-    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     counts = seed(aws)
     clock.advance(61)
 

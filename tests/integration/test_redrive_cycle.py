@@ -13,6 +13,7 @@ from redriver.act.ratelimit import TokenBucket
 from redriver.decide.backoff import MAX_HOLD_SECONDS
 from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark
+from redriver.model.evidence import Evidence
 from redriver.settings import Settings
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, always, consume, never, order_body
@@ -468,7 +469,9 @@ def test_every_decision_is_logged_with_the_message_identity(
 def test_the_canary_is_the_message_that_failed_least_often(aws: Aws, clock: FakeClock) -> None:
     settings = make_settings(aws)
     state = make_redriver(aws, settings, clock).state
-    state.save_breaker(settings.breaker_key, Breaker().opened(int(clock.now)), expected_version=0)
+    state.save_breaker(
+        settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+    )
     for count in (4, 3, 0, 2):
         mark = Mark(f"id-{count}", count, LONG_AGO, tuple(range(LONG_AGO, LONG_AGO + count)))
         send_to_dlq(

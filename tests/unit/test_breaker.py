@@ -23,6 +23,7 @@ from redriver.decide.breaker import (
     with_canary,
     without_canary,
 )
+from redriver.model.evidence import Evidence
 
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
 T0 = 1_000
@@ -73,19 +74,21 @@ def test_canary_past_its_verdict_window_asks_for_a_verdict_without_changing_the_
 
 def test_a_passed_canary_counts_a_success_and_frees_the_probe() -> None:
     breaker = half_open(successes=0, verdict_at=T0 + 100)
-    after = canary_passed(breaker, T0 + 100, POLICY)
+    after = canary_passed(breaker, T0 + 100, POLICY, Evidence.RETURNS)
     assert after == replace(breaker, successes=1, canary=None, version=8)
 
 
 def test_a_passed_canary_reaching_the_threshold_closes_the_breaker() -> None:
     breaker = replace(half_open(successes=1, verdict_at=T0 + 100), failures=2)
-    after = canary_passed(breaker, T0 + 200, POLICY)
-    assert after == Breaker(State.CLOSED, failures=0, successes=0, changed_at=T0 + 200, version=8)
+    after = canary_passed(breaker, T0 + 200, POLICY, Evidence.RETURNS)
+    assert after == Breaker(
+        State.CLOSED, failures=0, successes=0, changed_at=T0 + 200, version=8, evidence=Evidence.RETURNS
+    )
 
 
 def test_only_a_canary_in_flight_can_pass() -> None:
     with pytest.raises(ValueError, match="canary in flight"):
-        canary_passed(half_open(), T0, POLICY)
+        canary_passed(half_open(), T0, POLICY, Evidence.RETURNS)
 
 
 @pytest.mark.parametrize("state", [State.CLOSED, State.OPEN])
@@ -125,13 +128,15 @@ def test_runs_failed_by_aws_errors_accumulate_then_open_the_breaker_at_the_thres
         breaker = end_redrive_run(breaker, AWS_FAILED, T0, POLICY)
         assert (breaker.state, breaker.failures) == (State.CLOSED, expected_failures)
     opened = end_redrive_run(breaker, AWS_FAILED, T0 + 5, POLICY)
-    assert opened == Breaker(State.OPEN, failures=0, successes=0, changed_at=T0 + 5, version=3)
+    assert opened == Breaker(
+        State.OPEN, changed_at=T0 + 5, version=3, evidence=Evidence.ERRORS, judged_until=T0 + 5
+    )
 
 
 def test_a_run_failed_by_ratio_opens_the_breaker_at_once() -> None:
     # the first failed wave, not the third: waiting would send the backlog into the outage again
     opened = end_redrive_run(Breaker(version=0), BAD, T0, POLICY)
-    assert opened == Breaker(State.OPEN, changed_at=T0, version=1)
+    assert opened == Breaker(State.OPEN, changed_at=T0, version=1, evidence=Evidence.RETURNS, judged_until=T0)
     assert trips_now(Breaker(version=0), BAD, POLICY)
 
 
@@ -195,8 +200,8 @@ AT_7 = Breaker(version=7)
 @pytest.mark.parametrize(
     "transition",
     [
-        pytest.param(lambda: AT_7.opened(T0), id="opened"),
-        pytest.param(lambda: AT_7.closed(T0), id="closed"),
+        pytest.param(lambda: AT_7.opened(T0, Evidence.RETURNS), id="opened"),
+        pytest.param(lambda: AT_7.closed(T0, Evidence.OPERATOR), id="closed"),
         pytest.param(lambda: end_redrive_run(AT_7, AWS_FAILED, T0, POLICY), id="failure-counted"),
         pytest.param(
             lambda: end_redrive_run(replace(AT_7, failures=2), AWS_FAILED, T0, POLICY), id="tripped"
@@ -206,9 +211,13 @@ AT_7 = Breaker(version=7)
         pytest.param(lambda: end_redrive_run(replace(AT_7, failures=1), OK, T0, POLICY), id="reset"),
         pytest.param(lambda: with_canary(half_open(), Canary(("x",), T0)), id="canary"),
         pytest.param(lambda: begin_run(Breaker(State.OPEN, version=7), T0 + 60, POLICY)[0], id="half-open"),
-        pytest.param(lambda: canary_passed(half_open(verdict_at=T0), T0, POLICY), id="success-counted"),
         pytest.param(
-            lambda: canary_passed(half_open(successes=1, verdict_at=T0), T0, POLICY), id="recovered"
+            lambda: canary_passed(half_open(verdict_at=T0), T0, POLICY, Evidence.RETURNS),
+            id="success-counted",
+        ),
+        pytest.param(
+            lambda: canary_passed(half_open(successes=1, verdict_at=T0), T0, POLICY, Evidence.RETURNS),
+            id="recovered",
         ),
     ],
 )

@@ -21,6 +21,7 @@ from redriver.decide.breaker import (
     without_canary,
 )
 from redriver.decide.canary import after_consumer_verdicts
+from redriver.model.evidence import Evidence
 from redriver.model.failure import VerdictCounts
 from tests.record_strategies import robust
 
@@ -61,7 +62,7 @@ def step(
     if breaker.state is State.CLOSED:
         outcome = data.draw(outcomes)
         if event == "trip":
-            return breaker.opened(now) if trips_now(breaker, outcome, policy) else None
+            return breaker.opened(now, Evidence.RETURNS) if trips_now(breaker, outcome, policy) else None
         after = end_redrive_run(breaker, outcome, now, policy)
         assert after is None or after.state is not State.OPEN or is_failed_run(outcome, policy)
         return after
@@ -69,7 +70,7 @@ def step(
         return with_canary(breaker, Canary(("c-1",), verdict_at=now + 60, sent_at=now))
     if breaker.state is State.HALF_OPEN:
         if event == "trip":
-            return canary_passed(breaker, now, policy)
+            return canary_passed(breaker, now, policy, Evidence.RETURNS)
         if event == "redrive":
             return without_canary(breaker)
         return after_consumer_verdicts(breaker, data.draw(verdicts), now, policy)
@@ -114,7 +115,11 @@ def test_an_empty_dlq_never_changes_a_breaker(
 def test_time_alone_never_opens_a_breaker_nor_closes_an_open_one(
     policy: BreakerPolicy, now: int, ahead: int
 ) -> None:
-    for breaker in (Breaker(changed_at=now + ahead), Breaker().opened(now + ahead), Breaker().opened(now)):
+    for breaker in (
+        Breaker(changed_at=now + ahead),
+        Breaker().opened(now + ahead, Evidence.RETURNS),
+        Breaker().opened(now, Evidence.RETURNS),
+    ):
         moved, _ = begin_run(breaker, now + ahead // 2, policy)
         assert moved.state is not State.OPEN or breaker.state is State.OPEN
         assert breaker.state is not State.OPEN or moved.state in (State.OPEN, State.HALF_OPEN)

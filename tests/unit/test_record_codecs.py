@@ -34,6 +34,7 @@ from redriver.adapters.records.run_state import (
 from redriver.decide.breaker import Breaker, Canary, State
 from redriver.message_limits import FINGERPRINT_PATTERN, MAX_CLOCK_SKEW_SECONDS, MAX_FINGERPRINT_CHARS
 from redriver.model.envelope import Mark
+from redriver.model.evidence import Evidence
 from redriver.model.failure import Failure, FailureKind, VerdictCounts
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
@@ -111,7 +112,7 @@ def test_a_breaker_read_holds_no_time_from_the_future_and_counts_within_limits(i
 @robust
 @given(st.integers(1, 10**9))
 def test_a_breaker_opened_in_the_future_is_rejected(ahead: int) -> None:
-    item = breaker_item("BREAKER#q", Breaker().opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead))
+    item = breaker_item("BREAKER#q", Breaker().opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead, Evidence.RETURNS))
     rejection = _rejection(lambda: breaker_from_item(item, now=NOW))
     assert (rejection.key, rejection.field) == ("BREAKER#q", "changed_at")
 

@@ -18,6 +18,7 @@ from redriver.adapters.records.reporting import CORRUPT_RECORDS_METRIC
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, State
 from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
+from redriver.model.evidence import Evidence
 from redriver.model.failure import Failure, FailureKind, VerdictCounts
 from redriver.model.groups import GroupAction
 from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
@@ -100,7 +101,7 @@ def test_a_corrupt_breaker_is_read_as_closed_and_reported_by_its_key(item: dict[
 @robust
 @given(st.integers(1, 10**9))
 def test_a_breaker_opened_in_the_future_does_not_hold_it_open(ahead: int) -> None:
-    forged = Breaker(version=4).opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead)
+    forged = Breaker(version=4).opened(NOW + MAX_CLOCK_SKEW_SECONDS + ahead, Evidence.RETURNS)
     table, _, _ = table_of(breaker_item("BREAKER#q", forged))
     assert table.load_breaker("BREAKER#q") == Breaker(version=5)
 
@@ -114,10 +115,16 @@ def test_a_breaker_without_a_valid_version_is_overwritten_only_while_its_version
         table, client, _ = table_of(item)
         breaker = table.load_breaker("BREAKER#q")
         assert breaker == Breaker()
-        assert table.save_breaker("BREAKER#q", breaker.opened(NOW), expected_version=breaker.version)
+        assert table.save_breaker(
+            "BREAKER#q", breaker.opened(NOW, Evidence.RETURNS), expected_version=breaker.version
+        )
         assert client.puts[0]["ConditionExpression"] == condition
         assert client.puts[0].get("ExpressionAttributeValues", {}).get(":stored") == raw
-        table.save_breaker("BREAKER#q", breaker.opened(NOW).closed(NOW), expected_version=1)
+        table.save_breaker(
+            "BREAKER#q",
+            breaker.opened(NOW, Evidence.RETURNS).closed(NOW, Evidence.OPERATOR),
+            expected_version=1,
+        )
         assert client.puts[1]["ConditionExpression"] == "attribute_not_exists(pk) OR version = :expected"
 
 
@@ -214,5 +221,5 @@ def test_a_breaker_read_again_valid_or_absent_is_written_with_the_usual_guard() 
     table.load_breaker("BREAKER#q")
     client.items.clear()
     assert table.load_breaker("BREAKER#q") == Breaker()
-    table.save_breaker("BREAKER#q", Breaker().opened(NOW), expected_version=0)
+    table.save_breaker("BREAKER#q", Breaker().opened(NOW, Evidence.RETURNS), expected_version=0)
     assert client.puts[0]["ConditionExpression"] == "attribute_not_exists(pk) OR version = :expected"

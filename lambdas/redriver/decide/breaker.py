@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
+from redriver.model.evidence import Evidence
+
 
 class State(StrEnum):
     CLOSED = "CLOSED"
@@ -60,15 +62,33 @@ class Breaker:
     changed_at: int = 0
     version: int = 0
     canary: Canary | None = None
+    evidence: Evidence = Evidence.NONE
+    # The source queue's metrics of minutes before this were judged already: a later verdict
+    # reads only newer minutes (a minute that opened the breaker must not open it twice).
+    judged_until: int = 0
+    # Probes whose verdict came from elsewhere while consumer verdicts were expected: the consumer
+    # may not report them (decide/evidence.py).
+    silent_probes: int = 0
 
     def _next(self, **changes: object) -> Breaker:
         return replace(self, version=self.version + 1, **changes)  # type: ignore[arg-type]
 
-    def opened(self, now: int) -> Breaker:
-        return self._next(state=State.OPEN, failures=0, successes=0, changed_at=now, canary=None)
+    def opened(self, now: int, evidence: Evidence, *, judged_until: int | None = None) -> Breaker:
+        """OPEN from ``now``; metrics before ``judged_until`` (default: now) are not judged again."""
+        return self._next(
+            state=State.OPEN,
+            failures=0,
+            successes=0,
+            changed_at=now,
+            canary=None,
+            evidence=evidence,
+            judged_until=now if judged_until is None else judged_until,
+        )
 
-    def closed(self, now: int) -> Breaker:
-        return self._next(state=State.CLOSED, failures=0, successes=0, changed_at=now, canary=None)
+    def closed(self, now: int, evidence: Evidence) -> Breaker:
+        return self._next(
+            state=State.CLOSED, failures=0, successes=0, changed_at=now, canary=None, evidence=evidence
+        )
 
 
 @dataclass(frozen=True)
@@ -90,7 +110,9 @@ def begin_run(breaker: Breaker, now: int, policy: BreakerPolicy) -> tuple[Breake
     if breaker.state is State.OPEN:
         if now < breaker.changed_at + policy.cooldown_seconds:
             return breaker, Mode.SKIP
-        half_open = breaker._next(state=State.HALF_OPEN, successes=0, changed_at=now, canary=None)
+        half_open = breaker._next(
+            state=State.HALF_OPEN, successes=0, changed_at=now, canary=None, evidence=Evidence.COOLDOWN
+        )
         return half_open, Mode.PROBE
     if breaker.canary is None:
         return breaker, Mode.PROBE
@@ -99,13 +121,14 @@ def begin_run(breaker: Breaker, now: int, policy: BreakerPolicy) -> tuple[Breake
     return breaker, Mode.VERDICT
 
 
-def canary_passed(breaker: Breaker, now: int, policy: BreakerPolicy) -> Breaker:
-    """The canary's window ended and a scan of the DLQ did not find it: one success."""
+def canary_passed(breaker: Breaker, now: int, policy: BreakerPolicy, evidence: Evidence) -> Breaker:
+    """The canary succeeded (its verdict, or a scan that did not find it after its window): one
+    success."""
     if breaker.state is not State.HALF_OPEN or breaker.canary is None:
         raise ValueError("only a HALF_OPEN breaker with a canary in flight can pass one")
     successes = breaker.successes + 1
     if successes >= policy.success_threshold:
-        return breaker.closed(now)
+        return breaker.closed(now, evidence)
     return breaker._next(successes=successes, canary=None)
 
 
@@ -133,6 +156,13 @@ def ratio_failed(outcome: RunOutcome, policy: BreakerPolicy) -> bool:
     return _share_failed(outcome.returned, outcome.received, policy) or _share_failed(
         outcome.transient_verdicts, outcome.transient_verdicts + outcome.ok_verdicts, policy
     )
+
+
+def ratio_evidence(outcome: RunOutcome, policy: BreakerPolicy) -> Evidence:
+    """Which signal failed the run by ratio: the kit's verdicts, or what came back."""
+    if _share_failed(outcome.transient_verdicts, outcome.transient_verdicts + outcome.ok_verdicts, policy):
+        return Evidence.VERDICTS
+    return Evidence.RETURNS
 
 
 def _share_failed(failed: int, out_of: int, policy: BreakerPolicy) -> bool:
@@ -167,11 +197,11 @@ def end_redrive_run(breaker: Breaker, outcome: RunOutcome, now: int, policy: Bre
     if breaker.state is not State.CLOSED:
         return None
     if ratio_failed(outcome, policy):
-        return breaker.opened(now)
+        return breaker.opened(now, ratio_evidence(outcome, policy))
     if outcome.errors:
         failures = breaker.failures + 1
         if failures >= policy.failure_threshold:
-            return breaker.opened(now)
+            return breaker.opened(now, Evidence.ERRORS)
         return breaker._next(failures=failures)
     if outcome.received and breaker.failures:
         return breaker._next(failures=0)

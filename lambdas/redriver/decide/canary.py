@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, canary_passed, without_canary
+from redriver.model.evidence import Evidence
 from redriver.model.failure import VerdictCounts
 from redriver.model.tracked import Tracked
 
@@ -73,9 +74,9 @@ def after_consumer_verdicts(
     canary was poison, not that the consumer is broken: the probe is released for another message.
     """
     if verdicts.transient:
-        return breaker.opened(now)
+        return breaker.opened(now, Evidence.VERDICTS)
     if verdicts.ok:
-        return canary_passed(breaker, now, policy)
+        return canary_passed(breaker, now, policy, Evidence.VERDICTS)
     if verdicts.terminal:
         return without_canary(breaker)
     return None

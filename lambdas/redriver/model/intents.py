@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from redriver.model.evidence import Evidence
 from redriver.model.reasons import ParkReason
 from redriver.model.report import StopReason
 from redriver.model.tracked import Tracked
@@ -51,6 +52,9 @@ class BatchPlan:
     # HALF_OPEN probe: claim these as canaries; they are re-driven only if the claim is written.
     canaries: tuple[Tracked, ...] = ()
     open_breaker: bool = False
+    # What opening it is based on: messages back in the DLQ, counted as returned because they
+    # were re-driven in the breaker's period or (METRICS) failed while the consumer deleted nothing.
+    evidence: Evidence = Evidence.RETURNS
     canaries_back: tuple[Tracked, ...] = ()
     # Received messages re-driven in the breaker's current period: the consumer failed them again.
     returned: int = 0

@@ -52,6 +52,23 @@ class Mark:
     verdict_key: str | None = None
     probe: bool = False
     replays: tuple[tuple[int, int], ...] = ()
+    # Failures while the consumer processed other messages (decide/consumer_health.py), and how
+    # many it processed meanwhile: a suspect of poison, parked at SUSPECT_LIMIT.
+    suspected: int = 0
+    processed_meanwhile: int = 0
+
+    @property
+    def suspect(self) -> bool:
+        """It failed while the consumer processed others: never a probe, never held against it."""
+        return self.suspected > 0
+
+    def after_suspect_failure(self, processed: int) -> Mark:
+        """One more failure while the consumer processed ``processed`` other messages."""
+        return replace(
+            self,
+            suspected=min(self.suspected + 1, MAX_COUNT),
+            processed_meanwhile=min(self.processed_meanwhile + processed, MAX_COUNT),
+        )
 
     @property
     def last_redriven_at(self) -> int | None:
@@ -87,6 +104,8 @@ class Mark:
             verdict_key=None,
             probe=False,
             replays=(*self.replays, (now, self.count))[-MAX_REPLAYS:],
+            suspected=0,
+            processed_meanwhile=0,
         )
 
     def to_json(self, **extra: Any) -> str:
@@ -104,6 +123,8 @@ class Mark:
             payload["p"] = 1
         if self.replays:
             payload["rp"] = [[at, count] for at, count in self.replays]
+        if self.suspected:
+            payload["s"] = [self.suspected, self.processed_meanwhile]
         payload.update(extra)
         return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
@@ -176,6 +197,7 @@ def _mark(payload: Mapping[str, Any]) -> Mark:
     verdict_key = payload.get("v")
     history = wire.array(wire.required(payload, "at"), "at", max_items=MAX_MARK_HISTORY)
     replays = wire.array(payload.get("rp", []), "rp", max_items=MAX_REPLAYS)
+    suspected, processed = _suspicion(payload.get("s"))
     return Mark(
         identity=wire.text_of(payload, "id", max_chars=MAX_IDENTITY_CHARS, pattern=IDENTITY_PATTERN),
         count=wire.integer_of(payload, "n", low=0, high=MAX_COUNT),
@@ -186,6 +208,20 @@ def _mark(payload: Mapping[str, Any]) -> Mark:
         else wire.text(verdict_key, "v", max_chars=MAX_VERDICT_KEY_CHARS, pattern=VERDICT_KEY_PATTERN),
         probe=_flag(payload.get("p", 0), "p"),
         replays=tuple(_replay(entry, f"rp[{i}]") for i, entry in enumerate(replays)),
+        suspected=suspected,
+        processed_meanwhile=processed,
+    )
+
+
+def _suspicion(value: object) -> tuple[int, int]:
+    """``s``: [suspect failures, messages processed meanwhile], absent for a message never suspected."""
+    if value is None:
+        return 0, 0
+    pair = wire.array(value, "s", max_items=2)
+    if len(pair) != 2:
+        raise Rejection("s", f"has {len(pair)} items, not [failures, processed]")
+    return wire.integer(pair[0], "s[0]", low=0, high=MAX_COUNT), wire.integer(
+        pair[1], "s[1]", low=0, high=MAX_COUNT
     )
 
 

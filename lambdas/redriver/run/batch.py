@@ -19,6 +19,7 @@ from redriver.decide.plan import BatchState, Planner
 from redriver.decide.retention import Retention, guarded
 from redriver.decide.routing import Routes
 from redriver.model.envelope import DlqMessage
+from redriver.model.evidence import Evidence
 from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
@@ -93,7 +94,7 @@ class BatchHandler:
         if plan.open_breaker:
             if plan.canaries_back:
                 log_decision(self.log, "canary came back: opening the circuit", plan.canaries_back[0])
-            breaker, errors = writer.transition(breaker, breaker.opened(now))
+            breaker, errors = writer.transition(breaker, breaker.opened(now, plan.evidence))
         elif plan.canaries:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
@@ -164,7 +165,7 @@ class BatchHandler:
         if executed.sent_to_source and not executed.failure:
             return breaker, tally + Tally(canaries=len(executed.sent_to_source))
         self.log.warning("canary could not be sent: opening the circuit")
-        breaker, errors = writer.transition(breaker, breaker.opened(int(self.clock())))
+        breaker, errors = writer.transition(breaker, breaker.opened(int(self.clock()), Evidence.ERRORS))
         return breaker, tally + Tally(errors=errors)
 
     def _stopped_by(

@@ -15,6 +15,7 @@ from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode
+from redriver.model.evidence import Evidence
 from redriver.model.report import StopReason, Tally
 from redriver.run.wave import VERDICT_POLL_SECONDS
 from redriver.settings import Settings
@@ -82,10 +83,10 @@ class CanaryJudge:
         verdict = canary.judge(probe, may_have_hidden=may_have_hidden, now=now)
         if verdict is canary.Verdict.PASSED:
             self.log.info("canary stayed away: one success")
-            after = circuit.canary_passed(breaker, now, self.settings.breaker)
+            after = circuit.canary_passed(breaker, now, self.settings.breaker, Evidence.RETURNS)
         elif verdict is canary.Verdict.FAILED:
             self.log.warning("canary hidden behind its FIFO group for two windows: opening the circuit")
-            after = breaker.opened(now)
+            after = breaker.opened(now, Evidence.RETURNS)
         else:
             self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
             return step

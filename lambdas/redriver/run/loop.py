@@ -12,6 +12,7 @@ from redriver.adapters import AwsCallError
 from redriver.adapters.ports import Queue
 from redriver.decide.breaker import Breaker, Mode
 from redriver.decide.pacing import backlog_check_due, batch_size, limit_reached, out_of_time
+from redriver.model.evidence import Evidence
 from redriver.model.report import StopReason, Tally
 from redriver.run.batch import BatchHandler
 from redriver.run.wave import Wave
@@ -88,7 +89,7 @@ class BatchLoop:
                     if admission.trip:
                         self.log.warning("the consumer failed the probes: opening the circuit")
                         breaker, errors = writer.transition(
-                            breaker, breaker.opened(int(self.handler.clock()))
+                            breaker, breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
                         )
                         tally += Tally(errors=errors)
                         stop = StopReason.BREAKER_OPENED

@@ -16,6 +16,7 @@ from redriver.adapters.records.fields import (
     values,
 )
 from redriver.decide.breaker import Breaker, Canary, State
+from redriver.model.evidence import Evidence
 from redriver.record_limits import (
     RECORD_MAX_BREAKER_COUNT,
     RECORD_MAX_CANARIES,
@@ -34,6 +35,9 @@ def breaker_item(key: str, breaker: Breaker) -> dict[str, Any]:
         "successes": {"N": str(breaker.successes)},
         "changed_at": {"N": str(breaker.changed_at)},
         "version": {"N": str(breaker.version)},
+        "evidence": {"S": breaker.evidence.value},
+        "judged_until": {"N": str(breaker.judged_until)},
+        "silent_probes": {"N": str(breaker.silent_probes)},
     }
     if breaker.canary is not None:
         item["canary_ids"] = {"L": [{"S": identity} for identity in breaker.canary.identities]}
@@ -57,7 +61,22 @@ def breaker_from_item(item: Item, *, now: int) -> Breaker:
         changed_at=epoch(item, "changed_at", key, now=now),
         version=stored_version(item),
         canary=_canary(item, key, now) if "canary_ids" in item else None,
+        evidence=_evidence(item, key),
+        # Written by this version on; a record from before has none.
+        judged_until=epoch(item, "judged_until", key, now=now) if "judged_until" in item else 0,
+        silent_probes=number(item, "silent_probes", key, low=0, high=RECORD_MAX_BREAKER_COUNT)
+        if "silent_probes" in item
+        else 0,
     )
+
+
+def _evidence(item: Item, key: str) -> Evidence:
+    if "evidence" not in item:
+        return Evidence.NONE
+    raw = text(item, "evidence", key)
+    if raw not in {e.value for e in Evidence}:
+        raise CorruptRecord(key, "evidence", f"not one of {', '.join(e.value for e in Evidence)}")
+    return Evidence(raw)
 
 
 def stored_version(item: Item) -> int:

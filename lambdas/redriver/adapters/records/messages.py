@@ -41,6 +41,9 @@ def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
         "updated_at": {"N": str(now)},
         "expires_at": {"N": str(now + ttl_seconds)},
     }
+    if mark.suspected:
+        item["suspected"] = {"N": str(mark.suspected)}
+        item["processed_meanwhile"] = {"N": str(mark.processed_meanwhile)}
     if record.reason is not None:
         item["reason"] = {"S": json.dumps(record.reason.to_dict())}
         if record.reason.failure is not None:
@@ -61,7 +64,14 @@ def mark_from_item(item: Item, *, now: int) -> Mark:
         count=number(item, "redrive_count", key, low=0, high=MAX_COUNT),
         first_failed_at=epoch(item, "first_failed_at", key, now=now),
         redriven_at=tuple(_time(element(value, "N", "redriven_at", key), key, now) for value in times),
+        suspected=_optional_count(item, "suspected", key),
+        processed_meanwhile=_optional_count(item, "processed_meanwhile", key),
     )
+
+
+def _optional_count(item: Item, name: str, key: str) -> int:
+    """A count written only for some messages (their suspicion): 0 when absent."""
+    return number(item, name, key, low=0, high=MAX_COUNT) if name in item else 0
 
 
 def failure_from_item(item: Item, *, now: int) -> Failure:
