@@ -30,6 +30,7 @@ from redriver.decide.plan import Planner, PlanRules
 from redriver.decide.routing import Routes
 from redriver.model.keys import idempotency_key_prefix
 from redriver.run.batch import BatchHandler
+from redriver.run.consumer_watch import ConsumerWatch
 from redriver.run.loop import BatchLoop, LoopSettings
 from redriver.run.runner import Redriver
 from redriver.settings import Settings
@@ -89,6 +90,14 @@ def compose_redriver(
         archive=S3Archive(settings.archive_bucket, clients.s3) if settings.archive_bucket else None,
     )
     executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
+    watch = ConsumerWatch(
+        None,
+        sources={queue.url: queue for queue in sources},
+        watched=(),
+        lag_seconds=180,
+        clock=clock,
+        logger=logger,
+    )
     handler = BatchHandler(
         planner=Planner(_plan_rules(settings, routes), rng or random.Random()),
         executor=executor,
@@ -100,6 +109,7 @@ def compose_redriver(
         clock=clock,
         dlq=dlq,
         expiry_margin_seconds=settings.expiry_margin_seconds,
+        watch=watch,
     )
     loop = BatchLoop(
         dlq=dlq,
@@ -114,7 +124,14 @@ def compose_redriver(
         logger=logger,
     )
     return Redriver(
-        settings, state=state, loop=loop, executor=executor, logger=logger, clock=clock, pause=pause
+        settings,
+        state=state,
+        loop=loop,
+        executor=executor,
+        logger=logger,
+        clock=clock,
+        pause=pause,
+        watch=watch,
     )
 
 

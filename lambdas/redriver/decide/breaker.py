@@ -67,7 +67,7 @@ class Breaker:
     # reads only newer minutes (a minute that opened the breaker must not open it twice).
     judged_until: int = 0
     # Probes whose verdict came from elsewhere while consumer verdicts were expected: the consumer
-    # may not report them (decide/evidence.py).
+    # may not report them (decide/canary.py: expects_verdicts).
     silent_probes: int = 0
 
     def _next(self, **changes: object) -> Breaker:

@@ -8,12 +8,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, canary_passed, without_canary
+from redriver.decide.consumer_health import Health, HealthReading
 from redriver.model.evidence import Evidence
 from redriver.model.failure import VerdictCounts
 from redriver.model.tracked import Tracked
+
+# A consumer expected to report verdicts that let this many probes go unanswered is judged as
+# one that does not report (by its metrics and the DLQ); counting stops there.
+SILENT_PROBES_LIMIT = 2
+SILENT_PROBES_COUNTED = 10
+
+
+def expects_verdicts(breaker: Breaker, consumer_verdicts: bool) -> bool:
+    """Whether a run waits for the consumer kit's verdicts: configured, and not given up on."""
+    return consumer_verdicts and breaker.silent_probes < SILENT_PROBES_LIMIT
 
 
 class Verdict(StrEnum):
@@ -80,3 +92,21 @@ def after_consumer_verdicts(
     if verdicts.terminal:
         return without_canary(breaker)
     return None
+
+
+def after_health(breaker: Breaker, reading: HealthReading, now: int) -> Breaker | None:
+    """The source queue's metrics on a HALF_OPEN breaker's consumer: receives that were never
+    deleted reopen it (the minutes judged are not judged again); deletes flowing again close it.
+    Nothing else moves it: no datapoints is never a verdict."""
+    if reading.health is Health.DOWN:
+        return breaker.opened(now, Evidence.METRICS, judged_until=reading.judged_until)
+    if reading.health is Health.HEALTHY:
+        return breaker.closed(now, Evidence.METRICS)
+    return None
+
+
+def heard_elsewhere(before: Breaker, after: Breaker, *, from_kit: bool) -> Breaker:
+    """Count the probes whose verdict the consumer kit did not give while it was expected to: a
+    verdict from the kit resets the count (``expects_verdicts`` reads it)."""
+    silent = 0 if from_kit else before.silent_probes + 1
+    return replace(after, silent_probes=min(silent, SILENT_PROBES_COUNTED))

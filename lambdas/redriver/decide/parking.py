@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from redriver.decide.routing import Routes, named_source
+from redriver.decide.suspicion import suspect_reason_text
 from redriver.model.failure import bounded
 from redriver.model.groups import GroupAction, GroupMark
 from redriver.model.reasons import ParkCause, ParkReason
@@ -42,6 +43,12 @@ def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, route
 def over_limit_reason(tracked: Tracked, max_redrives: int, *, now: int, routes: Routes) -> ParkReason:
     why = f"failed after {tracked.mark.count} re-drives (limit {max_redrives})"
     return park_reason(tracked, ParkCause.OVER_LIMIT, why, now=now, routes=routes)
+
+
+def suspect_reason(tracked: Tracked, suspect_limit: int, *, now: int, routes: Routes) -> ParkReason:
+    """A suspect of poison at its limit: it kept failing while the consumer processed others."""
+    why = f"{suspect_reason_text(tracked)} (limit {suspect_limit}): poison, not an outage"
+    return park_reason(tracked, ParkCause.SUSPECT, why, now=now, routes=routes)
 
 
 def group_mark(tracked: Tracked, groups: Mapping[str, GroupMark]) -> GroupMark | None:

@@ -18,12 +18,15 @@ from redriver.decide.parking import (
     operator_reason,
     over_limit,
     over_limit_reason,
+    suspect_reason,
     terminal,
     terminal_reason,
     unknown_source_reason,
 )
 from redriver.decide.retention import Retention, capped_hold, expiring, expiring_reason
 from redriver.decide.routing import Routes
+from redriver.decide.suspicion import ConsumerSignal, Judged, judge
+from redriver.model.evidence import Evidence
 from redriver.model.groups import GroupMark
 from redriver.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
 from redriver.model.reasons import ParkCause
@@ -42,6 +45,8 @@ class PlanRules:
     max_delay_seconds: int
     breaker: BreakerPolicy
     routes: Routes
+    # Failures while the consumer processed others before a message is parked (decide/suspicion.py).
+    suspect_limit: int = 3
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class BatchState:
     # A shared DLQ with a breaker per source: the source whose part of the run this is. Messages
     # of other sources are left for their own part; None: every message is the run's.
     owner: str | None = None
+    # What the source queues' metrics say about their consumers, by source URL (none: not read).
+    signals: Mapping[str, ConsumerSignal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,21 +103,28 @@ class Planner:
         breaker), unless the retention is about to delete them."""
         rules = self.rules
         others = {t.message_id for t in tracking.unique if self._of_another_source(t, state.owner)}
-        batch = [t for t in tracking.unique if t.message_id not in others]
+        judged = [self._judge(t, state) if t.message_id not in others else Judged(t) for t in tracking.unique]
+        unique = [j.tracked for j in judged]
+        outage = {j.tracked.message_id for j in judged if j.outage}
+        batch = [t for t in unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
         # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
-        # each time it reappears; a terminal failure, or one of a group an operator parked, says
-        # the message is bad, not that the consumer is broken.
-        returned = sum(
-            1
+        # each time it reappears; a terminal failure, one of a group an operator parked, or a
+        # suspect says the message is bad, not that the consumer is broken.
+        counted = [
+            t
             for t in batch
-            if t.redriven_since(state.breaker.changed_at)
+            if (t.redriven_since(state.breaker.changed_at) or t.message_id in outage)
             and t.message_id not in waits
             and not (t.mark.failure and t.mark.failure.terminal)
             and operator_parked(t, state.groups) is None
+            and not t.mark.suspect
+        ]
+        by_metrics = any(
+            t.message_id in outage and not t.redriven_since(state.breaker.changed_at) for t in counted
         )
         park, due, leave = [], [], list(tracking.duplicates)
-        for t in tracking.unique:
+        for t in unique:
             if t.message_id in others and not (
                 state.retention and expiring(t, state.retention, now=state.now)
             ):
@@ -119,6 +133,10 @@ class Planner:
                 park.append(Park(t, operator_reason(t, parked_group, now=state.now, routes=rules.routes)))
             elif terminal(t, state.groups):
                 park.append(Park(t, terminal_reason(t, now=state.now, routes=rules.routes)))
+            elif t.mark.suspected >= rules.suspect_limit:
+                park.append(
+                    Park(t, suspect_reason(t, rules.suspect_limit, now=state.now, routes=rules.routes))
+                )
             elif over_limit(t, rules.max_redrives):
                 reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)
                 park.append(Park(t, reason))
@@ -128,11 +146,22 @@ class Planner:
                 park.append(Park(t, expiring_reason(t, state.retention, now=state.now, routes=rules.routes)))
             else:
                 due.append(t)
-        unjudged = sum(1 for p in park if p.reason.cause is ParkCause.OPERATOR)
+        unjudged = sum(1 for t in batch if operator_parked(t, state.groups) or t.mark.suspect)
         base = BatchPlan(
-            park=tuple(park), leave=tuple(leave), returned=returned, others=len(others), unjudged=unjudged
+            park=tuple(park),
+            leave=tuple(leave),
+            returned=len(counted),
+            others=len(others),
+            unjudged=unjudged,
+            evidence=Evidence.METRICS if by_metrics else Evidence.RETURNS,
         )
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
+
+    def _judge(self, tracked: Tracked, state: BatchState) -> Judged:
+        """The message's failure in the light of its consumer's metrics (decide/suspicion.py)."""
+        source = self.rules.routes.source_url(tracked)
+        signal = state.signals.get(source) if source is not None else None
+        return judge(tracked, signal, state.breaker, failure_ratio=self.rules.breaker.failure_ratio)
 
     def _of_another_source(self, tracked: Tracked, owner: str | None) -> bool:
         source = self.rules.routes.source_url(tracked)
@@ -189,7 +218,9 @@ class Planner:
         return backoff.redrive_delay(tracked.mark.count + 1, base_seconds=base, max_seconds=cap, rng=self.rng)
 
     def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
-        chosen = canary.choose(due.messages, size=self.rules.canary_size, fifo=self.rules.fifo)
+        """A suspect is never a canary: it tests the message, not the consumer."""
+        candidates = [t for t in due.messages if not t.mark.suspect]
+        chosen = canary.choose(candidates, size=self.rules.canary_size, fifo=self.rules.fifo)
         rest = tuple(t for t in due.messages if t not in chosen)
         return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
 

@@ -16,6 +16,7 @@ class ParkCause(StrEnum):
     TERMINAL = "terminal"  # the consumer kit classified its failure as terminal
     EXPIRING = "expiring"  # the DLQ's retention would delete it soon (decide/retention.py)
     OPERATOR = "operator"  # an operator parked its failure group (a PARK#<fingerprint> record)
+    SUSPECT = "suspect"  # it kept failing while the consumer processed others (decide/suspicion.py)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from redriver.model.evidence import Evidence
 from redriver.model.intents import BatchPlan, WaveTag
 from redriver.model.report import StopReason, Tally
 from redriver.model.tracked import Tracked
+from redriver.run.consumer_watch import ConsumerWatch
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,10 @@ class BatchHandler:
         clock: Callable[[], float],
         dlq: Queue,
         expiry_margin_seconds: int,
+        watch: ConsumerWatch,
     ) -> None:
         self.planner = planner
+        self.watch = watch
         self.dlq = dlq
         self.expiry_margin_seconds = expiry_margin_seconds
         self.executor = executor
@@ -88,7 +91,7 @@ class BatchHandler:
         groups = self.state.load_group_marks(fingerprints) if fingerprints else {}
 
         retention = self.retention()
-        state = BatchState(mode, breaker, so_far, now, groups, wave, retention, owner)
+        state = BatchState(mode, breaker, so_far, now, groups, wave, retention, owner, self.watch.signals())
         plan = self.planner.plan(tracking, state)
         errors = 0
         if plan.open_breaker:

@@ -15,8 +15,10 @@ from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide import canary
 from redriver.decide.breaker import Breaker, Mode
+from redriver.decide.consumer_health import health
 from redriver.model.evidence import Evidence
 from redriver.model.report import StopReason, Tally
+from redriver.run.consumer_watch import ConsumerWatch
 from redriver.run.wave import VERDICT_POLL_SECONDS
 from redriver.settings import Settings
 
@@ -41,8 +43,10 @@ class CanaryJudge:
         clock: Callable[[], float],
         pause: Callable[[float], None],
         logger: Any,
+        watch: ConsumerWatch,
     ) -> None:
         self.settings = settings
+        self.watch = watch
         self.state = state
         self.clock = clock
         self.pause = pause
@@ -51,18 +55,28 @@ class CanaryJudge:
     def now(self) -> int:
         return int(self.clock())
 
-    def await_verdict(self, step: Step, out_of_time: Callable[[], bool], writer: BreakerWriter) -> Step:
+    def await_verdict(
+        self, step: Step, out_of_time: Callable[[], bool], writer: BreakerWriter, owner: str | None
+    ) -> Step:
         """A probe run waits a bounded time inside its invocation for the kit's verdict; without
         one, the canary's window decides in a later run."""
         deadline = self.clock() + self.settings.verdict_wait_seconds
         while not out_of_time():
-            heard = self.hear(step, writer)
+            heard = self.hear(step, writer, owner)
             if heard.breaker is not step.breaker or self.clock() >= deadline:
                 return heard
             self.pause(VERDICT_POLL_SECONDS)
         return step
 
-    def hear(self, step: Step, writer: BreakerWriter) -> Step:
+    def hear(self, step: Step, writer: BreakerWriter, owner: str | None) -> Step:
+        """The evidence on a HALF_OPEN breaker, in order: the consumer kit's verdict on the canary
+        in flight (when consumers report verdicts), then the source queue's metrics."""
+        heard = self.hear_kit(step, writer)
+        if heard.breaker is not step.breaker:
+            return heard
+        return self.hear_metrics(step, writer, owner)
+
+    def hear_kit(self, step: Step, writer: BreakerWriter) -> Step:
         """The consumer kit's verdict on the canary in flight, when consumers report verdicts."""
         breaker = step.breaker
         if not self.settings.consumer_verdicts or breaker.canary is None:
@@ -72,7 +86,22 @@ class CanaryJudge:
         if after is None:
             return step
         self.log.info("the consumer judged the canary", extra={"verdicts": vars(verdicts)})
-        return self._moved(step, breaker, after, writer)
+        return self._moved(step, breaker, canary.heard_elsewhere(breaker, after, from_kit=True), writer)
+
+    def hear_metrics(self, step: Step, writer: BreakerWriter, owner: str | None) -> Step:
+        """What the source queue's metrics say of the consumer since they were last judged (and
+        since the canary in flight was sent): received and never deleted reopens, deletes close."""
+        breaker = step.breaker
+        signal = self.watch.signal(owner or self.settings.source_queue_url)
+        if signal is None:
+            return step
+        since = max(breaker.judged_until, breaker.canary.sent_at if breaker.canary else 0)
+        reading = health(signal.activity, since=since)
+        after = canary.after_health(breaker, reading, self.now())
+        if after is None:
+            return step
+        self.log.info("the source queue's metrics judged the consumer", extra={"reading": reading.describe()})
+        return self._moved(step, breaker, self._silence(breaker, after), writer)
 
     def after_scan(self, step: Step, may_have_hidden: bool, writer: BreakerWriter) -> Step:
         """The scan after the canary's window did not find it (and hit no error)."""
@@ -90,7 +119,21 @@ class CanaryJudge:
         else:
             self.log.info("canary may be hidden behind its FIFO group: verdict postponed")
             return step
-        return self._moved(step, breaker, after, writer)
+        return self._moved(step, breaker, self._silence(breaker, after), writer)
+
+    def _silence(self, before: Breaker, after: Breaker) -> Breaker:
+        """A verdict not from the kit, while the kit's was expected, counts one silent probe; the
+        run that reaches the limit says so (once: the count stops there until the kit speaks)."""
+        if not self.settings.consumer_verdicts or before.canary is None:
+            return after
+        counted = canary.heard_elsewhere(before, after, from_kit=False)
+        if counted.silent_probes == canary.SILENT_PROBES_LIMIT > before.silent_probes:
+            self.log.warning(
+                "CONSUMER_VERDICTS is on but the consumer reported no verdict for its last probes: "
+                "judging it by its queue's metrics and the DLQ until it reports one",
+                extra={"silent_probes": counted.silent_probes},
+            )
+        return counted
 
     def _moved(self, step: Step, before: Breaker, after: Breaker, writer: BreakerWriter) -> Step:
         """Write the breaker's move; the run goes on with the mode the new record allows."""

@@ -23,9 +23,10 @@ from typing import Any
 from redriver.act.breaker_writer import BreakerWriter
 from redriver.act.executor import Executor
 from redriver.adapters import AwsCallError
-from redriver.adapters.ports import ActivitySource, StateStore
+from redriver.adapters.ports import StateStore
 from redriver.decide import breaker as circuit
 from redriver.decide.breaker import Breaker, Mode, RunOutcome, State
+from redriver.decide.canary import expects_verdicts
 from redriver.decide.continuation import continues
 from redriver.decide.fairness import turn_order
 from redriver.decide.pacing import out_of_time
@@ -34,6 +35,7 @@ from redriver.model.continuation import Resume
 from redriver.model.history import run_summary
 from redriver.model.report import RunReport, StopReason, Tally, combine
 from redriver.run.canary_verdict import CanaryJudge, Step
+from redriver.run.consumer_watch import ConsumerWatch
 from redriver.run.gate import Passage, pass_gate
 from redriver.run.loop import BatchLoop, Drained
 from redriver.run.parallel import drain_in_parallel
@@ -97,10 +99,10 @@ class Redriver:
         logger: logging.Logger | Any,
         clock: Callable[[], float],
         pause: Callable[[float], None],
-        activity: ActivitySource | None = None,
+        watch: ConsumerWatch,
     ) -> None:
-        """Composed by ``redriver.wiring.compose_redriver``; ``activity`` reads the source queues'
-        CloudWatch metrics (None: the consumer is judged without them)."""
+        """Composed by ``redriver.wiring.compose_redriver``; ``watch`` reads the source queues'
+        CloudWatch metrics once per run (the batch handler reads the same)."""
         self.settings = settings
         self.state = state
         self.loop = loop
@@ -108,8 +110,8 @@ class Redriver:
         self.log = logger
         self.clock = clock
         self.pause = pause
-        self.activity = activity
-        self.judge = CanaryJudge(settings, state=state, clock=clock, pause=pause, logger=logger)
+        self.watch = watch
+        self.judge = CanaryJudge(settings, state=state, clock=clock, pause=pause, logger=logger, watch=watch)
 
     def now(self) -> int:
         return int(self.clock())
@@ -121,6 +123,7 @@ class Redriver:
         (paused ones too) adds its summary to the run history."""
         settings = self.settings
         started = self.clock()
+        self.watch.begin_run()
         if resume is not None and not self.state.take_continuation(settings.dlq_url, resume.token):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
             breaker = self.state.load_breaker(settings.breaker_key)
@@ -245,8 +248,9 @@ class Redriver:
 
     def _redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         settings, writer = self.settings, part.writer
+        self.watch.signals()  # read before the workers start: they share it
         wave = Wave(
-            self._slow_start(),
+            self._slow_start(breaker),
             verdict_key=f"run/{self.now()}/{uuid.uuid4().hex[:8]}",
             state=self.state,
             clock=self.clock,
@@ -294,23 +298,30 @@ class Redriver:
         return Step(tally, drained.breaker, drained.stop)
 
     def _probe(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+        """The source queue's metrics first: a consumer seen failing since the breaker opened gets
+        no canary, one seen deleting again closes it. Else a canary goes; with consumer verdicts
+        the run waits a while for the kit's."""
+        heard = self.judge.hear_metrics(Step(Tally(), breaker), part.writer, part.owner)
+        if heard.breaker is not breaker:
+            return heard
         drained = self._drain(Mode.PROBE, breaker, remaining_ms, part)
         step = Step(self._released(drained), drained.breaker, drained.stop)
-        if drained.stop is not StopReason.CANARY_SENT or not self.settings.consumer_verdicts:
+        if drained.stop is not StopReason.CANARY_SENT or not self._expects_verdicts(breaker):
             return step
-        return self.judge.await_verdict(step, lambda: self._out_of_time(remaining_ms), part.writer)
+        out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
+        return self.judge.await_verdict(step, out_of_time, part.writer, part.owner)
 
     def _watch(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """The canary's window is not over: only the consumer kit's verdict can say more now.
         The DLQ is not scanned: a failing canary cannot be back before its window ends."""
-        return self.judge.hear(Step(Tally(), breaker), part.writer)
+        return self.judge.hear(Step(Tally(), breaker), part.writer, part.owner)
 
     def _verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
-        """The canary's window is over: its verdict from the kit, else a scan that stops at it."""
-        if self.settings.consumer_verdicts:
-            heard = self.judge.hear(Step(Tally(), breaker), part.writer)
-            if heard.breaker is not breaker:
-                return heard
+        """The canary's window is over: its verdict from the kit or the metrics, else a scan that
+        stops at it."""
+        heard = self.judge.hear(Step(Tally(), breaker), part.writer, part.owner)
+        if heard.breaker is not breaker:
+            return heard
         drained = self._drain(Mode.VERDICT, breaker, remaining_ms, part)
         tally = self._released(drained)
         step = Step(tally, drained.breaker, drained.stop)
@@ -344,6 +355,7 @@ class Redriver:
     # -- helpers -----------------------------------------------------------------------------
 
     def _drain(self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Drained:
+        self.watch.signals()
         return self.loop.drain(
             mode,
             breaker,
@@ -361,10 +373,15 @@ class Redriver:
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
 
-    def _slow_start(self) -> SlowStart:
+    def _expects_verdicts(self, breaker: Breaker) -> bool:
+        return expects_verdicts(breaker, self.settings.consumer_verdicts)
+
+    def _slow_start(self, breaker: Breaker) -> SlowStart:
+        """Probes that wait for the consumer kit's verdicts, when it is expected to report them;
+        else the time ramp."""
         settings = self.settings
         return SlowStart(
-            consumer_verdicts=settings.consumer_verdicts,
+            consumer_verdicts=self._expects_verdicts(breaker),
             verdict_wait_seconds=settings.verdict_wait_seconds,
             slow_start_seconds=settings.slow_start_seconds,
             max_rate=settings.max_redrives_per_second,
