@@ -7,6 +7,7 @@ from typing import Any
 
 from redriver.adapters.state_table import StateTable
 from redriver.decide.breaker import Breaker, State
+from redriver.decide.canary import SILENT_PROBES_LIMIT
 from redriver.model.history import RunSummary
 from redriver.model.pause import Pause
 from redriver.settings import breaker_key, pause_key, runs_key
@@ -47,6 +48,12 @@ class Status:
             for url, breaker in self.breakers.items()
             if breaker.state is State.OPEN
         ]
+        found += [
+            f"the consumer of {_name(url)} reported no verdict for its last {breaker.silent_probes} probes "
+            "(CONSUMER_VERDICTS is on): judged by its queue's metrics and the DLQ"
+            for url, breaker in self.breakers.items()
+            if breaker.silent_probes >= SILENT_PROBES_LIMIT
+        ]
         expiry = self.dlq_time_to_expiry_seconds
         if expiry is not None and expiry < EXPIRY_WARNING_SECONDS:
             found.append(f"the DLQ's oldest message expires in {expiry} s")
@@ -66,6 +73,8 @@ class Status:
                     "failures": b.failures,
                     "successes": b.successes,
                     "canary_in_flight": b.canary is not None,
+                    "moved_by": b.evidence.value,
+                    "silent_probes": b.silent_probes,
                 }
                 for url, b in self.breakers.items()
             },

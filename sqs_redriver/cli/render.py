@@ -65,12 +65,15 @@ def status_view(status: Status) -> RenderableType:
         parts.append(
             inert(f"PAUSED by {pause.by} {when(pause.at, now)}: {pause.reason}", style="bold yellow")
         )
-    breakers = Table("source queue", "breaker", "since", "failures", "canary", title="Circuit breakers")
+    breakers = Table(
+        "source queue", "breaker", "since", "moved by", "failures", "canary", title="Circuit breakers"
+    )
     for url, breaker in status.breakers.items():
         breakers.add_row(
             inert(_name(url)),
             Text(breaker.state.value, style=STATE_STYLE[breaker.state]),
             when(breaker.changed_at, now),
+            breaker.evidence.value,
             str(breaker.failures),
             "in flight" if breaker.canary is not None else "-",
         )

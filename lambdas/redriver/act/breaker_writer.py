@@ -37,7 +37,12 @@ class BreakerWriter:
                 self.transitions.append(f"{before.state.value}->{after.state.value}")
                 self._log.info(
                     "breaker transition",
-                    extra={"from": before.state.value, "to": after.state.value, "version": after.version},
+                    extra={
+                        "from": before.state.value,
+                        "to": after.state.value,
+                        "evidence": after.evidence.value,
+                        "version": after.version,
+                    },
                 )
             self.last_state = after.state
         return True

@@ -68,8 +68,9 @@ def failing(minute: Minute) -> bool:
 
 
 def health(activity: QueueActivity, *, since: int) -> HealthReading:
-    """The consumer's health from the complete minutes starting at or after ``since``."""
-    judged = [m for m in activity.between(since, activity.complete_until) if working(m) or failing(m)]
+    """The consumer's health from the complete minutes from the one ``since`` falls in."""
+    start = since - since % SECONDS_PER_MINUTE
+    judged = [m for m in activity.between(start, activity.complete_until) if working(m) or failing(m)]
     until = activity.complete_until
     if not judged:
         return HealthReading(Health.IDLE, judged_until=until)
