@@ -15,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from local_aws.recovery import RecoveryFigures, lone_poison, outage, poison
+from local_aws.recovery import RecoveryFigures, lone_poison, outage, poison, poison_then_fresh
 from local_aws.simulation import default_stack
 
 SCENARIOS: dict[str, Callable[[bool], RecoveryFigures]] = {
     "outage-60": lambda kit: outage(300, 60, kit=kit),
     "outage-120": lambda kit: outage(300, 120, kit=kit),
     "poison": lambda kit: poison(10, 40, kit=kit),
+    "poison-then-fresh": lambda kit: poison_then_fresh(10, 40, 20, kit=kit),
     "lone-poison": lambda kit: lone_poison(kit=kit),
 }
 KITS = {"off": False, "on": True}
@@ -53,6 +54,10 @@ ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
     ("breaker at the end", lambda f: f.breaker_final),
     ("recovery -> breaker CLOSED (min)", lambda f: _maybe(f.closed_minutes_after_recovery)),
     ("recovery -> all fulfilled, DLQ empty (min)", lambda f: _maybe(f.settled_minutes_after_recovery)),
+    (
+        "fresh failures: outage's end -> all fulfilled (min)",
+        lambda f: _maybe(f.fresh_consumed_minutes_after_recovery),
+    ),
     ("lost / parked and fulfilled", lambda f: f"{len(f.lost)} / {len(f.parked_and_fulfilled)}"),
     ("re-driver AWS requests", lambda f: f"{f.redriver_requests:,}"),
     ("... per re-drive", lambda f: _maybe(f.redriver_requests_per_redrive)),

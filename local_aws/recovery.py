@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from local_aws.consumers import ConsumerFactory, kit_order_consumer, order_body, plain_order_consumer
@@ -71,6 +71,9 @@ class RecoveryFigures:
     requests_by_operation: tuple[tuple[str, int], ...]
     kit_requests: int  # the consumer kit's AWS calls (0 without the kit)
     kit_requests_by_operation: tuple[tuple[str, int], ...]
+    # poison_then_fresh: from the end of the fresh failures' outage to every one of them fulfilled
+    fresh: int = 0
+    fresh_consumed_minutes_after_recovery: float | None = None
 
     @property
     def redriver_requests_per_redrive(self) -> float | None:
@@ -129,6 +132,42 @@ def poison(
     )
 
 
+FRESH_AT_MINUTES = 90.0
+FRESH_OUTAGE_MINUTES = 15.0
+
+
+def poison_then_fresh(
+    n_poison: int = 10,
+    n_good: int = 40,
+    n_fresh: int = 20,
+    *,
+    kit: bool = False,
+    hours: float = 3,
+    seed: int = 7,
+) -> RecoveryFigures:
+    """The poison scenario; then, at 90 minutes, ``n_fresh`` good orders sent into a 15-minute
+    outage of the downstream: they fail and reach the DLQ with the poison's history behind them.
+    How long after the outage they wait is what poison can cost them."""
+    rng = random.Random(seed)
+    good = [order_body(f"o-{i:05d}", rng=rng) for i in range(n_good)]
+    bad = [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
+    fresh = [order_body(f"f-{i:05d}", rng=rng) for i in range(n_fresh)]
+    start = SIM_EPOCH + FRESH_AT_MINUTES * MINUTE
+    outage = (start, start + FRESH_OUTAGE_MINUTES * MINUTE)
+    return _scenario(
+        f"poison {n_poison} among {n_good} good, then {n_fresh} fresh failures",
+        _consumer(kit, [outage]),
+        kit=kit,
+        good=good,
+        poison=bad,
+        outage_minutes=0,
+        hours=hours,
+        stop_when_settled=False,
+        shuffle=rng,
+        fresh=fresh,
+    )
+
+
 def lone_poison(*, kit: bool = False, hours: float = 4) -> RecoveryFigures:
     """One poison order alone, a healthy downstream."""
     bad = [order_body("p-00000", rng=random.Random(0), poison=True)]
@@ -159,6 +198,7 @@ def _scenario(
     hours: float,
     stop_when_settled: bool,
     shuffle: random.Random | None = None,
+    fresh: Sequence[str] = (),
 ) -> RecoveryFigures:
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
     with open_world(consumer, adjust_settings=None if kit else without_consumer_verdicts) as world:
@@ -168,14 +208,19 @@ def _scenario(
         world.send(bodies)
         good_keys = {world.key_of(b) for b in good}
         settled = Settled(world, good_keys)
-        world.run(until=settled.check if stop_when_settled else lambda: False, for_seconds=hours * 3600)
+        if fresh:
+            world.run(for_seconds=FRESH_AT_MINUTES * MINUTE)
+            world.send(list(fresh))
+        remaining = hours * 3600 - world.clock.elapsed
+        world.run(until=settled.check if stop_when_settled else lambda: False, for_seconds=remaining)
         left = {key for keys in world.keys_in_queues().values() for key in keys}
         simulated = world.clock.elapsed
         requests = world.requests
         kit_requests = world.consumer_requests
         journal = world.journal
         poison_keys = {world.key_of(b) for b in poison}
-    return figures(
+        fresh_keys = {world.key_of(b) for b in fresh}
+    result = figures(
         name + (", kit" if kit else ", no kit"),
         journal,
         kit=kit,
@@ -189,6 +234,15 @@ def _scenario(
         requests=requests,
         kit_requests=kit_requests,
     )
+    if not fresh:
+        return result
+    consumed = journal.first_success()
+    recovered = (FRESH_AT_MINUTES + FRESH_OUTAGE_MINUTES) * MINUTE
+    last = max((consumed.get(key) for key in fresh_keys), key=lambda at: at or float("inf"), default=None)
+    waited = (
+        None if last is None or not fresh_keys <= consumed.keys() else round((last - recovered) / MINUTE, 1)
+    )
+    return replace(result, fresh=len(fresh_keys), fresh_consumed_minutes_after_recovery=waited)
 
 
 class Settled:
