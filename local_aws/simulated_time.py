@@ -34,6 +34,7 @@ class SimulatedClock:
         self._freezer = freezer
         self.start_ms = start_ms
         self.now_ms = start_ms
+        self._listeners: list[Callable[[int], None]] = []
 
     def __call__(self) -> float:
         return self.now_ms / 1000
@@ -43,11 +44,17 @@ class SimulatedClock:
         """Simulated seconds since the world started."""
         return (self.now_ms - self.start_ms) / 1000
 
+    def on_move(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(now_ms)`` after every move, before anything else sees the new time."""
+        self._listeners.append(listener)
+
     def move_to(self, ms: int) -> None:
         if ms < self.now_ms:
             raise ValueError(f"the simulated clock does not go back ({ms} < {self.now_ms})")
         self.now_ms = ms
         self._freezer.move_to(datetime.fromtimestamp(ms / 1000, UTC))
+        for listener in self._listeners:
+            listener(ms)
 
 
 class SimulatedLongPoll(ClientProxy):

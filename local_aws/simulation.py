@@ -60,6 +60,7 @@ from local_aws.consumers import (
 from local_aws.environment import environment
 from local_aws.events import sqs_event
 from local_aws.journal import Delivery, Journal, Parking, Run
+from local_aws.published_metrics import DEFAULT_LAG_SECONDS, MetricsOptions, PublishedMetrics
 from local_aws.server import moto_sqs_sped_up
 from local_aws.simulated_time import (
     SIM_EPOCH,
@@ -98,9 +99,17 @@ class World:
         key: Callable[[str], str],
         seed: int,
         adjust_settings: Callable[[Settings], Settings] | None = None,
+        metrics: MetricsOptions | None = None,
     ) -> None:
         self.deployment = deployment
         self.clock = clock
+        # What CloudWatch says of the consumer, published as AWS would (or not at all).
+        self.metrics = PublishedMetrics(
+            boto3.client("cloudwatch", region_name=REGION),
+            clock,
+            deployment.consumer.name,
+            metrics or MetricsOptions(),
+        )
         self.journal = Journal()
         settings = load_settings(deployment.redriver.environment)
         settings = adjust_settings(settings) if adjust_settings else settings
@@ -111,11 +120,12 @@ class World:
         self._lock = threading.Lock()  # one thread moves the world at a time
         # One client for every queue call, the re-driver's and the consumer's: moto's receive is
         # not atomic across threads (SQS's is), and parallel batches run in threads.
-        queue_calls = AtomicQueueCalls(boto3.client("sqs", region_name=REGION))
+        queue_calls = self.metrics.queue_client(AtomicQueueCalls(boto3.client("sqs", region_name=REGION)))
         self.sqs: Any = queue_calls
         self.dynamodb: Any = boto3.client("dynamodb", region_name=REGION)
         self.redriver_sqs = Counted(SimulatedLongPoll(queue_calls, self.pause))
         self.redriver_dynamodb = Counted(self.dynamodb)
+        self.redriver_cloudwatch = Counted(boto3.client("cloudwatch", region_name=REGION))
         self.consumer_sqs = Counted(queue_calls)
         self.consumer_dynamodb = Counted(self.dynamodb)
         self.consumer: Consumer = consumer_factory(
@@ -129,6 +139,7 @@ class World:
         quiet = logging.getLogger("redriver-simulation")
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
+        # TODO(merge): pass cloudwatch=self.redriver_cloudwatch to local_redriver
         self.redriver = local_redriver(
             self.settings,
             sqs=self.redriver_sqs,
@@ -159,7 +170,7 @@ class World:
     @property
     def requests(self) -> dict[str, int]:
         """The re-driver's AWS calls so far, by operation."""
-        return dict(self.redriver_sqs.calls + self.redriver_dynamodb.calls)
+        return dict(self.redriver_sqs.calls + self.redriver_dynamodb.calls + self.redriver_cloudwatch.calls)
 
     @property
     def consumer_requests(self) -> dict[str, int]:
@@ -260,11 +271,14 @@ class World:
         if not messages:
             self._empty_poll_at_ms = now
             return
+        raised = False
         try:
             response = self.consumer(sqs_event(messages, deployment.source_queue_arn))
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         except Exception:  # noqa: BLE001 - to Lambda, any error fails the whole invocation
             failed = {m["MessageId"] for m in messages}
+            raised = True
+        self.metrics.invoked(error=raised)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self.sqs.delete_message_batch(
@@ -354,12 +368,18 @@ def open_world(
     key: Callable[[str], str] = order_id_of,
     seed: int = 7,
     adjust_settings: Callable[[Settings], Settings] | None = None,
+    publish_metrics: bool = True,
+    metrics_lag_seconds: float = DEFAULT_LAG_SECONDS,
+    metrics_lag_jitter_seconds: float = 0,
 ) -> Iterator[World]:
     """A World at simulated time SIM_EPOCH: the default stack (``app``, synthesized once per process
     unless given) deployed into a fresh in-process moto, with ``consumer`` behind the source queue.
     ``adjust_settings`` changes the re-driver's settings loaded from the deployed function (e.g.
-    ``without_consumer_verdicts``). The moto speed-up of local_aws.server is on inside (queues of
-    hundreds stay fast)."""
+    ``without_consumer_verdicts``). The world publishes its queues' AWS/SQS and its consumer's
+    AWS/Lambda metrics into moto's CloudWatch (local_aws.published_metrics), each minute
+    ``metrics_lag_seconds`` after its end, plus a jitter in ``[0, metrics_lag_jitter_seconds)`` per
+    minute drawn from ``seed``; ``publish_metrics=False``: CloudWatch stays silent. The moto speed-up
+    of local_aws.server is on inside (queues of hundreds stay fast)."""
     app = app or default_stack()  # before freezing: synthesis runs node
     with (
         environment({"AWS_DEFAULT_REGION": REGION}, unset=["AWS_ENDPOINT_URL", "AWS_PROFILE"]),
@@ -382,6 +402,12 @@ def open_world(
             key=key,
             seed=seed,
             adjust_settings=adjust_settings,
+            metrics=MetricsOptions(
+                publish=publish_metrics,
+                lag_seconds=metrics_lag_seconds,
+                lag_jitter_seconds=metrics_lag_jitter_seconds,
+                seed=seed,
+            ),
         )
 
 
