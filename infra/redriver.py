@@ -29,6 +29,7 @@ from .consumer_kit import (
     add_consumer_layers,
     consumer_kit_layer,
 )
+from .consumer_metrics import ENV_CONSUMER_FUNCTION_NAMES, ConsumerFunctions, grant_metric_reads
 from .defaults import secure_bucket, secure_queue, secure_table
 from .functions import acknowledge, powertools_layer, python_function
 from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
@@ -143,6 +144,7 @@ class SqsRedriver(Construct):
             RESOURCE_ENV["parking_lot_url"]: self.parking_lot.queue_url,
             RESOURCE_ENV["table_name"]: self.state_table.table_name,
             RESOURCE_ENV["archive_bucket"]: self.archive.bucket_name if self.archive else "",
+            ENV_CONSUMER_FUNCTION_NAMES: "",  # grant_consumer fills it in
             "POWERTOOLS_SERVICE_NAME": service_name(self.node.path),
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             **settings.lambda_environment(),
@@ -175,6 +177,9 @@ class SqsRedriver(Construct):
                 "data: a failed or dropped run loses nothing, and the next scheduled run is its retry.",
             )
         self._grant(sources, dead_letter_queue)
+        if settings.queue_metrics:
+            grant_metric_reads(self, self.function)
+        self._consumer_functions = ConsumerFunctions(self.function, sources)
         self.schedule_rule = events.Rule(
             self,
             "Schedule",
@@ -278,7 +283,10 @@ class SqsRedriver(Construct):
         (an explicit value must then agree with it) and required when the queue is imported.
 
         It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
-        with a consumer that reports verdicts, probes wait for them.
+        with a consumer that reports verdicts, probes wait for them; and records ``function``'s
+        name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose ``AWS/Lambda``
+        metrics ``queue_metrics`` then reads (see ``consumer_metrics.ConsumerFunctions`` for when
+        an entry stays empty).
 
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
@@ -302,6 +310,7 @@ class SqsRedriver(Construct):
         function.add_environment(ENV_MAX_RECEIVE_COUNT, str(receive_count))
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        self._consumer_functions.add(function, queue or self.source_queues[0])
         if self.monitoring is not None:
             self.monitoring.add_consumer(function, queue or self.source_queues[0])
 

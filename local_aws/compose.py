@@ -22,6 +22,7 @@ def local_redriver(
     sqs: Any,
     dynamodb: Any,
     s3: Any = None,
+    cloudwatch: Any = None,
     clock: Callable[[], float] = time.time,
     pause: Callable[[float], None] = time.sleep,
     seed: int = 7,
@@ -29,12 +30,13 @@ def local_redriver(
     limiter: TokenBucket | None = None,
 ) -> Redriver:
     """A Redriver over these clients (real, moto's, or proxies of them; ``s3`` when the settings
-    name an archive bucket), its jitter drawn from a
+    name an archive bucket; ``cloudwatch`` to judge consumers by their queues' metrics, read only
+    when ``queue_metrics`` is on), its jitter drawn from a
     ``seed``ed generator so runs repeat; ``clock``, ``pause`` and ``limiter`` let a test move time
     itself."""
     return compose_redriver(
         settings,
-        AwsClients(sqs=sqs, dynamodb=dynamodb, s3=s3),
+        AwsClients(sqs=sqs, dynamodb=dynamodb, s3=s3, cloudwatch=cloudwatch),
         logger=logging.getLogger(logger_name),
         clock=clock,
         rng=random.Random(seed),

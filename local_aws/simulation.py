@@ -139,12 +139,12 @@ class World:
         quiet = logging.getLogger("redriver-simulation")
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
-        # TODO(merge): pass cloudwatch=self.redriver_cloudwatch to local_redriver
         self.redriver = local_redriver(
             self.settings,
             sqs=self.redriver_sqs,
             dynamodb=self.redriver_dynamodb,
             s3=boto3.client("s3", region_name=REGION),
+            cloudwatch=self.redriver_cloudwatch,
             clock=clock,
             pause=self.pause,
             seed=seed,

@@ -40,7 +40,7 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 
 
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
-    clients = aws_clients(s3=bool(settings.archive_bucket))
+    clients = aws_clients(s3=bool(settings.archive_bucket), cloudwatch=settings.queue_metrics)
     redriver = compose_redriver(settings, clients, logger=logger, metrics=metrics)
     config, guard = idempotency_guard(settings, clients.dynamodb)
 

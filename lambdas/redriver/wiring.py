@@ -23,6 +23,7 @@ from redriver.act.parking import Parker
 from redriver.act.ratelimit import TokenBucket
 from redriver.act.redriving import RedriveSender
 from redriver.adapters.clients import AwsClients
+from redriver.adapters.cloudwatch_activity import CloudWatchActivity
 from redriver.adapters.s3_archive import S3Archive
 from redriver.adapters.sqs_queue import SqsQueue
 from redriver.adapters.state_table import StateTable
@@ -52,7 +53,9 @@ def compose_redriver(
 ) -> Redriver:
     """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
     (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock); ``metrics`` (Powertools
-    Metrics) counts corrupt state records (None: they are only logged)."""
+    Metrics) counts corrupt state records (None: they are only logged). The consumers' CloudWatch
+    metrics are read through ``clients.cloudwatch`` when ``queue_metrics`` is on and that client is
+    given (ValueError when the sources' metrics do not fit one GetMetricData request)."""
     logger = logger or logging.getLogger("redriver")
     sqs = clients.sqs
     dlq = SqsQueue(settings.dlq_url, sqs)
@@ -91,10 +94,10 @@ def compose_redriver(
     )
     executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
     watch = ConsumerWatch(
-        None,
+        _activity(settings, clients, logger),
         sources={queue.url: queue for queue in sources},
-        watched=(),
-        lag_seconds=180,
+        watched=settings.watched_queues,
+        lag_seconds=settings.metrics_lag_seconds,
         clock=clock,
         logger=logger,
     )
@@ -135,6 +138,13 @@ def compose_redriver(
     )
 
 
+def _activity(settings: Settings, clients: AwsClients, logger: Any) -> CloudWatchActivity | None:
+    """The consumers' CloudWatch metrics, when they are to be judged and a client is given."""
+    if not settings.queue_metrics or clients.cloudwatch is None:
+        return None
+    return CloudWatchActivity(clients.cloudwatch, logger, watched=settings.watched_queues)
+
+
 def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
     return PlanRules(
         max_redrives=settings.max_redrives,
@@ -144,6 +154,7 @@ def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
         max_delay_seconds=settings.max_delay_seconds,
         breaker=settings.breaker,
         routes=routes,
+        suspect_limit=settings.suspect_limit,
     )
 
 

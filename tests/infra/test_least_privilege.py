@@ -193,6 +193,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         table(deployment, "dynamodb:BatchWriteItem", "MSG#*"),
         {"Action": "s3:PutObject", "Resource": archive_objects(redriver)},
         {"Action": "lambda:InvokeFunction", "Resource": arn(redriver.function)},
+        # its consumers' metrics (queue_metrics): GetMetricData has no resource-level permissions
+        {"Action": "cloudwatch:GetMetricData", "Resource": "*"},
         *key,
     )
 

@@ -231,17 +231,21 @@ def test_schedule_runs_the_redriver_every_five_minutes(template: Template, stack
     )
 
 
-def test_redrive_function_environment_passes_the_lambdas_own_validation(template: Template) -> None:
+def test_redrive_function_environment_passes_the_lambdas_own_validation(
+    template: Template, stack: RedriverStack
+) -> None:
     environment = redrive_function(template)["Environment"]["Variables"]
     resolved = {
         name: value if isinstance(value, str) else f"https://sqs.example/{name}"
         for name, value in environment.items()
     }
     resolved["DYNAMODB_TABLE_NAME"] = "state"
+    resolved["CONSUMER_FUNCTION_NAMES"] = "orders-consumer"  # the consumer's name, a Ref in the template
 
     settings = load_settings(resolved)
 
     assert settings.max_redrives == 5 and settings.dlq_visibility_timeout_seconds == 150
+    assert environment["CONSUMER_FUNCTION_NAMES"] == {"Ref": logical_id(stack.consumer)}
     assert {"DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL", "DYNAMODB_TABLE_NAME"} <= set(environment)
 
 
@@ -265,6 +269,7 @@ def test_redrive_role_has_least_privilege(template: Template) -> None:
     assert {a for s in wildcard for a in _as_list(s["Action"])} == {
         "xray:PutTraceSegments",
         "xray:PutTelemetryRecords",
+        "cloudwatch:GetMetricData",  # queue_metrics: no resource-level permissions
     }
 
 

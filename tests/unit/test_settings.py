@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from redriver.decide.breaker import BreakerPolicy
+from redriver.model.activity import WatchedQueue
 from redriver.settings import ConfigError, Settings, load_settings
 from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHEMA
 
@@ -102,6 +103,11 @@ def test_missing_required_variable_is_named(name: str, value: str | None) -> Non
         ("TIME_MARGIN_SECONDS", "1"),  # not longer than the default RECEIVE_WAIT_SECONDS of 1
         ("RECORD_EVERY_REDRIVE", "yes"),
         ("STATE_TTL_DAYS", "366"),
+        ("QUEUE_METRICS", "yes"),
+        ("METRICS_LAG_SECONDS", "59"),
+        ("METRICS_LAG_SECONDS", "901"),
+        ("SUSPECT_LIMIT", "0"),
+        ("SUSPECT_LIMIT", "51"),
     ],
 )
 def test_invalid_value_is_rejected_naming_the_variable(name: str, value: str) -> None:
@@ -126,6 +132,52 @@ def test_a_shared_dlq_lists_its_source_queues_separated_by_commas() -> None:
     other = SOURCE + "-eu"
     settings = load_settings({**REQUIRED, "SOURCE_QUEUE_URL": f"{SOURCE}, {other}"})
     assert settings.source_queue_urls == (SOURCE, other)
+
+
+def test_consumer_function_names_follow_the_source_queues_and_make_the_watched_queues() -> None:
+    other = SOURCE + "-eu"
+    env = {
+        **REQUIRED,
+        "SOURCE_QUEUE_URL": f"{SOURCE},{other}",
+        "CONSUMER_FUNCTION_NAMES": " , eu_Consumer-2 ",
+    }
+
+    settings = load_settings(env)
+
+    assert settings.consumer_function_names == ("", "eu_Consumer-2")
+    assert settings.watched_queues == (WatchedQueue(SOURCE), WatchedQueue(other, "eu_Consumer-2"))
+
+
+@pytest.mark.parametrize("value", [None, "", "  ", ",", " , "])
+def test_no_consumer_function_named_watches_every_source_queue_alone(value: str | None) -> None:
+    other = SOURCE + "-eu"
+    env = {**REQUIRED, "SOURCE_QUEUE_URL": f"{SOURCE},{other}"} | (
+        {} if value is None else {"CONSUMER_FUNCTION_NAMES": value}
+    )
+
+    settings = load_settings(env)
+
+    assert settings.consumer_function_names == ()
+    assert settings.watched_queues == (WatchedQueue(SOURCE), WatchedQueue(other))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("a,b", r"CONSUMER_FUNCTION_NAMES must have one entry per queue of SOURCE_QUEUE_URL \(1, .*got 2"),
+        (
+            "arn:aws:lambda:us-east-1:123456789012:function:orders",
+            "CONSUMER_FUNCTION_NAMES must hold Lambda function names .* not ARNs",
+        ),
+        ("x" * 65, "CONSUMER_FUNCTION_NAMES must hold Lambda function names"),
+        ("orders consumer", "CONSUMER_FUNCTION_NAMES must hold Lambda function names"),
+    ],
+)
+def test_a_wrong_consumer_function_names_fails_naming_the_variable_and_what_it_takes(
+    value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings({**REQUIRED, "CONSUMER_FUNCTION_NAMES": value})
 
 
 def test_fifo_queues_are_accepted_when_all_of_them_are_fifo() -> None:

@@ -20,12 +20,14 @@ AWS_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_tim
 
 @dataclass(frozen=True)
 class AwsClients:
-    """One SQS and one DynamoDB client, shared by every adapter (and by parallel batches), and an
-    S3 client when parked messages are archived."""
+    """One SQS and one DynamoDB client, shared by every adapter (and by parallel batches), an S3
+    client when parked messages are archived, and a CloudWatch client when consumers are judged by
+    their queues' metrics (``queue_metrics``)."""
 
     sqs: SQSClient | Any
     dynamodb: DynamoDBClient | Any
     s3: Any = None
+    cloudwatch: Any = None
 
 
 def lambda_client() -> LambdaClient | Any:
@@ -33,11 +35,13 @@ def lambda_client() -> LambdaClient | Any:
     return boto3.client("lambda", config=AWS_CONFIG)
 
 
-def aws_clients(*, s3: bool = False) -> AwsClients:
+def aws_clients(*, s3: bool = False, cloudwatch: bool = False) -> AwsClients:
     """Real clients from the standard credential chain; created on first use, never at import. The
-    S3 client only with ``s3`` (an archive bucket is configured): it costs cold start otherwise."""
+    S3 client only with ``s3`` (an archive bucket is configured), the CloudWatch client only with
+    ``cloudwatch`` (``queue_metrics`` is on): each costs cold start otherwise."""
     return AwsClients(
         sqs=boto3.client("sqs", config=AWS_CONFIG),
         dynamodb=boto3.client("dynamodb", config=AWS_CONFIG),
         s3=boto3.client("s3", config=AWS_CONFIG) if s3 else None,
+        cloudwatch=boto3.client("cloudwatch", config=AWS_CONFIG) if cloudwatch else None,
     )

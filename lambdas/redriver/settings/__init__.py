@@ -7,11 +7,13 @@ the environment into one typed, frozen ``Settings``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from redriver.decide.breaker import BreakerPolicy
+from redriver.model.activity import WatchedQueue
 from redriver.model.keys import breaker_key, pause_key, runs_key, sweep_key
 from redriver.settings.kinds import InvalidSetting, reraise_as
 from redriver.settings.rules import check_distinct_queues, check_queue_kinds, check_rules, is_fifo_url
@@ -21,6 +23,8 @@ __all__ = ["ConfigError", "Settings", "breaker_key", "load_settings", "pause_key
 
 # Schema settings named breaker_* make up Settings.breaker, without the prefix.
 BREAKER_PREFIX = "breaker_"
+# What Lambda allows as a function's name (not an ARN: CloudWatch's FunctionName dimension is the name).
+FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class ConfigError(InvalidSetting):
@@ -61,8 +65,13 @@ class Settings:
     slow_start_seconds: int = default("slow_start_seconds")
     max_continuations: int = default("max_continuations")
     expiry_margin_seconds: int = default("expiry_margin_seconds")
+    queue_metrics: bool = default("queue_metrics")
+    metrics_lag_seconds: int = default("metrics_lag_seconds")
+    suspect_limit: int = default("suspect_limit")
     # The archive bucket of parked messages; empty: no archive.
     archive_bucket: str = ""
+    # Each source's consumer function, in source_queue_urls' order ("" where unknown); empty: none.
+    consumer_function_names: tuple[str, ...] = ()
 
     @property
     def breaker_key(self) -> str:
@@ -89,6 +98,14 @@ class Settings:
     @property
     def fifo(self) -> bool:
         return is_fifo_url(self.dlq_url)
+
+    @property
+    def watched_queues(self) -> tuple[WatchedQueue, ...]:
+        """Each source queue, with its consumer function when the construct named it."""
+        names = self.consumer_function_names or ("",) * len(self.source_queue_urls)
+        return tuple(
+            WatchedQueue(url, name or None) for url, name in zip(self.source_queue_urls, names, strict=True)
+        )
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -123,6 +140,7 @@ def _resources(env: Mapping[str, str]) -> dict[str, Any]:
         "parking_lot_url": parking_lot_url,
         "table_name": _required(env, names["table_name"]),
         "archive_bucket": env.get(names["archive_bucket"], "").strip(),
+        "consumer_function_names": _function_names(env, names["consumer_function_names"], len(source_urls)),
     }
 
 
@@ -140,6 +158,25 @@ def _queue_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
         if not url.startswith(("https://", "http://")):
             raise InvalidSetting(f"{name} must hold SQS queue URLs (https://...), got {url!r}")
     return urls
+
+
+def _function_names(env: Mapping[str, str], name: str, sources: int) -> tuple[str, ...]:
+    """One Lambda function name or an empty entry per source queue, separated by commas; none
+    when unset, empty or only empty entries."""
+    raw = env.get(name, "").strip()
+    entries = tuple(entry.strip() for entry in raw.split(URL_SEPARATOR)) if raw else ()
+    if entries and len(entries) != sources:
+        raise InvalidSetting(
+            f"{name} must have one entry per queue of {RESOURCE_ENV['source_queue_url']} ({sources}, "
+            f"in its order; an entry may be empty), got {len(entries)}: {raw[:300]!r}"
+        )
+    for entry in entries:
+        if entry and not FUNCTION_NAME.fullmatch(entry):
+            raise InvalidSetting(
+                f"{name} must hold Lambda function names (1 to 64 letters, digits, hyphens or "
+                f"underscores; not ARNs), got {entry[:100]!r}"
+            )
+    return entries if any(entries) else ()
 
 
 def _queue_url(env: Mapping[str, str], name: str) -> str:

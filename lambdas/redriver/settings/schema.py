@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from redriver.message_limits import MAX_MARK_HISTORY
+from redriver.settings.activity import ACTIVITY_SETTINGS
 from redriver.settings.kinds import (
     BoolSetting,
     IntSetting,
@@ -47,6 +48,9 @@ RESOURCE_ENV = {
     "parking_lot_url": "PARKING_LOT_URL",
     "table_name": "DYNAMODB_TABLE_NAME",
     "archive_bucket": "ARCHIVE_BUCKET",  # optional: empty or unset, parked messages are not archived
+    # Optional: each source queue's consumer function, in SOURCE_QUEUE_URL's order, separated by
+    # commas; an entry may be empty (grant_consumer fills them in). Unset or empty: none known.
+    "consumer_function_names": "CONSUMER_FUNCTION_NAMES",
 }
 URL_SEPARATOR = ","
 
@@ -139,6 +143,7 @@ SCHEMA: tuple[Setting[Any], ...] = (
         high=300,
         meaning="how long a probe or a ramp step waits inside a run for the consumer's verdicts",
     ),
+    *ACTIVITY_SETTINGS,
     IntSetting(
         "slow_start_seconds",
         "SLOW_START_SECONDS",
