@@ -33,8 +33,8 @@ LAMBDA_NAMESPACE = "AWS/Lambda"
 STAT = "Sum"
 # GetMetricData's limit of metrics in one request (without a Metrics Insights query).
 MAX_QUERIES = 500
-# 50 pages of up to 100,800 datapoints: 5 million, ten times what 500 metrics over a week of
-# minutes hold. More means a NextToken that never ends; the run must not spend its time on it.
+# 50 pages of up to 100,800 datapoints: a week of minutes of 500 metrics, far longer than a run
+# reads. More means a NextToken that never ends; the run must not spend its time on it.
 MAX_PAGES = 50
 # The statuses a page may give a metric; only COMPLETE may be the last.
 COMPLETE, PARTIAL = "Complete", "PartialData"
