@@ -8,7 +8,6 @@ import boto3
 import pytest
 
 from redriver.adapters.clients import AwsClients, aws_clients
-from redriver.adapters.cloudwatch_activity import CloudWatchActivity
 from redriver.settings import Settings
 from redriver.wiring import compose_redriver
 
@@ -36,7 +35,7 @@ def clients(*, cloudwatch: bool) -> AwsClients:
 def test_with_queue_metrics_on_and_a_client_the_run_reads_cloudwatch() -> None:
     redriver = compose_redriver(settings(), clients(cloudwatch=True), logger=logging.getLogger("t"))
 
-    assert isinstance(redriver.activity, CloudWatchActivity)
+    assert redriver.watch.enabled
 
 
 @pytest.mark.parametrize(("queue_metrics", "client"), [(False, True), (True, False)])
@@ -45,7 +44,7 @@ def test_without_queue_metrics_or_without_a_client_the_run_reads_no_metrics(
 ) -> None:
     redriver = compose_redriver(settings(queue_metrics=queue_metrics), clients(cloudwatch=client))
 
-    assert redriver.activity is None
+    assert not redriver.watch.enabled
 
 
 def test_sources_whose_metrics_do_not_fit_one_request_fail_when_the_redriver_is_composed() -> None:
