@@ -98,6 +98,7 @@ def compose_redriver(
         sources={queue.url: queue for queue in sources},
         watched=settings.watched_queues,
         lag_seconds=settings.metrics_lag_seconds,
+        consumer_verdicts=settings.consumer_verdicts,
         clock=clock,
         logger=logger,
     )

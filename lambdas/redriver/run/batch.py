@@ -91,7 +91,9 @@ class BatchHandler:
         groups = self.state.load_group_marks(fingerprints) if fingerprints else {}
 
         retention = self.retention()
-        state = BatchState(mode, breaker, so_far, now, groups, wave, retention, owner, self.watch.signals())
+        state = BatchState(
+            mode, breaker, so_far, now, groups, wave, retention, owner, self.watch.heard_for(breaker)
+        )
         plan = self.planner.plan(tracking, state)
         errors = 0
         if plan.open_breaker:

@@ -92,7 +92,7 @@ class CanaryJudge:
         """What the source queue's metrics say of the consumer since they were last judged (and
         since the canary in flight was sent): received and never deleted reopens, deletes close."""
         breaker = step.breaker
-        signal = self.watch.signal(owner or self.settings.source_queue_url)
+        signal = self.watch.heard_for(breaker).get(owner or self.settings.source_queue_url)
         if signal is None:
             return step
         since = max(breaker.judged_until, breaker.canary.sent_at if breaker.canary else 0)

@@ -1,5 +1,8 @@
 """The source queues' metrics, read once per run for every part and batch of it.
 
+They are the breaker's evidence where the consumer does not report its own verdicts (the kit's):
+a kit consumer's queue counts what the kit dead-letters among its deletes.
+
 One ``GetMetricData`` call covers every source (adapters/cloudwatch_activity.py), made the first
 time a run needs it: a run that touches neither the DLQ nor a HALF_OPEN breaker reads nothing.
 Minutes that ended less than ``METRICS_LAG_SECONDS`` ago are not read: CloudWatch may not have
@@ -15,6 +18,8 @@ from typing import Any
 
 from redriver.adapters import AwsCallError
 from redriver.adapters.ports import ActivitySource, Queue, RedriveWindow
+from redriver.decide.breaker import Breaker
+from redriver.decide.canary import expects_verdicts
 from redriver.decide.consumer_health import METRICS_LOOKBACK_SECONDS
 from redriver.decide.suspicion import ConsumerSignal
 from redriver.model.activity import SECONDS_PER_MINUTE, WatchedQueue
@@ -30,10 +35,12 @@ class ConsumerWatch:
         sources: Mapping[str, Queue],
         watched: Sequence[WatchedQueue],
         lag_seconds: int,
+        consumer_verdicts: bool,
         clock: Callable[[], float],
         logger: Any,
     ) -> None:
         self._activity = activity
+        self._consumer_verdicts = consumer_verdicts
         self._sources = sources
         self._watched = tuple(watched)
         self._lag_seconds = lag_seconds
@@ -58,8 +65,10 @@ class ConsumerWatch:
                 self._signals = self._read()
             return self._signals
 
-    def signal(self, source_url: str) -> ConsumerSignal | None:
-        return self.signals().get(source_url)
+    def heard_for(self, breaker: Breaker) -> dict[str, ConsumerSignal]:
+        """The reading, unless the breaker's consumer reports its own verdicts: the kit deletes
+        what it dead-letters, so its queue's deletes are not successes (its verdicts are)."""
+        return {} if expects_verdicts(breaker, self._consumer_verdicts) else self.signals()
 
     def _read(self) -> dict[str, ConsumerSignal]:
         if self._activity is None:
