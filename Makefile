@@ -82,8 +82,9 @@ demo: $(STAMP)
 	$(BIN)/python -m demo $(ARGS)
 
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3";
-# then, in simulated time (also alone: make bench-recovery), the recovery benchmark against the
-# baselines, RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json", and the backlog drains,
+# then, in simulated time (also alone: make bench-recovery), the recovery scenarios with and
+# without the consumer kit, SCENARIO_ARGS="--scenarios outage-60 poison-then-fresh --kits off on",
+# the recovery benchmark against the baselines, RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json", and the backlog drains,
 # DRAIN_ARGS="--drain-sizes 1200 3000 --json", and the operator's tool on a parking lot,
 # OPERATOR_ARGS="--lot-sizes 200 1000 --replay-rate 50 --json"
 bench: $(STAMP) $(BENCH_STAMP)
@@ -91,6 +92,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(MAKE) --no-print-directory bench-recovery
 
 bench-recovery: $(STAMP)
+	$(BIN)/python -m bench --recovery $(SCENARIO_ARGS)
 	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)

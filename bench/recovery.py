@@ -60,6 +60,10 @@ ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
     ),
     ("lost / parked and fulfilled", lambda f: f"{len(f.lost)} / {len(f.parked_and_fulfilled)}"),
     ("re-driver AWS requests", lambda f: f"{f.redriver_requests:,}"),
+    (
+        "... of them GetMetricData (one per run that read)",
+        lambda f: dict(f.requests_by_operation).get("get_metric_data", 0),
+    ),
     ("... per re-drive", lambda f: _maybe(f.redriver_requests_per_redrive)),
     ("consumer kit AWS requests", lambda f: f"{f.kit_requests:,}"),
     ("... per re-drive", lambda f: _maybe(f.kit_requests_per_redrive)),
