@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -13,8 +15,10 @@ from typer.testing import CliRunner
 
 from local_aws.queues import drain, queue_counts
 from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import State
+from redriver.decide.breaker import Breaker, State
+from redriver.decide.canary import SILENT_PROBES_LIMIT
 from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from redriver.model.evidence import Evidence
 from redriver.model.failure import Failure, FailureKind
 from redriver.model.groups import GroupAction
 from redriver.model.reasons import ParkCause, ParkReason
@@ -327,3 +331,19 @@ def test_a_replay_that_chooses_nothing_still_prints_a_report_for_scripts(aws: Aw
 
     assert result.exit_code == 0
     assert json.loads(result.stdout)["moved"] == 0
+
+
+def test_status_says_what_moved_each_breaker_and_when_the_consumer_reports_no_verdicts(aws: Aws) -> None:
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
+    key = breaker_key(aws.source_url)
+    silent = replace(
+        Breaker().opened(int(time.time()) - 60, Evidence.METRICS), silent_probes=SILENT_PROBES_LIMIT
+    )
+    assert table.save_breaker(key, silent, expected_version=0)
+
+    status = json.loads(tool(aws, "status", "--json").stdout)
+
+    breaker = status["breakers"][aws.source_url]
+    assert (breaker["moved_by"], breaker["silent_probes"]) == ("metrics", SILENT_PROBES_LIMIT)
+    assert any("reported no verdict for its last 2 probes" in problem for problem in status["problems"])
+    assert "metrics" in tool(aws, "status").output
