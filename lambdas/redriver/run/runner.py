@@ -248,7 +248,7 @@ class Redriver:
 
     def _redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         settings, writer = self.settings, part.writer
-        self.watch.signals()  # read before the workers start: they share it
+        self.watch.heard_for(breaker)  # read before the workers start: they share it
         wave = Wave(
             self._slow_start(breaker),
             verdict_key=f"run/{self.now()}/{uuid.uuid4().hex[:8]}",
@@ -355,7 +355,7 @@ class Redriver:
     # -- helpers -----------------------------------------------------------------------------
 
     def _drain(self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Drained:
-        self.watch.signals()
+        self.watch.heard_for(breaker)
         return self.loop.drain(
             mode,
             breaker,
