@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from local_aws.recovery import RecoveryFigures, lone_poison, outage, poison, poison_then_fresh
+from local_aws.recovery import lone_poison, outage, poison, poison_then_fresh
+from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import default_stack
 
 SCENARIOS: dict[str, Callable[[bool], RecoveryFigures]] = {

@@ -26,7 +26,8 @@ from bench.baseline import PublishedRedriver
 from local_aws.clients import ClientProxy
 from local_aws.consumers import order_body, plain_order_consumer
 from local_aws.journal import Journal, Run
-from local_aws.recovery import MINUTE, RecoveryFigures, Settled, figures
+from local_aws.recovery import Settled
+from local_aws.recovery_figures import MINUTE, RecoveryFigures, figures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
 from redriver.decide.breaker import Mode, State

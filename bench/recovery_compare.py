@@ -21,7 +21,8 @@ from typing import Any
 from bench import baseline
 from bench.recovery_baselines import MOVE_TASK_MAX_RATE, console_outage, published_outage
 from bench.recovery_model import Drainer, drain_seconds, runs_needed
-from local_aws.recovery import MINUTE, RecoveryFigures, outage
+from local_aws.recovery import outage
+from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulation import default_stack
 from redriver.settings.schema import default
 

@@ -19,7 +19,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_aws.consumers import order_body, plain_order_consumer
-from local_aws.recovery import MINUTE, RecoveryFigures, Settled, outage, poison_then_fresh
+from local_aws.recovery import Settled, outage, poison_then_fresh
+from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world, without_consumer_verdicts
 from redriver.decide.canary import SILENT_PROBES_LIMIT

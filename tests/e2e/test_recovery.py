@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from local_aws.consumers import Consumer
-from local_aws.recovery import RecoveryFigures, outage
+from local_aws.recovery import outage
+from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import World, open_world
 from tests.factories import order_body
 

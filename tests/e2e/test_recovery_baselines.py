@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from bench.recovery_baselines import console_outage, published_outage
-from local_aws.recovery import RecoveryFigures
+from local_aws.recovery_figures import RecoveryFigures
 
 MESSAGES = 20
 OUTAGE_MINUTES = 20
