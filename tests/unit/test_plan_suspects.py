@@ -1,0 +1,108 @@
+"""decide/plan.py with the source queue's metrics (decide/suspicion.py): a suspect is parked at its
+limit with the metric-based reason, never held against the breaker, never a canary; a first
+failure in an outage counts against the breaker, and the breaker opens on it naming the metrics."""
+
+from __future__ import annotations
+
+import random
+
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
+from redriver.decide.identity import track
+from redriver.decide.plan import BatchState, Planner, PlanRules
+from redriver.decide.routing import Routes
+from redriver.decide.suspicion import ConsumerSignal
+from redriver.model.activity import Minute, QueueActivity
+from redriver.model.envelope import DlqMessage, Mark
+from redriver.model.evidence import Evidence
+from redriver.model.intents import BatchPlan
+from redriver.model.reasons import ParkCause
+from redriver.model.report import StopReason, Tally
+from tests.fakes import dlq_message, queue_url
+
+NOW = 1_800_000_000 - 1_800_000_000 % 60
+SENT = NOW - 1200  # sent 20 minutes ago: its span (delay + 18 minutes) is over
+ORDERS = queue_url("orders")
+POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
+RULES = PlanRules(
+    max_redrives=5,
+    fifo=False,
+    canary_size=1,
+    base_delay_seconds=60,
+    max_delay_seconds=900,
+    breaker=POLICY,
+    routes=Routes((ORDERS,)),
+    suspect_limit=3,
+)
+
+
+def signal(*minutes: Minute) -> dict[str, ConsumerSignal]:
+    activity = QueueActivity(ORDERS, NOW - 3 * 3600, NOW - 180, minutes)
+    return {ORDERS: ConsumerSignal(activity, max_receive_count=5, redrive_window_seconds=1080)}
+
+
+BUSY = signal(Minute(SENT, received=50, deleted=40), Minute(SENT + 180, received=10))
+DOWN = signal(Minute(SENT, received=30), Minute(SENT + 180, received=30), Minute(SENT + 360, received=30))
+
+
+def plan(
+    batch: list[DlqMessage], signals: dict[str, ConsumerSignal], mode: Mode = Mode.REDRIVE, **state: object
+) -> BatchPlan:
+    breaker = state.pop("breaker", Breaker())
+    so_far = Tally(received=len(batch))
+    batch_state = BatchState(mode, breaker, so_far, NOW, signals=signals)  # type: ignore[arg-type]
+    return Planner(RULES, random.Random(7)).plan(track(batch, {}, NOW), batch_state)
+
+
+def first_failure(body: str) -> DlqMessage:
+    return dlq_message(body, sent_at=SENT)
+
+
+def suspect(body: str, failures: int) -> DlqMessage:
+    mark = Mark(
+        f"id-{body}", count=failures, first_failed_at=SENT - 3600, redriven_at=(SENT,), suspected=failures
+    )
+    return dlq_message(body, mark=mark)
+
+
+def test_a_suspect_at_its_limit_is_parked_saying_what_the_consumer_did_meanwhile() -> None:
+    result = plan([suspect("poison", 2), first_failure("fresh")], BUSY)
+    [park] = result.park
+    assert park.tracked.message.body == "poison" and park.reason.cause is ParkCause.SUSPECT
+    assert (
+        park.reason.why
+        == "failed 3 times while the consumer processed 40 others (limit 3): poison, not an outage"
+    )
+    [redrive] = result.redrive
+    assert redrive.tracked.mark.suspected == 1  # the fresh one failed among processed messages: a suspect
+
+
+def test_suspects_never_count_against_the_breaker() -> None:
+    result = plan([suspect(f"p{i}", 1) for i in range(10)], BUSY)
+    assert (result.returned, result.open_breaker, len(result.redrive)) == (0, False, 10)
+
+
+def test_first_failures_in_an_outage_open_the_breaker_before_any_redrive_naming_the_metrics() -> None:
+    result = plan([first_failure(f"o{i}") for i in range(10)], DOWN)
+    assert result.open_breaker and result.stop is StopReason.BREAKER_OPENED and not result.redrive
+    assert (result.returned, result.evidence) == (10, Evidence.METRICS)
+
+
+def test_without_a_reading_first_failures_are_redriven_as_before() -> None:
+    result = plan([first_failure(f"o{i}") for i in range(10)], {})
+    assert (result.returned, result.open_breaker, len(result.redrive)) == (0, False, 10)
+
+
+def test_a_suspect_is_never_chosen_as_a_canary() -> None:
+    half_open = Breaker(State.HALF_OPEN, changed_at=NOW - 60, version=4)
+    # no reading this run: the suspect is known from its mark
+    result = plan([suspect("poison", 1), first_failure("good")], {}, mode=Mode.PROBE, breaker=half_open)
+    assert [t.message.body for t in result.canaries] == ["good"]
+    only_suspects = plan([suspect("poison", 1)], {}, mode=Mode.PROBE, breaker=half_open)
+    assert only_suspects.canaries == ()
+
+
+def test_a_watch_scan_does_not_count_suspects_or_park_a_canary_early() -> None:
+    canary = Canary(("id-good",), NOW + 600, sent_at=NOW - 60)
+    watching = Breaker(State.HALF_OPEN, changed_at=NOW - 60, version=5, canary=canary)
+    result = plan([suspect("poison", 1)], BUSY, mode=Mode.WATCH, breaker=watching)
+    assert not result.open_breaker and result.redrive == ()
