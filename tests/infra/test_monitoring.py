@@ -22,17 +22,9 @@ from constructs import Construct
 from app import STACK_NAME as STACK
 from app import build_app
 from infra.functions import RUNTIME
-from infra.monitoring import (
-    BREAKER_STATE,
-    CONTINUATIONS,
-    METRICS_NAMESPACE,
-    RUN_COUNTS,
-    RUN_PROBLEMS,
-    alarm_retention_seconds,
-    breaker_period,
-    schedule_seconds,
-)
+from infra.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
 from infra.redriver import SqsRedriver
+from infra.redriver_metrics import BREAKER_STATE, CONTINUATIONS, METRICS_NAMESPACE, RUN_COUNTS, RUN_PROBLEMS
 from infra.settings import RedriverSettings, SettingsError
 from infra.stack import RedriverStack
 
