@@ -1,17 +1,20 @@
 """The widgets of a re-driver's CloudWatch dashboard (RedriverMonitoring builds it, infra/monitoring.py).
 
 Rows, 24 units wide: the DLQ and the parking lot; the runs and the breaker; the re-drive function
-and the source queues; then a row per consumer that grant_consumer names.
+and the source queues; the breaker's latest transitions from the function's logs; then a row per
+consumer that grant_consumer names.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -29,6 +32,12 @@ from .redriver_metrics import (
     run_metric,
 )
 from .settings import RedriverSettings
+
+# The log line lambdas/redriver/act/breaker_writer.py writes on every change of state; Powertools
+# puts the message and the extra keys (from, to, evidence, version) at the top of its JSON.
+BREAKER_TRANSITION_MESSAGE = "breaker transition"
+BREAKER_TRANSITIONS_SHOWN = 20
+BREAKER_TRANSITIONS_TITLE = "Breaker transitions (latest first) and the evidence that moved them"
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,9 @@ def build_dashboard(dashboard: cw.Dashboard, title: str, watched: Watched) -> No
     )
     dashboard.add_widgets(*_run_row(watched))
     dashboard.add_widgets(*_function_row(watched))
+    function = watched.function
+    if isinstance(function, lambda_.Function):
+        dashboard.add_widgets(breaker_transitions(function.log_group, watched.service))
 
 
 def _queue_row(watched: Watched) -> list[cw.IWidget]:
@@ -133,6 +145,24 @@ def _function_row(watched: Watched) -> list[cw.IWidget]:
             else [],
         ),
     ]
+
+
+def breaker_transitions(log_group: logs.ILogGroup, service: str) -> cw.LogQueryWidget:
+    """The latest breaker transitions with their evidence, a Logs Insights query over the re-drive
+    function's log group (``service`` keeps out other functions' lines, should it be shared)."""
+    return cw.LogQueryWidget(
+        title=BREAKER_TRANSITIONS_TITLE,
+        log_group_names=[log_group.log_group_name],
+        query_lines=[
+            "fields @timestamp as time, `from`, `to`, evidence, version",
+            f"filter message = {json.dumps(BREAKER_TRANSITION_MESSAGE)} and service = {json.dumps(service)}",
+            "sort @timestamp desc",
+            f"limit {BREAKER_TRANSITIONS_SHOWN}",
+        ],
+        view=cw.LogQueryVisualizationType.TABLE,
+        width=24,
+        height=6,
+    )
 
 
 def consumer_widgets(function: lambda_.IFunction, queue: sqs.IQueue) -> list[cw.IWidget]:
