@@ -18,9 +18,8 @@ TITLE = "Act 2: a consumer without the kit"
 class NoKitLiveView:
     def __init__(self, options: NoKitOptions) -> None:
         self._title = (
-            f"{TITLE}, in simulated time: {options.good} good orders and {options.poison} poison "
-            f"sent at minute 0, judged by the source queue's CloudWatch metrics (up to "
-            f"{options.cap_minutes:g} simulated minutes)"
+            f"Simulated time: {options.good} good orders and {options.poison} poison sent at minute 0, "
+            f"nothing after (up to {options.cap_minutes:g} simulated minutes)"
         )
         self._live = Live(
             self._render(NoKitProgress()),
