@@ -1,4 +1,6 @@
-"""Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--json]`."""
+"""Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--kit-only]
+[--json]`. Act 1, in real time: a consumer with the consumer kit (demo/scenario.py). Act 2, in
+simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
+from demo.no_kit_act import NoKitAct, NoKitOptions, run_no_kit_act
 from demo.operator import OperatorTool
 from demo.scenario import Report, Scenario, ScenarioOptions
 from local_aws import REGION
@@ -38,6 +41,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--time-limit", type=float, default=defaults.time_limit_seconds, help="give up after (s)"
     )
     parser.add_argument("--seed", type=int, default=defaults.seed, help="random seed of the orders")
+    parser.add_argument(
+        "--kit-only",
+        action="store_true",
+        help="skip act 2 (a consumer without the kit, in simulated time: about 20 s)",
+    )
     parser.add_argument("--json", action="store_true", help="print only the final report, as JSON")
     args = parser.parse_args(argv)
     if not 0 <= args.poison <= args.orders:
@@ -80,19 +88,35 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
     return report
 
 
+def run_no_kit(args: argparse.Namespace) -> NoKitAct:
+    """Act 2, after act 1 (its moto server stopped): a world of its own, in simulated time."""
+    options = NoKitOptions(seed=args.seed)
+    if args.json:
+        return run_no_kit_act(options)
+    from demo.no_kit_view import NoKitLiveView, announce_no_kit_act, print_no_kit_act
+
+    announce_no_kit_act()
+    with NoKitLiveView(options) as view:
+        act = run_no_kit_act(options, view.update)
+    print_no_kit_act(act)
+    return act
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.NamedTemporaryFile("w", prefix="redriver-demo-", suffix=".log", delete=False) as log:
         # moto's and the handlers' console output (warnings for what moto does not emulate, EMF
-        # metrics, JSON logs) goes to the log; the live view draws on the real terminal.
+        # metrics, JSON logs) goes to the log; the views draw on the real terminal.
         with redirect_stdout(log), redirect_stderr(log):
             report = run(args, log)
+            if not args.json:
+                from demo.view import print_report
+
+                print_report(report)  # act 1's, before act 2 starts
+            if not args.kit_only:
+                report.add_no_kit_act(run_no_kit(args))
     if args.json:
         print(report.to_json())
-    else:
-        from demo.view import print_report
-
-        print_report(report)
     return 0 if report.balanced else 1
 
 

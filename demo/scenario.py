@@ -26,6 +26,7 @@ import boto3
 
 from consumer.orders import DROP_ZERO_QUANTITY_LINES
 from demo.emulators import InProcessFunction, Schedule, SqsEventSource, wait_with
+from demo.no_kit_act import NoKitAct
 from demo.operator import OperatorTool, ToolRun
 from local_aws.cloudformation import Deployment, read_deployment
 from local_aws.queues import drain, peek, queue_counts
@@ -136,6 +137,12 @@ class Report:
     fulfilled_after_replay: int = 0  # of those, fulfilled exactly once
     log_file: str = ""
     problems: list[str] = field(default_factory=list)
+    no_kit_act: NoKitAct | None = None  # the second act (demo/no_kit_act.py); its problems are in ours
+
+    def add_no_kit_act(self, act: NoKitAct) -> None:
+        """The second act's result: its problems unbalance the whole report."""
+        self.no_kit_act = act
+        self.problems.extend(f"without the kit: {problem}" for problem in act.problems)
 
     @property
     def opened_during_outage(self) -> bool:

@@ -22,7 +22,8 @@ console = Console(file=sys.__stdout__)
 class LiveView:
     def __init__(self, deployment: Deployment, options: ScenarioOptions) -> None:
         self._title = (
-            f"SQS smart re-driver, local demo: {options.orders} orders, {options.poison} poison, "
+            f"SQS smart re-driver, local demo. Act 1: a consumer with the kit, in real time: "
+            f"{options.orders} orders, {options.poison} poison, "
             f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
             f"emulated as one run per {options.tick_seconds:g} s"
         )
@@ -71,7 +72,7 @@ class LiveView:
 
 def print_report(report: Report) -> None:
     _print_operator(report)
-    table = Table(title="Final report: where every order ended up", show_header=False)
+    table = Table(title="Act 1's final report: where every order ended up", show_header=False)
     table.add_row("orders", f"{report.orders} ({report.good_orders} good, {report.poison_orders} poison)")
     table.add_row("fulfilled exactly once", str(report.fulfilled_once))
     table.add_row("fulfilled more than once", str(len(report.fulfilled_more_than_once)))

@@ -1,7 +1,6 @@
 """RedriverMonitoring: one CloudWatch dashboard and the alarms of one re-driver, with plain aws_cloudwatch.
 
-The re-driver's own metrics are Powertools EMF (``METRICS_NAMESPACE``, one metric set per run), with
-the single dimension Powertools adds, ``service``; the queues' and the function's are AWS's.
+What they read is in infra/redriver_metrics.py; the dashboard's widgets are in infra/dashboard.py.
 """
 
 from __future__ import annotations
@@ -24,30 +23,23 @@ from constructs import Construct
 
 from redriver.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 
+from .dashboard import Watched, build_dashboard, consumer_widgets, relative_path
 from .functions import acknowledge
+from .redriver_metrics import (
+    BREAKER_OPEN,
+    BREAKER_STATE,
+    PERIOD,
+    depth,
+    dlq_age,
+    events_dropped,
+    run_metric,
+    service_name,
+)
 from .settings import RedriverSettings, SettingsError
 
 if TYPE_CHECKING:
     from .redriver import SqsRedriver
 
-METRICS_NAMESPACE = "DlqRedriver"
-SERVICE_PREFIX = "dlq-redriver"
-
-
-def service_name(redriver_path: str) -> str:
-    """The re-driver's POWERTOOLS_SERVICE_NAME: the one dimension of its custom metrics, and the
-    ``service`` of its logs. It names the construct, so two re-drivers of one account and region
-    keep their metrics (and alarms) apart."""
-    return f"{SERVICE_PREFIX}:{redriver_path}"
-
-
-# What lambdas/redriver/handler.py publishes once per run (a test keeps the two in step).
-RUN_COUNTS = ("Redriven", "Parked", "FailedRedrives", "Canaries", "Expiring")
-RUN_PROBLEMS = ("RunErrors", "Unparkable", "Unarchived")
-BREAKER_STATE = "BreakerState"
-CONTINUATIONS = "Continuations"
-BREAKER_HALF_OPEN, BREAKER_OPEN = 1, 2  # handler.BREAKER_STATE_VALUE
-PERIOD = Duration.minutes(5)
 # "OPEN too long": OPEN reported in each of this many consecutive periods of at least a cooldown.
 BREAKER_OPEN_PERIODS = 3
 # CloudWatch refuses an alarm whose periods span more than a day.
@@ -100,16 +92,17 @@ class RedriverMonitoring(Construct):
         self._build_alarms(
             function, dead_letter_queue, parking_lot, settings, age_threshold, dlq_retention_seconds, archive
         )
-        self._build_dashboard(
-            scope.node.path,
-            function,
-            dead_letter_queue,
-            parking_lot,
-            source_queues,
-            settings,
-            age_threshold,
-            dlq_retention_seconds,
+        watched = Watched(
+            service=service,
+            function=function,
+            dead_letter_queue=dead_letter_queue,
+            parking_lot=parking_lot,
+            source_queues=source_queues,
+            settings=settings,
+            age_threshold=age_threshold,
+            dlq_retention_seconds=dlq_retention_seconds,
         )
+        build_dashboard(self.dashboard, scope.node.path, watched)
 
     def _build_alarms(
         self,
@@ -123,7 +116,7 @@ class RedriverMonitoring(Construct):
     ) -> None:
         self._alarm(
             "DlqOldestMessageAge",
-            _dlq_age(dead_letter_queue),
+            dlq_age(dead_letter_queue),
             threshold=age_threshold,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,  # SQS stops reporting idle empty queues
             description=(
@@ -135,7 +128,7 @@ class RedriverMonitoring(Construct):
         )
         self._alarm(
             "ParkingLotNotEmpty",
-            _depth(parking_lot),
+            depth(parking_lot),
             threshold=1,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             description="Messages were parked: read them (the dlq-redriver attribute says why), fix or "
@@ -164,7 +157,7 @@ class RedriverMonitoring(Construct):
         )
         self._alarm(
             "RedriverEventsDropped",
-            _events_dropped(function),
+            events_dropped(function),
             threshold=1,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             description="Lambda dropped a tick or a continuation (throttled past its 10-minute age, or "
@@ -184,91 +177,6 @@ class RedriverMonitoring(Construct):
                 "lot only. Check the bucket and the function's logs.",
             )
 
-    def _build_dashboard(
-        self,
-        title: str,
-        function: lambda_.IFunction,
-        dead_letter_queue: sqs.IQueue,
-        parking_lot: sqs.IQueue,
-        source_queues: Sequence[sqs.IQueue],
-        settings: RedriverSettings,
-        age_threshold: int,
-        dlq_retention_seconds: int,
-    ) -> None:
-        timeout = function.timeout if isinstance(function, lambda_.Function) else None
-        self.dashboard.add_widgets(
-            cw.TextWidget(markdown=f"# SQS re-driver {title}", width=24, height=1),
-            _graph(
-                "DLQ depth",
-                [
-                    dead_letter_queue.metric_approximate_number_of_messages_visible(label="visible"),
-                    dead_letter_queue.metric_approximate_number_of_messages_not_visible(
-                        label="in flight (held by a run)"
-                    ),
-                ],
-            ),
-            _graph(
-                "DLQ oldest message age (s)",
-                [_dlq_age(dead_letter_queue)],
-                annotations=[
-                    cw.HorizontalAnnotation(value=age_threshold, label="alarm: retention - margin"),
-                    cw.HorizontalAnnotation(value=dlq_retention_seconds, label="retention"),
-                ],
-            ),
-            _graph("Parking lot depth", [_depth(parking_lot)]),
-        )
-        self.dashboard.add_widgets(
-            _graph("Messages per period", [self._run_metric(name, "Sum") for name in RUN_COUNTS]),
-            _graph(
-                "Breaker state (0 CLOSED, 1 HALF_OPEN, 2 OPEN)",
-                [self._run_metric(BREAKER_STATE, "Maximum")],
-                annotations=[
-                    cw.HorizontalAnnotation(value=BREAKER_HALF_OPEN, label="HALF_OPEN"),
-                    cw.HorizontalAnnotation(value=BREAKER_OPEN, label="OPEN"),
-                ],
-                y_max=BREAKER_OPEN,
-            ),
-            _graph(
-                "Run problems",
-                [self._run_metric(name, "Sum") for name in (*RUN_PROBLEMS, CONTINUATIONS)],
-            ),
-        )
-        self.dashboard.add_widgets(
-            _graph(
-                "Re-drive function: errors and throttles",
-                [
-                    function.metric_errors(statistic="Sum", period=PERIOD),
-                    function.metric_throttles(statistic="Sum", period=PERIOD),
-                    _events_dropped(function),
-                    function.metric_invocations(statistic="Sum", period=PERIOD),
-                ],
-            ),
-            _graph(
-                "Re-drive function: duration (ms)",
-                [
-                    function.metric_duration(statistic="Average", period=PERIOD),
-                    function.metric_duration(statistic="Maximum", period=PERIOD),
-                ],
-                annotations=[cw.HorizontalAnnotation(value=timeout.to_milliseconds(), label="timeout")]
-                if timeout
-                else [],
-            ),
-            _graph(
-                "Source queue depth",
-                [
-                    queue.metric_approximate_number_of_messages_visible(label=f"source {index}")
-                    for index, queue in enumerate(source_queues, 1)
-                ],
-                annotations=[
-                    cw.HorizontalAnnotation(
-                        value=settings.source_backlog_limit, label="back-pressure: no re-drives above"
-                    )
-                ]
-                if settings.source_backlog_limit
-                else [],
-            ),
-        )
-
     def add_consumer(self, function: lambda_.IFunction, queue: sqs.IQueue) -> None:
         """Put a consumer's errors, beside its queue's depth, on the dashboard (from grant_consumer).
 
@@ -277,33 +185,10 @@ class RedriverMonitoring(Construct):
         """
         if Stack.of(function) is not Stack.of(self):
             return
-        self.dashboard.add_widgets(
-            _graph(
-                f"Consumer {_relative_path(function)}: errors",
-                [
-                    function.metric_errors(statistic="Sum", period=PERIOD),
-                    function.metric_invocations(statistic="Sum", period=PERIOD),
-                ],
-                width=12,
-            ),
-            _graph(
-                f"Consumer {_relative_path(function)}: its queue",
-                [
-                    queue.metric_approximate_number_of_messages_visible(label="visible"),
-                    queue.metric_approximate_age_of_oldest_message(label="oldest age (s)"),
-                ],
-                width=12,
-            ),
-        )
+        self.dashboard.add_widgets(*consumer_widgets(function, queue))
 
     def _run_metric(self, name: str, statistic: str, period: Duration = PERIOD) -> cw.Metric:
-        return cw.Metric(
-            namespace=METRICS_NAMESPACE,
-            metric_name=name,
-            dimensions_map={"service": self._service},
-            statistic=statistic,
-            period=period,
-        )
+        return run_metric(self._service, name, statistic, period)
 
     def _alarm(
         self,
@@ -447,43 +332,8 @@ def _dashboard_name(scope: Construct) -> str | None:
     stack = Stack.of(scope)
     if Token.is_unresolved(stack.stack_name):
         return None
-    return f"{_name_part(stack.stack_name, _relative_path(scope))[:200]}-{stack.region}"
-
-
-def _relative_path(construct: Construct) -> str:
-    """The construct's path inside its stack."""
-    return construct.node.path.removeprefix(Stack.of(construct).node.path).strip("/")
+    return f"{_name_part(stack.stack_name, relative_path(scope))[:200]}-{stack.region}"
 
 
 def _name_part(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", "-".join(parts))
-
-
-def _dlq_age(queue: sqs.IQueue) -> cw.Metric:
-    return queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=PERIOD)
-
-
-def _depth(queue: sqs.IQueue) -> cw.Metric:
-    return queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=PERIOD)
-
-
-def _events_dropped(function: lambda_.IFunction) -> cw.Metric:
-    return function.metric("AsyncEventsDropped", statistic="Sum", period=PERIOD)
-
-
-def _graph(
-    title: str,
-    metrics: Sequence[cw.IMetric],
-    *,
-    annotations: Sequence[cw.HorizontalAnnotation] = (),
-    y_max: float | None = None,
-    width: int = 8,
-) -> cw.GraphWidget:
-    return cw.GraphWidget(
-        title=title,
-        left=list(metrics),
-        left_annotations=list(annotations) or None,
-        left_y_axis=cw.YAxisProps(min=0, max=y_max, show_units=False),
-        width=width,
-        height=6,
-    )

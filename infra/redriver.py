@@ -32,8 +32,9 @@ from .consumer_kit import (
 from .consumer_metrics import ENV_CONSUMER_FUNCTION_NAMES, ConsumerFunctions, grant_metric_reads
 from .defaults import secure_bucket, secure_queue, secure_table
 from .functions import acknowledge, powertools_layer, python_function
-from .monitoring import METRICS_NAMESPACE, alarm_retention_seconds, monitor, service_name
+from .monitoring import alarm_retention_seconds, monitor
 from .operator_access import ARCHIVE_OBJECTS, archive_logical_id, attach_operator_policy
+from .redriver_metrics import METRICS_NAMESPACE, service_name
 from .resources import (
     check_key_arns,
     check_parking_lot,

@@ -1,5 +1,6 @@
 """The whole loop on the real template: `python -m demo` with a short scenario, its report checked,
-the operator's part with the real tool (status, groups, a fix and its group's replay) included."""
+the operator's part with the real tool (status, groups, a fix and its group's replay) included; and
+the second act, a consumer without the kit in simulated time, from the same run's report."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ POISON_BUGS = 2
 FIXED_BUG, UNFIXED_BUG = "a line with quantity 0", "no customer_id"
 REPLAYED = 2
 FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+# The second act's defaults: 20 good orders, 5 poison; a suspect is parked at its 3rd failure.
+NO_KIT_GOOD, NO_KIT_POISON = 20, 5
+SUSPECT_REASON = re.compile(
+    r"failed 3 times while the consumer processed [1-9][0-9,]* others \(limit 3\): poison, not an outage"
+)
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +142,37 @@ def test_the_breaker_closes_and_redrives_in_the_same_run(report: dict) -> None:
     closing = [run for run in report["run_summaries"] if "HALF_OPEN->CLOSED" in run.get(transitions, [])]
     assert len(closing) == 1
     assert closing[0]["redriven"] > closing[0]["canaries"]  # re-drives after the canaries closed it
+
+
+def test_without_the_kit_every_poison_order_is_parked_on_its_queues_metrics(report: dict) -> None:
+    act = report["no_kit_act"]
+    parked = act["parked"]
+    assert act["poison_orders"] == NO_KIT_POISON
+    assert len(parked) == NO_KIT_POISON and all(p["poison"] for p in parked)
+    for order in parked:
+        assert order["cause"] == "suspect"
+        assert SUSPECT_REASON.fullmatch(order["why"]), order["why"]
+        assert order["redrives"] == 2  # failed at delivery, then twice more after a re-drive each
+
+
+def test_without_the_kit_every_good_order_is_fulfilled_once_and_nothing_is_lost(report: dict) -> None:
+    act = report["no_kit_act"]
+    fates = act["fates"]
+    assert act["good_orders"] == NO_KIT_GOOD and len(fates) == NO_KIT_GOOD + NO_KIT_POISON
+    assert sorted(fates.values()) == ["fulfilled"] * NO_KIT_GOOD + ["parked"] * NO_KIT_POISON
+    assert {p["order_id"] for p in act["parked"]} == {i for i, fate in fates.items() if fate == "parked"}
+    assert act["fulfilled_more_than_once"] == []
+    assert act["settled"] and act["problems"] == []
+
+
+def test_without_the_kit_the_act_runs_in_simulated_time_on_the_default_schedule(report: dict) -> None:
+    act = report["no_kit_act"]
+    assert act["schedule"] == "rate(5 minutes)"
+    assert act["simulated_minutes"] >= 30 and act["runs"] >= 6  # the metrics' verdicts take runs
+    assert act["simulated_minutes"] * 60 > 20 * act["wall_seconds"]
+
+
+def test_without_the_kit_the_suspects_never_move_the_breaker(report: dict) -> None:
+    breaker = report["no_kit_act"]["breaker"]
+    assert (breaker["state"], breaker["evidence"], breaker["version"]) == ("CLOSED", "none", 0)
+    assert report["no_kit_act"]["breaker_changes"] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -16,25 +17,23 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
+from aws_lambda_powertools import Logger
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from app import STACK_NAME as STACK
 from app import build_app
+from infra.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
 from infra.functions import RUNTIME
-from infra.monitoring import (
-    BREAKER_STATE,
-    CONTINUATIONS,
-    METRICS_NAMESPACE,
-    RUN_COUNTS,
-    RUN_PROBLEMS,
-    alarm_retention_seconds,
-    breaker_period,
-    schedule_seconds,
-)
+from infra.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
 from infra.redriver import SqsRedriver
+from infra.redriver_metrics import BREAKER_STATE, CONTINUATIONS, METRICS_NAMESPACE, RUN_COUNTS, RUN_PROBLEMS
 from infra.settings import RedriverSettings, SettingsError
 from infra.stack import RedriverStack
+from redriver.act.breaker_writer import BreakerWriter
+from redriver.decide.breaker import Breaker
+from redriver.model.evidence import Evidence
+from tests.fakes import FakeStateStore
 
 HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "redriver" / "handler.py"
 SOURCE_ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
@@ -197,6 +196,44 @@ def test_grant_consumer_puts_the_consumers_errors_on_the_dashboard(
     assert ["AWS/Lambda", "Errors", "FunctionName", f"Ref:{logical_id(default_stack.consumer)}"] in [
         m[:4] for m in metrics
     ]
+
+
+def test_the_dashboard_lists_the_latest_breaker_transitions_from_the_functions_logs(
+    default_template: Template, default_stack: RedriverStack
+) -> None:
+    [widget] = [w for w in dashboard_body(default_template)["widgets"] if w["type"] == "log"]
+    log_group = logical_id(default_stack.redriver.function.log_group)
+
+    assert widget["properties"]["title"] == BREAKER_TRANSITIONS_TITLE
+    assert widget["properties"]["view"] == "table" and widget["width"] == 24
+    assert widget["properties"]["query"] == (
+        f"SOURCE 'Ref:{log_group}' | fields @timestamp as time, breaker, `from`, `to`, evidence, version\n"
+        '| filter message = "breaker transition" and service = "dlq-redriver:SqsSmartRedriver/Redriver"\n'
+        "| sort @timestamp desc\n"
+        "| limit 20"
+    )
+
+
+def test_the_breaker_transitions_query_reads_the_fields_the_breaker_writer_logs() -> None:
+    # GIVEN the re-driver's breaker writer on a Powertools logger, as in Lambda
+    stream = io.StringIO()
+    logger = Logger(service="dlq-redriver:SqsSmartRedriver/Redriver", stream=stream)
+    writer = BreakerWriter(FakeStateStore(), "BREAKER#queue", logger)
+    closed = Breaker()
+
+    # WHEN the breaker opens on the queue's metrics
+    writer.save(closed.opened(1_000, Evidence.METRICS), closed)
+
+    # THEN one JSON line carries the query's filter and fields at its top level
+    [line] = [json.loads(text) for text in stream.getvalue().splitlines()]
+    assert (line["message"], line["service"]) == (BREAKER_TRANSITION_MESSAGE, logger.service)
+    assert {k: line[k] for k in ("breaker", "from", "to", "evidence", "version")} == {
+        "breaker": "BREAKER#queue",
+        "from": "CLOSED",
+        "to": "OPEN",
+        "evidence": "metrics",
+        "version": 1,
+    }
 
 
 def test_the_metric_names_are_the_ones_the_handler_publishes() -> None:

@@ -38,6 +38,7 @@ class BreakerWriter:
                 self._log.info(
                     "breaker transition",
                     extra={
+                        "breaker": self._key,
                         "from": before.state.value,
                         "to": after.state.value,
                         "evidence": after.evidence.value,
