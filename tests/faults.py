@@ -210,7 +210,17 @@ def _all_unprocessed(kwargs: dict[str, Any], key: str) -> Any:
     return {"Responses": {}, key: request} if key == "UnprocessedKeys" else {key: request}
 
 
-BREAKER_ATTRIBUTES = {"pk", "state", "failures", "successes", "changed_at", "version"}
+BREAKER_ATTRIBUTES = {
+    "pk",
+    "state",
+    "failures",
+    "successes",
+    "changed_at",
+    "version",
+    "evidence",
+    "judged_until",
+    "silent_probes",
+}
 CANARY_ATTRIBUTES = {"canary_ids", "canary_verdict_at", "canary_groups", "canary_sent_at"}
 
 

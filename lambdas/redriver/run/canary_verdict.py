@@ -123,7 +123,7 @@ class CanaryJudge:
 
     def _silence(self, before: Breaker, after: Breaker) -> Breaker:
         """A verdict not from the kit, while the kit's was expected, counts one silent probe; the
-        run that reaches the limit says so (once: the count stops there until the kit speaks)."""
+        run whose count reaches the limit says so, once (the kit's next verdict resets it)."""
         if not self.settings.consumer_verdicts or before.canary is None:
             return after
         counted = canary.heard_elsewhere(before, after, from_kit=False)
