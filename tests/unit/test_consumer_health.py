@@ -77,6 +77,12 @@ def test_deletes_flowing_again_close_a_half_open_breaker() -> None:
     assert after is not None and (after.state, after.evidence) == (State.CLOSED, Evidence.METRICS)
 
 
+def test_the_metrics_never_move_a_closed_or_open_breaker() -> None:
+    down = health(activity(minute(4, received=1)), since=T0)
+    assert after_health(Breaker(), down, T0 + 1800) is None
+    assert after_health(Breaker(State.OPEN, changed_at=T0), down, T0 + 1800) is None
+
+
 minutes = st.lists(
     st.builds(
         Minute,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from enum import StrEnum
 
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, canary_passed, without_canary
+from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State, canary_passed, without_canary
 from redriver.decide.consumer_health import Health, HealthReading
 from redriver.model.evidence import Evidence
 from redriver.model.failure import VerdictCounts
@@ -97,7 +97,10 @@ def after_consumer_verdicts(
 def after_health(breaker: Breaker, reading: HealthReading, now: int) -> Breaker | None:
     """The source queue's metrics on a HALF_OPEN breaker's consumer: receives that were never
     deleted reopen it (the minutes judged are not judged again); deletes flowing again close it.
-    Nothing else moves it: no datapoints is never a verdict."""
+    Nothing else moves it: no datapoints is never a verdict, and a breaker not HALF_OPEN is not
+    the metrics' to move."""
+    if breaker.state is not State.HALF_OPEN:
+        return None
     if reading.health is Health.DOWN:
         return breaker.opened(now, Evidence.METRICS, judged_until=reading.judged_until)
     if reading.health is Health.HEALTHY:
