@@ -114,6 +114,7 @@ def compose_redriver(
         dlq=dlq,
         expiry_margin_seconds=settings.expiry_margin_seconds,
         watch=watch,
+        consumer_verdicts=settings.consumer_verdicts,
     )
     loop = BatchLoop(
         dlq=dlq,

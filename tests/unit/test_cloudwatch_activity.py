@@ -113,7 +113,7 @@ def test_one_request_reads_every_source_and_merges_its_metrics_into_one_minute_e
         result("q0_invocations", {1: 2.0}),
         result("q0_errors", {1: 1.0}),
         result("q0_throttles", {3: 5.0}),
-        result("q1_received", {}),
+        result("q1_received", {2: 0.0}),  # SQS publishes both series of an active queue's minute
         result("q1_deleted", {2: 1.0}),
     ]
     stubber.add_response("get_metric_data", {"MetricDataResults": results}, request())
@@ -135,6 +135,28 @@ def test_one_request_reads_every_source_and_merges_its_metrics_into_one_minute_e
         ),
         PAYMENTS.queue_url: QueueActivity(PAYMENTS.queue_url, START, END, (Minute(at=t + 60, deleted=1),)),
     }
+
+
+def test_a_minute_with_one_of_the_queues_two_series_ends_the_reading_before_it(
+    stubbed: tuple[CloudWatchActivity, Stubber],
+) -> None:
+    # GIVEN minute 3's receives are published and its deletes not yet (SQS publishes both, zeros
+    # included, for every minute of an active queue)
+    activity, stubber = stubbed
+    results = [
+        result("q0_received", {1: 2.0, 3: 1.0}),
+        result("q0_deleted", {1: 2.0}),
+        *quiet(*ORDERS_IDS[2:]),
+        *quiet(*PAYMENTS_IDS),
+    ]
+    stubber.add_response("get_metric_data", {"MetricDataResults": results}, request())
+
+    # WHEN
+    orders = read(activity)[ORDERS.queue_url]
+
+    # THEN the reading is complete up to minute 3 only: a receive is never read without its delete
+    assert orders.complete_until == T0 + 180
+    assert orders.minutes == (Minute(at=T0 + 60, received=2, deleted=2),)
 
 
 def test_start_and_end_are_rounded_down_to_the_minute(stubbed: tuple[CloudWatchActivity, Stubber]) -> None:
@@ -160,7 +182,11 @@ def test_pages_are_followed_and_a_metric_split_over_two_pages_is_merged(
 ) -> None:
     # GIVEN a first page with part of orders' receives (PartialData), the rest on the second
     activity, stubber = stubbed
-    first = [result("q0_received", {0: 1.0}, status="PartialData"), *quiet(*ORDERS_IDS[1:])]
+    first = [
+        result("q0_received", {0: 1.0}, status="PartialData"),
+        result("q0_deleted", {0: 0.0, 4: 0.0}),
+        *quiet(*ORDERS_IDS[2:]),
+    ]
     second = [result("q0_received", {4: 2.0}), *quiet(*PAYMENTS_IDS)]
     stubber.add_response("get_metric_data", {"MetricDataResults": first, "NextToken": "page-2"}, request())
     stubber.add_response("get_metric_data", {"MetricDataResults": second}, request(token="page-2"))

@@ -210,7 +210,7 @@ def half_open() -> Breaker:
 
 
 def signal(*published: Minute) -> ConsumerSignal:
-    return ConsumerSignal(activity(*published), max_receive_count=5, redrive_window_seconds=WINDOW)
+    return ConsumerSignal(activity(*published), max_receive_count=5, visibility_timeout_seconds=180)
 
 
 def first_failure() -> Tracked:

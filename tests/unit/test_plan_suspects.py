@@ -5,6 +5,7 @@ failure in an outage counts against the breaker, and the breaker opens on it nam
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
 from redriver.decide.identity import track
@@ -37,7 +38,7 @@ RULES = PlanRules(
 
 def signal(*minutes: Minute) -> dict[str, ConsumerSignal]:
     activity = QueueActivity(ORDERS, NOW - 3 * 3600, NOW - 180, minutes)
-    return {ORDERS: ConsumerSignal(activity, max_receive_count=5, redrive_window_seconds=1080)}
+    return {ORDERS: ConsumerSignal(activity, max_receive_count=5, visibility_timeout_seconds=180)}
 
 
 BUSY = signal(Minute(SENT, received=50, deleted=40), Minute(SENT + 180, received=10))
@@ -106,3 +107,29 @@ def test_a_watch_scan_does_not_count_suspects_or_park_a_canary_early() -> None:
     watching = Breaker(State.HALF_OPEN, changed_at=NOW - 60, version=5, canary=canary)
     result = plan([suspect("poison", 1)], BUSY, mode=Mode.WATCH, breaker=watching)
     assert not result.open_breaker and result.redrive == ()
+
+
+def test_a_failure_back_before_the_breakers_last_change_is_not_counted_again() -> None:
+    # it opened the breaker; the breaker closed on the metrics a few minutes later
+    closed_since = Breaker(State.CLOSED, changed_at=SENT + 960, version=3)
+    result = plan([first_failure(f"o{i}") for i in range(10)], DOWN, breaker=closed_since)
+    assert (result.returned, result.open_breaker) == (0, False)
+
+
+def test_on_fifo_a_suspect_at_the_head_of_its_group_keeps_the_group_from_giving_a_canary() -> None:
+    half_open = Breaker(State.HALF_OPEN, changed_at=NOW - 60, version=4)
+    head = Mark("id-head", count=1, first_failed_at=SENT, redriven_at=(SENT,), suspected=1)
+    batch = [dlq_message("head", mark=head, group="g"), dlq_message("behind", group="g", sent_at=SENT)]
+    fifo = replace(RULES, fifo=True)
+    state = BatchState(Mode.PROBE, half_open, Tally(received=2), NOW)
+    result = Planner(fifo, random.Random(7)).plan(track(batch, {}, NOW), state)
+    assert result.canaries == ()
+
+
+def test_a_canary_found_back_opens_the_breaker_naming_the_returns_not_the_metrics() -> None:
+    canary = Canary(("id-c",), NOW + 600, sent_at=NOW - 1200)
+    watching = Breaker(State.HALF_OPEN, changed_at=NOW - 1200, version=5, canary=canary)
+    back = Mark("id-c", count=1, first_failed_at=SENT, redriven_at=(NOW - 1200,))
+    batch = [dlq_message("c", mark=back), *(first_failure(f"o{i}") for i in range(5))]
+    result = plan(batch, DOWN, mode=Mode.VERDICT, breaker=watching)
+    assert result.open_breaker and result.evidence is Evidence.RETURNS

@@ -262,3 +262,10 @@ def test_any_text_is_a_json_object_or_a_rejection(raw: str) -> None:
         assert isinstance(json_object(raw, "failure", "FAILURE#x"), dict)
     except CorruptRecord as rejection:
         assert (rejection.key, rejection.field) == ("FAILURE#x", "failure")
+
+
+def test_an_evidence_word_this_version_does_not_know_is_read_as_none_and_the_breaker_kept() -> None:
+    opened = Breaker(version=1).opened(1_800_000_000, Evidence.METRICS)
+    item = {**breaker_item("BREAKER#q", opened), "evidence": {"S": "a-newer-word"}}
+    read = breaker_from_item(item, now=1_800_000_100)
+    assert (read.state, read.evidence, read.judged_until) == (State.OPEN, Evidence.NONE, 1_800_000_000)

@@ -8,6 +8,7 @@ from typing import Any
 from redriver.adapters import AwsCallError
 from redriver.adapters.ports import StateStore
 from redriver.decide.breaker import Breaker, State
+from redriver.decide.canary import SILENT_PROBES_LIMIT
 
 
 class BreakerWriter:
@@ -46,6 +47,12 @@ class BreakerWriter:
                     },
                 )
             self.last_state = after.state
+            if after.silent_probes >= SILENT_PROBES_LIMIT > before.silent_probes:
+                self._log.warning(
+                    "CONSUMER_VERDICTS is on but the consumer reported no verdict for its last probes: "
+                    "judging it by its queue's metrics and the DLQ until it reports one",
+                    extra={"breaker": self._key, "silent_probes": after.silent_probes},
+                )
         return True
 
     def transition(self, before: Breaker, after: Breaker) -> tuple[Breaker, int]:

@@ -144,7 +144,7 @@ class RedriveSender:
     def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
         """Put back the counts of table-counted messages whose re-drive did not happen."""
         undo = [
-            MessageRecord(t.mark, RecordStatus.REDRIVEN, self.routes.describe_source(t))
+            MessageRecord(t.mark_as_read, RecordStatus.REDRIVEN, self.routes.describe_source(t))
             for t in not_sent
             if not t.carries_mark
         ]

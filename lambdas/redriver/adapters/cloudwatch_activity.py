@@ -160,11 +160,11 @@ class CloudWatchActivity:
         for queue in queues:
             own = {query_id: query for query_id, query in queries.items() if query.queue is queue}
             try:
-                minutes = _minutes_of(own, collected, start, end)
+                minutes, complete_until = _minutes_of(own, collected, start, end)
             except Problem as problem:
                 self._report(problem)
                 continue
-            readings[queue.queue_url] = QueueActivity(queue.queue_url, start, end, minutes)
+            readings[queue.queue_url] = QueueActivity(queue.queue_url, start, complete_until, minutes)
         return readings
 
     def _fetch(self, queries: Mapping[str, Query], start: int, end: int) -> dict[str, Collected]:
@@ -227,9 +227,12 @@ def _collect(into: Collected, result: Mapping[str, Any]) -> None:
 
 def _minutes_of(
     queries: Mapping[str, Query], collected: Mapping[str, Collected], start: int, end: int
-) -> tuple[Minute, ...]:
+) -> tuple[tuple[Minute, ...], int]:
     """One queue's minutes from its ``queries``, their sums merged into one ``Minute`` per
-    timestamp; raises Problem for the first thing wrong with any of its metrics."""
+    timestamp, and where the reading is complete; raises Problem for the first thing wrong with
+    any of its metrics. SQS publishes both of a queue's series, zeros included, for every minute of
+    an active queue: a minute with one and not the other is still being published, and the
+    reading ends before it (a receive without its delete is not read as a failure)."""
     counts: dict[int, dict[str, int]] = {}
     for query_id, query in queries.items():
         found = collected.get(query_id)
@@ -237,7 +240,10 @@ def _minutes_of(
             raise Problem(query, "MetricDataResults", f"no result for query {query_id}")
         for at, count in _datapoints(query, found, start, end):
             counts.setdefault(at, {})[query.series.field] = count
-    return tuple(Minute(at=at, **fields) for at, fields in sorted(counts.items()))
+    half = [at for at, fields in counts.items() if ("received" in fields) != ("deleted" in fields)]
+    complete_until = min(half, default=end)
+    minutes = tuple(Minute(at=at, **fields) for at, fields in sorted(counts.items()) if at < complete_until)
+    return minutes, complete_until
 
 
 def _datapoints(query: Query, found: Collected, start: int, end: int) -> Iterator[tuple[int, int]]:

@@ -113,3 +113,11 @@ def heard_elsewhere(before: Breaker, after: Breaker, *, from_kit: bool) -> Break
     verdict from the kit resets the count (``expects_verdicts`` reads it)."""
     silent = 0 if from_kit else before.silent_probes + 1
     return replace(after, silent_probes=min(silent, SILENT_PROBES_COUNTED))
+
+
+def silenced(before: Breaker, after: Breaker, *, consumer_verdicts: bool) -> Breaker:
+    """``after``, counting one silent probe when a canary was out and the kit's verdict was
+    expected but the move came from elsewhere (the metrics, a scan)."""
+    if not consumer_verdicts or before.canary is None:
+        return after
+    return heard_elsewhere(before, after, from_kit=False)

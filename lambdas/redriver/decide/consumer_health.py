@@ -92,13 +92,14 @@ class Context(StrEnum):
 class FailureContext:
     context: Context
     processed: int = 0  # messages the consumer deleted in the span
-    span_end: int = 0  # when the span ended, at the latest (its estimated return to the DLQ)
+    span_end: int = 0  # when the span ended: the earliest it could be back in the DLQ
 
 
-def failure_span_end(sent_at: int, *, redrive_window_seconds: int, delay_seconds: int) -> int:
-    """The latest a message sent to its source at ``sent_at`` is back in the DLQ after failing:
-    its delay, then maxReceiveCount failed receives a visibility timeout apart."""
-    return sent_at + delay_seconds + redrive_window_seconds
+def failure_span_end(sent_at: int, *, visibility_timeout_seconds: int, max_receive_count: int) -> int:
+    """The earliest a message sent to its source at ``sent_at`` can be back in the DLQ after
+    failing: maxReceiveCount receives a visibility timeout apart. What happened after it may be
+    after its return (deletes of a recovery), so its span ends there."""
+    return sent_at + visibility_timeout_seconds * max_receive_count
 
 
 def failure_context(

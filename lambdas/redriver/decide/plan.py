@@ -218,9 +218,11 @@ class Planner:
         return backoff.redrive_delay(tracked.mark.count + 1, base_seconds=base, max_seconds=cap, rng=self.rng)
 
     def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
-        """A suspect is never a canary: it tests the message, not the consumer."""
-        candidates = [t for t in due.messages if not t.mark.suspect]
-        chosen = canary.choose(candidates, size=self.rules.canary_size, fifo=self.rules.fifo)
+        """A suspect is never a canary: it tests the message, not the consumer. On FIFO a group
+        whose head is a suspect gives no canary (the message behind it would overtake it)."""
+        size, fifo = self.rules.canary_size, self.rules.fifo
+        heads = canary.choose(due.messages, size=len(due.messages), fifo=True) if fifo else due.messages
+        chosen = canary.choose([t for t in heads if not t.mark.suspect], size=size, fifo=fifo)
         rest = tuple(t for t in due.messages if t not in chosen)
         return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
 
@@ -242,5 +244,11 @@ class Planner:
             base, leave=base.leave + tuple(due.messages), canary_may_hide=canary.may_hide(due.batch, probe)
         )
         if back:
-            return replace(plan, open_breaker=True, canaries_back=tuple(back), stop=StopReason.CANARY_FAILED)
+            return replace(
+                plan,
+                open_breaker=True,
+                canaries_back=tuple(back),
+                stop=StopReason.CANARY_FAILED,
+                evidence=Evidence.RETURNS,
+            )
         return plan

@@ -8,8 +8,8 @@ about each message that came back (decide/consumer_health.py's ``failure_context
   messages' evidence said the consumer was down meanwhile): a queue with nothing but poison in
   it deletes nothing, and that says nothing against the consumer.
 - A message that failed while the consumer deleted nothing (or failed a large share) met an
-  **outage**: it counts against the breaker even on its first failure, when it came back after
-  the breaker's last change.
+  **outage**: it counts against the breaker even on its first failure, when it cannot have come
+  back before the breaker's last change (then it was evidence for that change).
 - Without metrics (UNKNOWN) nothing changes: the re-drive count and the DLQ returns decide.
 
 A message the consumer kit dead-lettered carries its own classification and is not judged here.
@@ -22,18 +22,19 @@ from dataclasses import dataclass, replace
 from redriver.decide.breaker import Breaker, State
 from redriver.decide.consumer_health import Context, failure_context, failure_span_end
 from redriver.model.activity import QueueActivity
+from redriver.model.envelope import Mark
 from redriver.model.tracked import Tracked
-from redriver.sqs_limits import SQS_MAX_DELAY_SECONDS
 
 
 @dataclass(frozen=True)
 class ConsumerSignal:
-    """What a run read about one source's consumer: its queue's minutes, and the queue's
-    RedrivePolicy (a failing message is received ``max_receive_count`` times)."""
+    """What a run read about one source's consumer: its queue's minutes, and how its queue
+    retries (a failing message is received ``max_receive_count`` times, a visibility timeout
+    apart)."""
 
     activity: QueueActivity
     max_receive_count: int
-    redrive_window_seconds: int
+    visibility_timeout_seconds: int
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,10 @@ def judge(
     sent = sent_at(tracked)
     if signal is None or mark.failure is not None or sent is None:
         return Judged(tracked)
-    delay = SQS_MAX_DELAY_SECONDS if mark.last_sent_at is not None else 0
     span_end = failure_span_end(
-        sent, redrive_window_seconds=signal.redrive_window_seconds, delay_seconds=delay
+        sent,
+        visibility_timeout_seconds=signal.visibility_timeout_seconds,
+        max_receive_count=signal.max_receive_count,
     )
     found = failure_context(
         signal.activity,
@@ -75,14 +77,18 @@ def judge(
         failure_ratio=failure_ratio,
     )
     if found.context is Context.SUSPECT:
-        return Judged(replace(tracked, mark=mark.after_suspect_failure(found.processed)))
+        return Judged(_with(tracked, mark.after_suspect_failure(found.processed)))
     if found.context is Context.UNKNOWN:
         return Judged(tracked)
     if mark.suspect:
         undisturbed = breaker.state is State.CLOSED and breaker.changed_at <= sent
-        suspected = mark.after_suspect_failure(0) if undisturbed else mark
-        return Judged(replace(tracked, mark=suspected))
+        return Judged(_with(tracked, mark.after_suspect_failure(0)) if undisturbed else tracked)
+    # Counted once: a failure back before the breaker's last change was evidence for that change.
     return Judged(tracked, outage=span_end >= breaker.changed_at)
+
+
+def _with(tracked: Tracked, mark: Mark) -> Tracked:
+    return replace(tracked, mark=mark, read_mark=tracked.mark_as_read)
 
 
 def suspect_reason_text(tracked: Tracked) -> str:

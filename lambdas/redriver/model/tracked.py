@@ -13,6 +13,13 @@ class Tracked:
 
     message: DlqMessage
     mark: Mark
+    # The mark as read, when this run's judgment changed it (decide/suspicion.py): what a re-drive
+    # that did not happen puts back.
+    read_mark: Mark | None = None
+
+    @property
+    def mark_as_read(self) -> Mark:
+        return self.read_mark or self.mark
 
     @property
     def carries_mark(self) -> bool:

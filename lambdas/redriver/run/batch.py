@@ -51,9 +51,11 @@ class BatchHandler:
         dlq: Queue,
         expiry_margin_seconds: int,
         watch: ConsumerWatch,
+        consumer_verdicts: bool,
     ) -> None:
         self.planner = planner
         self.watch = watch
+        self.consumer_verdicts = consumer_verdicts
         self.dlq = dlq
         self.expiry_margin_seconds = expiry_margin_seconds
         self.executor = executor
@@ -99,7 +101,10 @@ class BatchHandler:
         if plan.open_breaker:
             if plan.canaries_back:
                 log_decision(self.log, "canary came back: opening the circuit", plan.canaries_back[0])
-            breaker, errors = writer.transition(breaker, breaker.opened(now, plan.evidence))
+            opened = breaker.opened(now, plan.evidence)
+            if plan.canaries_back:
+                opened = canary.silenced(breaker, opened, consumer_verdicts=self.consumer_verdicts)
+            breaker, errors = writer.transition(breaker, opened)
         elif plan.canaries:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)

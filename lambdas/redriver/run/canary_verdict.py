@@ -122,18 +122,8 @@ class CanaryJudge:
         return self._moved(step, breaker, self._silence(breaker, after), writer)
 
     def _silence(self, before: Breaker, after: Breaker) -> Breaker:
-        """A verdict not from the kit, while the kit's was expected, counts one silent probe; the
-        run whose count reaches the limit says so, once (the kit's next verdict resets it)."""
-        if not self.settings.consumer_verdicts or before.canary is None:
-            return after
-        counted = canary.heard_elsewhere(before, after, from_kit=False)
-        if counted.silent_probes == canary.SILENT_PROBES_LIMIT > before.silent_probes:
-            self.log.warning(
-                "CONSUMER_VERDICTS is on but the consumer reported no verdict for its last probes: "
-                "judging it by its queue's metrics and the DLQ until it reports one",
-                extra={"silent_probes": counted.silent_probes},
-            )
-        return counted
+        """A verdict not from the kit, while the kit's was expected, counts one silent probe."""
+        return canary.silenced(before, after, consumer_verdicts=self.settings.consumer_verdicts)
 
     def _moved(self, step: Step, before: Breaker, after: Breaker, writer: BreakerWriter) -> Step:
         """Write the breaker's move; the run goes on with the mode the new record allows."""

@@ -59,10 +59,15 @@ class ConsumerWatch:
             self._signals = None
 
     def signals(self) -> dict[str, ConsumerSignal]:
-        """This run's reading, by source URL (empty: no metrics this run)."""
+        """This run's reading, by source URL (empty: no metrics this run). The run reads it before
+        its parallel workers start; the lock is never held across an AWS call."""
+        with self._lock:
+            if self._signals is not None:
+                return self._signals
+        read = self._read()
         with self._lock:
             if self._signals is None:
-                self._signals = self._read()
+                self._signals = read
             return self._signals
 
     def heard_for(self, breaker: Breaker) -> dict[str, ConsumerSignal]:
@@ -83,7 +88,9 @@ class ConsumerWatch:
             self._log.warning("queue metrics not read: judging by the DLQ alone", extra={"error": str(exc)})
             return {}
         return {
-            url: ConsumerSignal(activity, windows[url].max_receive_count, windows[url].seconds)
+            url: ConsumerSignal(
+                activity, windows[url].max_receive_count, windows[url].visibility_timeout_seconds
+            )
             for url, activity in read.items()
         }
 
