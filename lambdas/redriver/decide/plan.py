@@ -220,9 +220,12 @@ class Planner:
     def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
         """A suspect is never a canary: it tests the message, not the consumer. On FIFO a group
         whose head is a suspect gives no canary (the message behind it would overtake it)."""
-        size, fifo = self.rules.canary_size, self.rules.fifo
-        heads = canary.choose(due.messages, size=len(due.messages), fifo=True) if fifo else due.messages
-        chosen = canary.choose([t for t in heads if not t.mark.suspect], size=size, fifo=fifo)
+        size, messages = self.rules.canary_size, due.messages
+        if self.rules.fifo:
+            heads = canary.choose(messages, size=len(messages), fifo=True)  # in order of preference
+            chosen = [t for t in heads if not t.mark.suspect][:size]
+        else:
+            chosen = canary.choose([t for t in messages if not t.mark.suspect], size=size, fifo=False)
         rest = tuple(t for t in due.messages if t not in chosen)
         return replace(base, leave=base.leave + rest, canaries=tuple(chosen))
 
