@@ -108,18 +108,7 @@ class Planner:
         outage = {j.tracked.message_id for j in judged if j.outage}
         batch = [t for t in unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
-        # A message still waiting out its backoff in the DLQ is counted when it is acted on, not
-        # each time it reappears; a terminal failure, one of a group an operator parked, or a
-        # suspect says the message is bad, not that the consumer is broken.
-        counted = [
-            t
-            for t in batch
-            if (t.redriven_since(state.breaker.changed_at) or t.message_id in outage)
-            and t.message_id not in waits
-            and not (t.mark.failure and t.mark.failure.terminal)
-            and operator_parked(t, state.groups) is None
-            and not t.mark.suspect
-        ]
+        counted = self._returned(batch, outage, waits, state)
         by_metrics = any(
             t.message_id in outage and not t.redriven_since(state.breaker.changed_at) for t in counted
         )
@@ -156,6 +145,24 @@ class Planner:
             evidence=Evidence.METRICS if by_metrics else Evidence.RETURNS,
         )
         return self._by_mode[state.mode](base, Due(batch, due, waits), state)
+
+    @staticmethod
+    def _returned(
+        batch: list[Tracked], outage: set[str], waits: dict[str, int], state: BatchState
+    ) -> list[Tracked]:
+        """The batch's failures that count against the breaker: re-driven in its current period, or
+        placed in an outage by the metrics. A message still waiting out its backoff in the DLQ is
+        counted when it is acted on, not each time it reappears; a terminal failure, one of a group
+        an operator parked, or a suspect says the message is bad, not that the consumer is broken."""
+        return [
+            t
+            for t in batch
+            if (t.redriven_since(state.breaker.changed_at) or t.message_id in outage)
+            and t.message_id not in waits
+            and not (t.mark.failure and t.mark.failure.terminal)
+            and operator_parked(t, state.groups) is None
+            and not t.mark.suspect
+        ]
 
     def _judge(self, tracked: Tracked, state: BatchState) -> Judged:
         """The message's failure in the light of its consumer's metrics (decide/suspicion.py)."""
