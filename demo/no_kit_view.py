@@ -3,43 +3,23 @@
 from __future__ import annotations
 
 from collections import Counter
-from types import TracebackType
 
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
 from demo.no_kit_act import NoKitAct, NoKitOptions, NoKitProgress
-from demo.view import BREAKER_STYLE, console
+from demo.view import BREAKER_STYLE, LiveTable, console
 
 TITLE = "Act 2: a consumer without the kit"
 
 
-class NoKitLiveView:
+class NoKitLiveView(LiveTable[NoKitProgress]):
     def __init__(self, options: NoKitOptions) -> None:
         self._title = (
             f"Simulated time: {options.good} good orders and {options.poison} poison sent at minute 0, "
             f"nothing after (up to {options.cap_minutes:g} simulated minutes)"
         )
-        self._live = Live(
-            self._render(NoKitProgress()),
-            console=console,
-            auto_refresh=False,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-
-    def __enter__(self) -> NoKitLiveView:
-        self._live.__enter__()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._live.__exit__(kind, error, trace)
-
-    def update(self, progress: NoKitProgress) -> None:
-        self._live.update(self._render(progress), refresh=True)
+        super().__init__(NoKitProgress())
 
     def _render(self, p: NoKitProgress) -> Table:
         table = Table(title=self._title, show_header=False, min_width=90)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import Generic, Self, TypeVar
 
 from rich.console import Console
 from rich.live import Live
@@ -17,26 +18,24 @@ from local_aws.cloudformation import Deployment
 BREAKER_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
 # The handlers' output is redirected to the log file while they run: draw on the real terminal.
 console = Console(file=sys.__stdout__)
+P = TypeVar("P")
 
 
-class LiveView:
-    def __init__(self, deployment: Deployment, options: ScenarioOptions) -> None:
-        self._title = (
-            f"SQS smart re-driver, local demo. Act 1: a consumer with the kit, in real time: "
-            f"{options.orders} orders, {options.poison} poison, "
-            f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
-            f"emulated as one run per {options.tick_seconds:g} s"
-        )
-        # No redirection: sys.stdout and sys.stderr already go to the log while the demo runs.
+class LiveTable(Generic[P]):
+    """A table redrawn on the real terminal at each ``update``; subclasses say how to ``_render``
+    their progress. No redirection: sys.stdout and sys.stderr already go to the log while the
+    demo runs."""
+
+    def __init__(self, initial: P) -> None:
         self._live = Live(
-            self._render(Progress()),
+            self._render(initial),
             console=console,
             auto_refresh=False,
             redirect_stdout=False,
             redirect_stderr=False,
         )
 
-    def __enter__(self) -> LiveView:
+    def __enter__(self) -> Self:
         self._live.__enter__()
         return self
 
@@ -45,8 +44,22 @@ class LiveView:
     ) -> None:
         self._live.__exit__(kind, error, trace)
 
-    def update(self, progress: Progress) -> None:
+    def update(self, progress: P) -> None:
         self._live.update(self._render(progress), refresh=True)
+
+    def _render(self, progress: P) -> Table:
+        raise NotImplementedError
+
+
+class LiveView(LiveTable[Progress]):
+    def __init__(self, deployment: Deployment, options: ScenarioOptions) -> None:
+        self._title = (
+            f"SQS smart re-driver, local demo. Act 1: a consumer with the kit, in real time: "
+            f"{options.orders} orders, {options.poison} poison, "
+            f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
+            f"emulated as one run per {options.tick_seconds:g} s"
+        )
+        super().__init__(Progress())
 
     def _render(self, p: Progress) -> Table:
         table = Table(title=self._title, show_header=False, min_width=90)

@@ -63,8 +63,7 @@ def poison(
 ) -> RecoveryFigures:
     """Poison orders among good ones, sent at t=0 in a shuffled order; a healthy downstream."""
     rng = random.Random(seed)
-    good = [order_body(f"o-{i:05d}", rng=rng) for i in range(n_good)]
-    bad = [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
+    good, bad = _good_and_poison(n_good, n_poison, rng)
     return _scenario(
         f"poison {n_poison} among {n_good} good",
         _consumer(kit),
@@ -95,8 +94,7 @@ def poison_then_fresh(
     outage of the downstream: they fail and reach the DLQ with the poison's history behind them.
     How long after the outage they wait is what poison can cost them."""
     rng = random.Random(seed)
-    good = [order_body(f"o-{i:05d}", rng=rng) for i in range(n_good)]
-    bad = [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
+    good, bad = _good_and_poison(n_good, n_poison, rng)
     fresh = [order_body(f"f-{i:05d}", rng=rng) for i in range(n_fresh)]
     start = SIM_EPOCH + FRESH_AT_MINUTES * MINUTE
     outage = (start, start + FRESH_OUTAGE_MINUTES * MINUTE)
@@ -127,6 +125,12 @@ def lone_poison(*, kit: bool = False, hours: float = 4) -> RecoveryFigures:
         hours=hours,
         stop_when_settled=False,
     )
+
+
+def _good_and_poison(n_good: int, n_poison: int, rng: random.Random) -> tuple[list[str], list[str]]:
+    """Good orders, then poison ones, their contents drawn from ``rng`` in that order."""
+    good = [order_body(f"o-{i:05d}", rng=rng) for i in range(n_good)]
+    return good, [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
 
 
 def _consumer(kit: bool, outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
