@@ -21,10 +21,13 @@ export CDK_HOME := $(CURDIR)/.cdk-home
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt
+# The project itself is installed editable: its import root, sqs_redriver, is then the same in the
+# repository as installed from the wheel (the part folders infra/, lambdas/, console/ on the path).
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $(STAMP)
 
 bench-venv: $(BENCH_STAMP)
@@ -47,14 +50,13 @@ $(CDK): package.json
 	touch $(CDK)
 
 # The wheel (dist/sqs_smart_redriver-*.whl): the construct, the consumer kit, the tool and the Lambda
-# code. setuptools builds in build/, which would keep a deleted module: it starts empty.
+# code, all under sqs_redriver.
 dist: $(STAMP)
-	rm -rf build
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
-	rm -rf build *.egg-info
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
 
@@ -97,9 +99,9 @@ bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
 
-# README.md's configuration table, rendered from the settings schema (lambdas/redriver/settings/schema.py).
+# README.md's configuration table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
 readme: $(STAMP)
-	$(BIN)/python -m infra.readme_table
+	$(BIN)/python -m sqs_redriver.cdk.readme_table
 
 clean:
 	rm -rf cdk.out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(LOCALSTACK_VENV)

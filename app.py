@@ -10,8 +10,8 @@ import aws_cdk as cdk
 from aws_cdk import Validations
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from infra.settings import RedriverSettings
-from infra.stack import RedriverStack
+from sqs_redriver.cdk.settings import RedriverSettings
+from sqs_redriver.cdk.stack import RedriverStack
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 STACK_NAME = "SqsSmartRedriver"

@@ -23,9 +23,9 @@ MAKE_TARGET = "make bench-venv"
 # handler creates its clients then, not at import).
 COLD_START_STATEMENTS = {
     "boto3": "import boto3",
-    "redriver.handler": "import redriver.handler",
+    "sqs_redriver.runtime.handler": "import sqs_redriver.runtime.handler",
     "boto3 + sqs and dynamodb clients": "import boto3; boto3.client('sqs'); boto3.client('dynamodb')",
-    "redriver.handler + its runtime (clients)": "import redriver.handler as h; h._runtime()",
+    "the handler + its runtime (clients)": "import sqs_redriver.runtime.handler as h; h._runtime()",
 }
 
 

@@ -15,7 +15,7 @@ from local_aws.clients import AtomicReceive
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from local_aws.resources import Resources, create_resources, create_table
-from redriver.settings import Settings
+from sqs_redriver.runtime.settings import Settings
 
 PUBLISHED_TABLE = "published-state"
 

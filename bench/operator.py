@@ -14,14 +14,14 @@ from typing import Any
 from bench.metering import Meter
 from local_aws.resources import create_resources
 from local_aws.server import moto_server, reset_moto
-from redriver.act.ratelimit import TokenBucket
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.reasons import ParkCause, ParkReason
-from sqs_redriver.aws import Connection
-from sqs_redriver.cli.tool import Target, Tool
-from sqs_redriver.inventory import Selection, Where, group
-from sqs_redriver.moves import MoveReport, replay
+from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.cli.tool import Target, Tool
+from sqs_redriver.console.inventory import Selection, Where, group
+from sqs_redriver.console.moves import MoveReport, replay
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 
 GROUPS = ("bug-a", "bug-b")  # the parking lot holds two groups, half each
 

@@ -19,7 +19,7 @@ from local_aws import LAMBDAS_DIR
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
-from redriver.model.continuation import Resume
+from sqs_redriver.runtime.model.continuation import Resume
 
 
 class InProcessFunction:
@@ -58,7 +58,7 @@ def wait_with(redriver: InProcessFunction, pause: Callable[[float], None]) -> No
     In AWS the consumer runs in its own execution environments while a re-driver run waits; here
     both share one thread, so the run's waits must let the event source poll, or no verdict could
     ever come. The handler composes its re-driver on the first invocation with
-    ``redriver.wiring.compose_redriver``; its ``pause`` is the seam (tests use it the same way).
+    ``sqs_redriver.runtime.wiring.compose_redriver``; its ``pause`` is the seam (tests use it the same way).
     Call this before the first invocation.
     """
     namespace = vars(redriver.module)  # KeyError: the handler no longer composes its re-driver so

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from local_aws.clients import ClientProxy
-from redriver.model.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 
 if TYPE_CHECKING:
     from local_aws.simulation import World
@@ -55,7 +55,7 @@ class BreakerReading:
 
     at_minutes: float
     state: str = "CLOSED"
-    evidence: str = "none"  # what moved it last (redriver.model.evidence); "none": never moved
+    evidence: str = "none"  # what moved it last (sqs_redriver.runtime.model.evidence); "none": never moved
     version: int = 0
 
 

@@ -11,8 +11,6 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from local_aws import LAMBDAS_DIR, ROOT
-
 TOOL = "sqs-redriver"
 TOOL_TIMEOUT_SECONDS = 120
 
@@ -47,8 +45,7 @@ class OperatorTool:
     ) -> None:
         self.json = json
         self._options = ["--endpoint-url", endpoint, "--region", region, "--stack", stack]
-        # From a checkout, the tool's packages are where the wheel would install them from.
-        self._environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LAMBDAS_DIR), str(ROOT)]))
+        self._environment = dict(os.environ)
         # For the tables only: JSON printed in colour would not parse.
         self._tables: dict[str, str] = {"FORCE_COLOR": "1", "TTY_INTERACTIVE": "0"} if color else {}
         if columns:
@@ -59,7 +56,7 @@ class OperatorTool:
         arguments = [*self._options, *args]
         json_wanted = "--json" in args
         completed = subprocess.run(
-            [sys.executable, "-m", "sqs_redriver.cli", *arguments],
+            [sys.executable, "-m", "sqs_redriver.console.cli", *arguments],
             env=self._environment if json_wanted else {**self._environment, **self._tables},
             capture_output=True,
             text=True,

@@ -30,7 +30,7 @@ from demo.no_kit_act import NoKitAct
 from demo.operator import OperatorTool, ToolRun
 from local_aws.cloudformation import Deployment, read_deployment
 from local_aws.queues import drain, peek, queue_counts
-from redriver.model.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 
 POLL_PAUSE_SECONDS = 0.05
 # The poison the producer sends: two distinct bugs, each hit by orders whose error messages differ

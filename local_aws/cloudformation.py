@@ -163,7 +163,7 @@ def read_deployment(stack_name: str) -> Deployment:
     schedule = boto3.client("events").describe_rule(Name=rule["PhysicalResourceId"])["ScheduleExpression"]
     return Deployment(
         stack_name=stack_name,
-        redriver=functions["redriver.handler.lambda_handler"],
+        redriver=functions["sqs_redriver.runtime.handler.lambda_handler"],
         consumer=consumer,
         consumer_batch_size=int(mapping["BatchSize"]),
         consumer_mapping_id=mapping["UUID"],

@@ -1,4 +1,4 @@
-"""A re-driver composed for local use, through `redriver.wiring.compose_redriver` (the one place a
+"""A re-driver composed for local use, through `sqs_redriver.runtime.wiring.compose_redriver` (the one place a
 Redriver is composed, as in Lambda), with what tests and the bench choose: clients, clock, seed."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redriver.act.ratelimit import TokenBucket
-from redriver.adapters.clients import AwsClients
-from redriver.run.runner import Redriver
-from redriver.settings import Settings
-from redriver.wiring import compose_redriver
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.adapters.clients import AwsClients
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
+from sqs_redriver.runtime.wiring import compose_redriver
 
 
 def local_redriver(

@@ -33,8 +33,8 @@ from consumer.orders import (
     SimulatedDownstream,
     parse_order,
 )
-from redriver_kit import ConsumerKit
-from redriver_kit.observability import logger as kit_logger
+from sqs_redriver.kit import ConsumerKit
+from sqs_redriver.kit.observability import logger as kit_logger
 
 
 class Consumer(Protocol):

@@ -71,11 +71,11 @@ from local_aws.simulated_time import (
     next_visible_ms,
     schedule_seconds,
 )
-from redriver.act.ratelimit import TokenBucket
-from redriver.model.continuation import Resume
-from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.settings import Settings, load_settings
-from redriver.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.model.continuation import Resume
+from sqs_redriver.runtime.settings import Settings, load_settings
 
 CONTINUATION_START_MS = 1000
 

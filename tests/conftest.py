@@ -11,10 +11,10 @@ from moto import mock_aws
 from local_aws import REGION
 from local_aws.compose import local_redriver
 from local_aws.resources import Resources, create_resources, create_table
-from redriver.act.ratelimit import TokenBucket
-from redriver.decide.breaker import BreakerPolicy
-from redriver.run.runner import Redriver
-from redriver.settings import Settings
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
 from tests.factories import FakeClock
 
 IDEMPOTENCY_TABLE = "orders-idempotency"

@@ -9,22 +9,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from redriver.adapters import AwsCallError
-from redriver.adapters.ports import (
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.protocol.keys import queue_key_from_url
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.ports import (
     CALL_FAILED,
     BatchResult,
     EntryFailure,
     MessageRecord,
     Outgoing,
     RedriveWindow,
-    queue_key_from_url,
 )
-from redriver.decide.breaker import Breaker
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.failure import VerdictCounts
-from redriver.model.groups import GroupMark, prevailing
-from redriver.model.history import RUN_HISTORY_LENGTH
-from redriver.model.pause import Pause
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.groups import GroupMark, prevailing
+from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH
+from sqs_redriver.runtime.model.pause import Pause
 
 ACCOUNT = "123456789012"
 QUEUE_URL = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/"

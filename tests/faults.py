@@ -20,8 +20,9 @@ from typing import Any
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from local_aws.clients import ClientProxy
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import BreakerPolicy, State
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.model.breaker_state import State
 
 
 class SimulatedCrash(BaseException):

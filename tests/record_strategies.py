@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from redriver.model.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind
 
 NOW = 1_800_000_000
 # Deterministic on a loaded machine: no per-example deadline, no health check that times draws.

@@ -42,7 +42,7 @@ from consumer.orders import (
     load_order_rules,
     parse_order,
 )
-from redriver_kit import ConsumerKit
+from sqs_redriver.kit import ConsumerKit
 
 # Longer than an order can spend in the queues (the DLQ keeps messages 14 days).
 FULFILMENT_MEMORY_SECONDS = 15 * 86_400

@@ -8,11 +8,12 @@ from collections import defaultdict
 from typing import Any
 
 from local_aws.queues import drain, make_visible
-from redriver.decide.breaker import State
-from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.model.mark import Mark
-from redriver.run.runner import Redriver
-from redriver.settings import Settings, breaker_key
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.mark import Mark
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
 from tests.conftest import Aws
 
 SOURCE, DLQ, PARKING_LOT = "source", "dlq", "parking lot"

@@ -13,15 +13,15 @@ import pytest
 
 from local_aws.events import LambdaContext, scheduled_event
 from local_aws.queues import depth, drain
-from redriver.adapters.records.breaker import breaker_item
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, Canary, State
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
-from redriver.model.evidence import Evidence
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.keys import failure_record_key, message_record_key, park_record_key
-from redriver.model.report import StopReason
-from redriver.settings import breaker_key
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.keys import breaker_key, failure_record_key, message_record_key, park_record_key
+from sqs_redriver.runtime.adapters.records.breaker import breaker_item
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker, Canary
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.report import StopReason
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, always, consume, order_body
 from tests.integration import test_breaker_per_source as shared_dlq
@@ -297,7 +297,7 @@ def test_the_lambda_reports_a_corrupt_record_in_its_log_and_the_corrupt_records_
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
 
     with caplog.at_level(logging.ERROR):
-        result = import_fresh("redriver.handler").lambda_handler(
+        result = import_fresh("sqs_redriver.runtime.handler").lambda_handler(
             scheduled_event("evt-corrupt"), LambdaContext()
         )
 

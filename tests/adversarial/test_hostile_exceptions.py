@@ -8,8 +8,8 @@ import json
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from redriver_kit import ConsumerKit, TerminalError
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.kit import ConsumerKit, TerminalError
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.adversarial.ledger import PARKING_LOT, assert_breaker_closed, assert_each_ended_once
 from tests.conftest import MAX_RECEIVE_COUNT, Aws, make_redriver, make_settings
 from tests.factories import FakeClock

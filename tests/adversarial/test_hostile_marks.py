@@ -4,9 +4,9 @@ left out and its message re-driven as an unmarked one; the rest of the batch goe
 from __future__ import annotations
 
 from local_aws.queues import peek
-from redriver.decide.breaker import Breaker
-from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.model.evidence import Evidence
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.adversarial.ledger import (
     PARKING_LOT,
     SOURCE,

@@ -12,8 +12,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.resources import queue_arn
-from redriver_kit import ConsumerKit
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.kit import ConsumerKit
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.adversarial.ledger import (
     PARKING_LOT,
     SOURCE,

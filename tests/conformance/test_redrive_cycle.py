@@ -15,11 +15,11 @@ import pytest
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
-from redriver.decide.breaker import BreakerPolicy
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver.model.report import RunReport
-from redriver.run.runner import Redriver
-from redriver.settings.schema import default
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.settings.schema import default
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.model.report import RunReport
+from sqs_redriver.runtime.run.runner import Redriver
 from tests.conformance.conftest import Rig
 from tests.conftest import make_settings
 from tests.factories import always, never, order_body

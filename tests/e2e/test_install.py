@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from sqs_redriver.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 
 pytestmark = pytest.mark.install
 
@@ -32,16 +32,16 @@ BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "sqs_redriver", "infr
 STACK = "Orders"
 SOURCE_ARN = "arn:aws:sqs:eu-west-1:111122223333:orders"
 DLQ_ARN = "arn:aws:sqs:eu-west-1:111122223333:orders-dlq"
-HANDLER = "redriver.handler.lambda_handler"
+HANDLER = "sqs_redriver.runtime.handler.lambda_handler"
 
 # A user's project, beside nothing of this repository. It has an `infra` package of its own, as CDK
-# projects often do: the construct's own infra ships as sqs_redriver.infra and does not clash.
+# projects often do: the construct's own infra ships as sqs_redriver.cdk and does not clash.
 USER_APP = f'''
 import sys
 
 import aws_cdk as cdk
 from infra import ACCOUNT, REGION
-from sqs_redriver import SqsRedriver
+from sqs_redriver.cdk import SqsRedriver
 
 app = cdk.App(outdir=sys.argv[1])
 stack = cdk.Stack(app, "{STACK}", env=cdk.Environment(account=ACCOUNT, region=REGION))
@@ -56,12 +56,12 @@ app.synth()
 USER_INFRA = 'ACCOUNT = "111122223333"\nREGION = "eu-west-1"\n'
 WHERE_FROM = """
 import json, sysconfig
-import redriver, redriver_kit, sqs_redriver, sqs_redriver.infra
-from redriver_kit import ConsumerKit, TerminalError, TransientError
+import sqs_redriver.runtime, sqs_redriver.kit, sqs_redriver, sqs_redriver.cdk
+from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
 
 print(json.dumps({
     "site_packages": sysconfig.get_paths()["purelib"],
-    "modules": {m.__name__: m.__file__ for m in (redriver, redriver_kit, sqs_redriver, sqs_redriver.infra)},
+    "modules": {m.__name__: m.__file__ for m in (redriver, sqs_redriver.kit, sqs_redriver, sqs_redriver.cdk)},
     "kit": [ConsumerKit.__name__, TerminalError.__name__, TransientError.__name__],
 }))
 """
@@ -151,13 +151,13 @@ def test_wheel_holds_the_construct_the_kit_and_the_lambda_code_and_not_the_repos
     names = set(zipfile.ZipFile(wheel).namelist())
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
 
-    assert top_level == {"sqs_redriver", "redriver", "redriver_kit"}
+    assert top_level == {"sqs_redriver", "redriver", "sqs_redriver.kit"}
     assert {
         "sqs_redriver/__init__.py",
         "sqs_redriver/infra/redriver.py",
         "redriver/handler.py",
         "redriver/settings/schema.py",
-        "redriver_kit/kit.py",
+        "sqs_redriver.kit/kit.py",
     } <= names
 
 
@@ -168,9 +168,9 @@ def test_installed_packages_and_the_kit_come_from_the_venv(venv: Path, user_dir:
     assert site_packages.is_relative_to(venv)
     assert {name: Path(file).is_relative_to(site_packages) for name, file in found["modules"].items()} == {
         "redriver": True,
-        "redriver_kit": True,
+        "sqs_redriver.kit": True,
         "sqs_redriver": True,
-        "sqs_redriver.infra": True,
+        "sqs_redriver.cdk": True,
     }
     assert found["kit"] == ["ConsumerKit", "TerminalError", "TransientError"]
 
@@ -204,8 +204,8 @@ def test_consumer_kit_layer_is_built_from_the_installed_packages(
     [layer] = resources(template, "AWS::Lambda::LayerVersion")
     content = asset_dir(assembly, layer["Content"]["S3Key"])
 
-    assert (content / "python" / "redriver_kit" / "kit.py").is_file()
-    assert {p.name for p in (content / "python").iterdir()} == {"redriver", "redriver_kit"}
+    assert (content / "python" / "sqs_redriver.kit" / "kit.py").is_file()
+    assert {p.name for p in (content / "python").iterdir()} == {"redriver", "sqs_redriver.kit"}
 
 
 def test_command_line_tool_is_installed_and_lists_its_commands(venv: Path, user_dir: Path) -> None:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from local_aws import LAMBDAS_DIR, REGION, ROOT
+from local_aws import REGION
 from local_aws.resources import Resources, create_resources
-from redriver.adapters.state_table import StateTable
-from redriver.model.pause import Pause
-from redriver.settings import pause_key
+from sqs_redriver.protocol.keys import pause_key
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.pause import Pause
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
@@ -107,7 +107,7 @@ def test_status_watch_shows_breakers_and_depths_refreshes_and_exits_0_on_ctrl_c(
 ) -> None:
     # GIVEN the live status of a re-driver, in a terminal
     tool = [
-        sys.executable, "-m", "sqs_redriver.cli", "--endpoint-url", endpoint, "--region", REGION,
+        sys.executable, "-m", "sqs_redriver.console.cli", "--endpoint-url", endpoint, "--region", REGION,
         "--dlq-url", resources.dlq_url, "--source-url", resources.source_url,
         "--parking-lot-url", resources.parking_lot_url, "--table", resources.table_name,
         "status", "--watch", "--interval", "1",
@@ -115,7 +115,6 @@ def test_status_watch_shows_breakers_and_depths_refreshes_and_exits_0_on_ctrl_c(
     environment = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-        "PYTHONPATH": os.pathsep.join([str(LAMBDAS_DIR), str(ROOT)]),
     }
     pane.run(
         "new-session", "-d", "-s", "watch", "-x", str(WIDTH), "-y", str(HEIGHT),

@@ -15,21 +15,19 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
 from app import build_app
-from infra import LAMBDAS_DIR
-from infra.consumer_kit import (
-    ENV_DLQ_URL,
-    ENV_MAX_RECEIVE_COUNT,
-    ENV_TABLE_NAME,
+from local_aws import LAMBDAS_DIR
+from sqs_redriver.cdk.consumer_kit import (
     KIT_PACKAGE,
     KIT_RUNTIMES,
     PROTOCOL_PACKAGE,
     consumer_kit_code,
 )
-from infra.functions import RUNTIME
-from infra.redriver import SqsRedriver
-from infra.settings import RedriverSettings, SettingsError
-from infra.stack import RedriverStack
-from infra.table_access import CONSUMER_ATTRIBUTES
+from sqs_redriver.cdk.functions import RUNTIME
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.stack import RedriverStack
+from sqs_redriver.cdk.table_access import CONSUMER_ATTRIBUTES
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.infra.test_stack import STACK, logical_id, properties, role_statements
 
 LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
@@ -174,7 +172,7 @@ def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_witho
 ) -> None:
     bundle = asset_dir(assembly_dir, template, stack.redriver.consumer_kit_layer)
     assert (bundle / "python/redriver/model/envelope.py").is_file()
-    assert (bundle / "python/redriver_kit/kit.py").is_file()
+    assert (bundle / "python/sqs_redriver.kit/kit.py").is_file()
     assert (bundle / "python/redriver/sqs_limits.py").is_file()
     assert {p.name for p in bundle.iterdir()} == {"python"}
     assert {p.name for p in (bundle / "python").iterdir()} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
@@ -189,7 +187,7 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     source = tmp_path / "src"
     shutil.copytree(LAMBDAS_DIR / PROTOCOL_PACKAGE, source / PROTOCOL_PACKAGE)
     (source / KIT_PACKAGE / "__pycache__").mkdir(parents=True)
-    (source / KIT_PACKAGE / "__init__.py").write_text("from redriver.model import envelope\n")
+    (source / KIT_PACKAGE / "__init__.py").write_text("from sqs_redriver.runtime.model import envelope\n")
     (source / KIT_PACKAGE / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
     (source / KIT_PACKAGE / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
     (source / PROTOCOL_PACKAGE / "model" / "__pycache__").mkdir(exist_ok=True)
@@ -206,7 +204,7 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     # THEN
     bundle = asset_dir(tmp_path / "cdk.out", Template.from_stack(stack), layer)
     files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
-    assert {"python/redriver_kit/__init__.py", "python/redriver_kit/config.py"} <= files
+    assert {"python/sqs_redriver.kit/__init__.py", "python/sqs_redriver.kit/config.py"} <= files
     assert "python/redriver/model/envelope.py" in files
     assert {f.split("/")[1] for f in files} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []

@@ -12,10 +12,10 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from infra.consumer_kit import KIT_RUNTIMES
-from infra.functions import POWERTOOLS_RELEASE, powertools_layer
-from infra.redriver import SqsRedriver
-from infra.settings import SettingsError
+from sqs_redriver.cdk.consumer_kit import KIT_RUNTIMES
+from sqs_redriver.cdk.functions import POWERTOOLS_RELEASE, powertools_layer
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import SettingsError
 from tests.infra.test_consumer_grant import small_stack
 from tests.infra.test_stack import logical_id, properties
 

@@ -11,8 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from infra.redriver import SqsRedriver
-from infra.settings import RedriverSettings
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import RedriverSettings
 from tests.infra.test_consumer_grant import consumer_function, redriver_environment, small_stack
 from tests.infra.test_keys import app_with_nag, assert_nag_clean, dead_letter_queue, nag_report, source_queue
 from tests.infra.test_keys import consumer as nag_clean_consumer

@@ -10,8 +10,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from app import build_app
-from infra.functions import RUNTIME, package_code, package_folder, python_function
-from infra.stack import RedriverStack
+from sqs_redriver.cdk.functions import RUNTIME, package_code, package_folder, python_function
+from sqs_redriver.cdk.stack import RedriverStack
 from tests.infra.test_stack import STACK, properties
 
 
@@ -51,7 +51,7 @@ def test_redrive_function_code_is_the_redriver_package_alone_without_bytecode(
     files = files_in(code)
 
     assert {"redriver/handler.py", "redriver/settings/schema.py"} <= files
-    assert {p.name for p in code.iterdir()} == {"redriver"}  # no consumer/, no redriver_kit/
+    assert {p.name for p in code.iterdir()} == {"redriver"}  # no consumer/, no sqs_redriver.kit/
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
@@ -83,7 +83,7 @@ def test_two_assets_of_the_same_package_laid_out_differently_stay_two(tmp_path: 
         stack,
         "Function",
         runtime=RUNTIME,
-        handler="redriver.handler.lambda_handler",
+        handler="sqs_redriver.runtime.handler.lambda_handler",
         code=package_code(("redriver",)),
     )
     layer = lambda_.LayerVersion(stack, "Layer", code=package_code(("redriver",), prefix="python"))

@@ -16,10 +16,10 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from infra.defaults import secure_queue
-from infra.functions import acknowledge, powertools_layer, python_function
-from infra.redriver import SqsRedriver
-from infra.settings import SettingsError
+from sqs_redriver.cdk.defaults import secure_queue
+from sqs_redriver.cdk.functions import acknowledge, powertools_layer, python_function
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import SettingsError
 from tests.infra.test_consumer_grant import statements_on
 from tests.infra.test_stack import logical_id, properties, role_statements
 

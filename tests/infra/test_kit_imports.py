@@ -18,22 +18,22 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from infra.consumer_kit import KIT_RUNTIMES, consumer_kit_code
+from sqs_redriver.cdk.consumer_kit import KIT_RUNTIMES, consumer_kit_code
 from tests.infra.test_consumer_grant import asset_dir
 
 # What Lambda gives a consumer besides its layers (boto3) and what the Powertools layer holds.
 RUNTIME_DISTRIBUTIONS = ("aws-lambda-powertools", "boto3")
 # Top-level names that must not be loaded: the CDK and the operator's tool.
 FOREIGN_PACKAGES = ("aws_cdk", "jsii", "constructs", "infra", "sqs_redriver", "typer", "rich")
-# The re-driver's runtime: the kit shares only its protocol (redriver.model, redriver.sqs_limits).
+# The re-driver's runtime: the kit shares only the protocol (sqs_redriver.protocol).
 REDRIVER_RUNTIME = ("handler", "wiring", "run", "act", "adapters", "observability", "settings")
 
 IMPORT_THE_KIT = """
 import json, sys
 sys.path[:0] = sys.argv[1:]
-import redriver_kit
-from redriver_kit import ConsumerKit, TerminalError, fingerprint
-from redriver_kit import aws, classify, config, dead_letter, kit, records, redact, verdicts
+import sqs_redriver.kit
+from sqs_redriver.kit import ConsumerKit, TerminalError, fingerprint
+from sqs_redriver.kit import aws, classify, config, dead_letter, kit, records, redact, verdicts
 try:
     import aws_cdk
     cdk = True
@@ -132,4 +132,4 @@ def test_the_kit_imports_with_only_powertools_and_boto3(
     assert {
         m for m in loaded if m.split(".")[:2][-1] in REDRIVER_RUNTIME and m.startswith("redriver.")
     } == set()
-    assert {"redriver_kit.kit", "aws_lambda_powertools", "botocore"} <= loaded  # boto3: on first call
+    assert {"sqs_redriver.kit.kit", "aws_lambda_powertools", "botocore"} <= loaded  # boto3: on first call

@@ -19,9 +19,9 @@ from aws_cdk.assertions import Template
 from constructs import Construct
 
 from app import STACK_NAME, build_app
-from infra.defaults import secure_queue
-from infra.redriver import SqsRedriver
-from infra.stack import RedriverStack
+from sqs_redriver.cdk.defaults import secure_queue
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.stack import RedriverStack
 from tests.infra.test_keys import assert_nag_clean, consumer, dead_letter_queue, nag_report, source_queue
 from tests.infra.test_operator_grant import QUEUE_ACTIONS as OPERATOR_QUEUE
 from tests.infra.test_operator_grant import TABLE_ACTIONS as OPERATOR_TABLE

@@ -23,16 +23,22 @@ from constructs import Construct
 
 from app import STACK_NAME as STACK
 from app import build_app
-from infra.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
-from infra.functions import RUNTIME
-from infra.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
-from infra.redriver import SqsRedriver
-from infra.redriver_metrics import BREAKER_STATE, CONTINUATIONS, METRICS_NAMESPACE, RUN_COUNTS, RUN_PROBLEMS
-from infra.settings import RedriverSettings, SettingsError
-from infra.stack import RedriverStack
-from redriver.act.breaker_writer import BreakerWriter
-from redriver.decide.breaker import Breaker
-from redriver.model.evidence import Evidence
+from sqs_redriver.cdk.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
+from sqs_redriver.cdk.functions import RUNTIME
+from sqs_redriver.cdk.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.redriver_metrics import (
+    BREAKER_STATE,
+    CONTINUATIONS,
+    METRICS_NAMESPACE,
+    RUN_COUNTS,
+    RUN_PROBLEMS,
+)
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.stack import RedriverStack
+from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.fakes import FakeStateStore
 
 HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "redriver" / "handler.py"
@@ -550,7 +556,7 @@ def test_two_re_drivers_of_one_account_publish_their_run_metrics_apart() -> None
         SqsRedriver(stack, f"{name}Redriver", source_queue=source, dead_letter_queue=dlq)
 
     functions = Template.from_stack(stack).find_resources(
-        "AWS::Lambda::Function", {"Properties": {"Handler": "redriver.handler.lambda_handler"}}
+        "AWS::Lambda::Function", {"Properties": {"Handler": "sqs_redriver.runtime.handler.lambda_handler"}}
     )
 
     services = sorted(

@@ -16,9 +16,9 @@ from aws_cdk.assertions import Template
 from constructs import Construct
 
 from app import STACK_NAME, build_app
-from infra.redriver import SqsRedriver
-from infra.settings import SettingsError
-from infra.stack import RedriverStack
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.cdk.stack import RedriverStack
 
 QUEUE_ACTIONS = [
     "sqs:ChangeMessageVisibility",

@@ -11,10 +11,14 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from infra.functions import POWERTOOLS_LAYER_ACCOUNT, POWERTOOLS_RELEASE, powertools_layer_parameter
-from infra.redriver import SqsRedriver
-from infra.settings import RedriverSettings, SettingsError
-from infra.stack import RedriverStack
+from sqs_redriver.cdk.functions import (
+    POWERTOOLS_LAYER_ACCOUNT,
+    POWERTOOLS_RELEASE,
+    powertools_layer_parameter,
+)
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.stack import RedriverStack
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED_PARAMETER = f"/aws/service/powertools/python/arm64/python3.14/{POWERTOOLS_RELEASE}"
@@ -58,7 +62,7 @@ def test_both_functions_of_the_default_stack_resolve_the_pinned_parameter_at_dep
     template = Template.from_stack(stack)
     dynamic_reference = f"{{{{resolve:ssm:{PINNED_PARAMETER}}}}}"
 
-    assert function_layers(template, "redriver.handler.lambda_handler") == [dynamic_reference]
+    assert function_layers(template, "sqs_redriver.runtime.handler.lambda_handler") == [dynamic_reference]
     assert function_layers(template, "consumer.handler.lambda_handler")[0] == dynamic_reference
     # a dynamic reference, not a template Parameter that every deployment would have to carry
     assert set(template.to_json().get("Parameters", {})) <= {"BootstrapVersion"}
@@ -67,7 +71,7 @@ def test_both_functions_of_the_default_stack_resolve_the_pinned_parameter_at_dep
 def test_a_layer_version_builds_the_public_layers_arn_in_the_stacks_partition_and_region() -> None:
     stack, _ = redriver_stack(powertools_layer_version=79)
 
-    [layer] = function_layers(Template.from_stack(stack), "redriver.handler.lambda_handler")
+    [layer] = function_layers(Template.from_stack(stack), "sqs_redriver.runtime.handler.lambda_handler")
 
     assert layer == {
         "Fn::Join": [
@@ -87,7 +91,7 @@ def test_a_layer_arn_is_used_as_given() -> None:
     arn = "arn:aws-cn:lambda:cn-north-1:123456789012:layer:OurPowertools:3"
     stack, redriver = redriver_stack(powertools_layer_arn=arn)
 
-    assert function_layers(Template.from_stack(stack), "redriver.handler.lambda_handler") == [arn]
+    assert function_layers(Template.from_stack(stack), "sqs_redriver.runtime.handler.lambda_handler") == [arn]
     assert redriver.powertools_layer.layer_version_arn == arn
 
 

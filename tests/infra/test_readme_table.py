@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infra.readme_table import HOW_TO_REGENERATE, README, render_rows, render_table, table_in
-from redriver.settings.schema import SCHEMA
+from sqs_redriver.cdk.readme_table import HOW_TO_REGENERATE, README, render_rows, render_table, table_in
+from sqs_redriver.protocol.settings.schema import SCHEMA
 
 
 def test_readme_configuration_table_is_generated_from_the_schema() -> None:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from infra.settings import RedriverSettings, SettingsError
-from redriver.settings import ConfigError, Settings, load_settings
-from redriver.settings.kinds import BoolSetting, IntSetting, RatioSetting, Setting
-from redriver.settings.schema import BY_NAME, SCHEMA
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.protocol.settings.kinds import BoolSetting, IntSetting, RatioSetting, Setting
+from sqs_redriver.protocol.settings.schema import BY_NAME, SCHEMA
+from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
 
 RESOURCES = {
     "DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq",

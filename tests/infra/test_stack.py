@@ -14,11 +14,11 @@ from aws_cdk.assertions import Match, Template
 from constructs import Construct
 
 from app import build_app
-from infra.functions import powertools_layer_parameter
-from infra.redriver import SqsRedriver
-from infra.settings import RedriverSettings, SettingsError
-from infra.stack import RedriverStack
-from redriver.settings import load_settings
+from sqs_redriver.cdk.functions import powertools_layer_parameter
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.stack import RedriverStack
+from sqs_redriver.runtime.settings import load_settings
 
 STACK = "SqsSmartRedriver"
 
@@ -53,7 +53,7 @@ def properties(template: Template, construct: Construct) -> dict[str, Any]:
 
 def redrive_function(template: Template) -> dict[str, Any]:
     functions = template.find_resources(
-        "AWS::Lambda::Function", {"Properties": {"Handler": "redriver.handler.lambda_handler"}}
+        "AWS::Lambda::Function", {"Properties": {"Handler": "sqs_redriver.runtime.handler.lambda_handler"}}
     )
     [(_, function)] = functions.items()
     return function["Properties"]
@@ -176,7 +176,7 @@ def test_redrive_function_runtime_and_limits(template: Template) -> None:
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "redriver.handler.lambda_handler",
+            "Handler": "sqs_redriver.runtime.handler.lambda_handler",
             "Runtime": "python3.14",
             "Architectures": ["arm64"],
             "MemorySize": 256,
@@ -430,7 +430,7 @@ def test_context_settings_reach_the_template(tmp_path: Any) -> None:
         outdir=str(tmp_path),
         context={"redriver": {"schedule": "rate(1 minute)", "max_redrives": 7, "max_receive_count": 3}},
     )
-    from infra.stack import RedriverStack
+    from sqs_redriver.cdk.stack import RedriverStack
 
     stack = RedriverStack(
         app, "Tuned", settings=RedriverSettings.from_context(app.node.try_get_context("redriver"))

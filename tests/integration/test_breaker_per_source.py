@@ -10,14 +10,16 @@ import pytest
 
 from local_aws.queues import depth, drain
 from local_aws.resources import queue_arn
-from redriver.decide.breaker import Breaker, Canary, Mode, State
-from redriver.decide.fairness import turn_order
-from redriver.model.continuation import Resume
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver.model.evidence import Evidence
-from redriver.model.report import RunReport
-from redriver.run.runner import Redriver
-from redriver.settings import Settings, breaker_key
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.runtime.decide.breaker import Breaker, Canary
+from sqs_redriver.runtime.decide.fairness import turn_order
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.continuation import Resume
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.report import RunReport
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
 from tests.conftest import (
     CANARY_WINDOW,
     MAX_RECEIVE_COUNT,

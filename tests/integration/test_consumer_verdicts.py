@@ -16,13 +16,13 @@ from consumer.orders import DownstreamUnavailable, InvalidOrder, parse_order
 from local_aws.compose import local_redriver
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.queues import depth, drain
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Mode, State
-from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.model.failure import retry_record_key
-from redriver.run.runner import Redriver
-from redriver_kit import ConsumerKit
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.kit import ConsumerKit
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.failure import retry_record_key
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.run.runner import Redriver
 from tests.conftest import MAX_RECEIVE_COUNT, Aws, make_settings
 from tests.factories import FakeClock, order_body
 from tests.integration.test_redrive_cycle import REMAINING, fail_into_dlq, stored_breaker

@@ -10,10 +10,11 @@ from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
-from redriver.adapters.ports import MessageRecord, RecordStatus
-from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
-from redriver.model.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
-from redriver.model.evidence import Evidence
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
 

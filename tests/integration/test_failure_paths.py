@@ -9,10 +9,11 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain, queue_counts
-from redriver.adapters import AwsCallError
-from redriver.decide.breaker import Breaker, State
-from redriver.model.envelope import Mark
-from redriver.model.evidence import Evidence
+from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, order_body
 from tests.faults import Faults

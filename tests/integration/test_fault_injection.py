@@ -27,13 +27,14 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from local_aws.queues import drain, make_visible
-from redriver.adapters import AwsCallError
-from redriver.adapters.state_table import StateTable
-from redriver.decide.backoff import backoff_step
-from redriver.decide.breaker import Breaker, BreakerPolicy, State
-from redriver.decide.fairness import turn_order
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver.settings import breaker_key
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.backoff import backoff_step
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
+from sqs_redriver.runtime.decide.fairness import turn_order
+from sqs_redriver.runtime.model.breaker_state import State
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, NamesTheSource
 from tests.faults import (

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from redriver.adapters import AwsCallError
-from sqs_redriver.group_index import INDEX_WRITE_ATTEMPTS, GroupIndex
+from sqs_redriver.console.group_index import INDEX_WRITE_ATTEMPTS, GroupIndex
+from sqs_redriver.runtime.adapters import AwsCallError
 from tests.conftest import Aws, create_aws
 
 

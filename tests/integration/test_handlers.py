@@ -14,12 +14,13 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
 from local_aws.queues import depth, drain
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker
-from redriver.model.envelope import MARK_ATTRIBUTE
-from redriver.model.evidence import Evidence
-from redriver.settings import ConfigError, breaker_key
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.settings import ConfigError
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.factories import LONG_AGO, order_body
 
@@ -41,7 +42,7 @@ def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
         "RECEIVE_WAIT_SECONDS": "0",
     }.items():
         monkeypatch.setenv(name, value)
-    return import_fresh("redriver.handler")
+    return import_fresh("sqs_redriver.runtime.handler")
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +76,7 @@ def test_a_message_at_the_end_of_the_dlqs_retention_is_archived_and_counted_as_e
     # of 60 s: a message is expiring from 1 s of age on
     monkeypatch.setenv("ARCHIVE_BUCKET", aws.archive_bucket)
     monkeypatch.setenv("EXPIRY_MARGIN_SECONDS", "60")
-    handler = import_fresh("redriver.handler")
+    handler = import_fresh("sqs_redriver.runtime.handler")
     aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "61"})
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
     # over the limit: that reason wins (times long ago, as marks must hold: 2000 to now)
@@ -104,7 +105,7 @@ def test_a_shared_dlq_reports_each_sources_breaker_and_the_worst_as_its_state(
     # GIVEN a second source whose breaker is open
     payments = aws.sqs.create_queue(QueueName="payments")["QueueUrl"]
     monkeypatch.setenv("SOURCE_QUEUE_URL", f"{aws.source_url},{payments}")
-    handler = import_fresh("redriver.handler")
+    handler = import_fresh("sqs_redriver.runtime.handler")
     StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).save_breaker(
         breaker_key(payments), Breaker().opened(int(time.time()), Evidence.RETURNS), expected_version=0
     )
@@ -138,7 +139,7 @@ def test_bad_configuration_fails_at_cold_start_naming_the_variable(
     monkeypatch.setenv("MAX_REDRIVES", "0")
 
     with pytest.raises(ConfigError, match="MAX_REDRIVES must be an integer from 1 to 50"):
-        import_fresh("redriver.handler")
+        import_fresh("sqs_redriver.runtime.handler")
 
 
 def test_consumer_sends_an_invalid_order_to_the_dlq_at_once_and_reports_a_transient_failure(
@@ -223,7 +224,7 @@ def small_runs_handler(aws: Aws, redriver_handler: ModuleType, monkeypatch: pyte
     """The re-driver's handler with a per-run limit of 2 (one worker: the limit is then exact)."""
     monkeypatch.setenv("MAX_MESSAGES_PER_RUN", "2")
     monkeypatch.setenv("PARALLEL_BATCHES", "1")
-    return import_fresh("redriver.handler")
+    return import_fresh("sqs_redriver.runtime.handler")
 
 
 def test_a_run_out_of_room_invokes_its_function_with_the_continuation(

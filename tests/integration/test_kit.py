@@ -19,16 +19,16 @@ from local_aws.clients import ClientProxy
 from local_aws.events import LambdaContext
 from local_aws.events import sqs_event as lambda_event
 from local_aws.queues import drain, make_visible
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
-from redriver.model.failure import (
+from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
+from sqs_redriver.protocol.failure import (
     VERDICT_RECORD_TTL_SECONDS,
     Failure,
     FailureKind,
     failure_record_key,
     verdict_record_key,
 )
-from redriver_kit import ConsumerKit, TerminalError, TransientError
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws, create_aws
 from tests.factories import FakeClock
 

@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 
-from redriver.adapters.state_table import StateTable
-from redriver.model.failure import (
+from sqs_redriver.kit.aws import KitAws, KitAwsError
+from sqs_redriver.kit.verdicts import Tally
+from sqs_redriver.protocol.failure import (
     FAILURE_RECORD_ATTRIBUTES,
     VERDICT_RECORD_ATTRIBUTES,
     VERDICT_RECORD_TTL_SECONDS,
@@ -17,8 +18,7 @@ from redriver.model.failure import (
     failure_record_key,
     verdict_record_key,
 )
-from redriver_kit.aws import KitAws, KitAwsError
-from redriver_kit.verdicts import Tally
+from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.conftest import Aws
 from tests.integration.test_kit import Calls, item
 

@@ -10,10 +10,11 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from local_aws.queues import drain
-from redriver.model.envelope import from_sqs
-from redriver.model.failure import Failure, failure_record_key
-from redriver_kit import ConsumerKit, TerminalError
-from redriver_kit.config import (
+from sqs_redriver.kit import ConsumerKit, TerminalError
+from sqs_redriver.kit.kit import DROPPED_TEXT
+from sqs_redriver.protocol.envelope import from_sqs
+from sqs_redriver.protocol.failure import Failure, failure_record_key
+from sqs_redriver.protocol.settings.kit import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,
@@ -21,7 +22,6 @@ from redriver_kit.config import (
     ENV_REDACT_PATTERNS,
     ENV_TABLE_NAME,
 )
-from redriver_kit.kit import DROPPED_TEXT
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.factories import FakeClock
 from tests.integration.test_kit import NOW, item, mark_of, receive, run, send
@@ -132,7 +132,7 @@ def test_dropped_text_keeps_only_the_class_and_the_fingerprint(aws: Aws) -> None
     run(kit_with(aws, **{ENV_ERROR_TEXT: "drop"}), aws, raising(TerminalError(LEAKY)), receive(aws))
 
     failure = dead_lettered_failure(aws)
-    assert (failure.error_class, failure.message) == ("redriver_kit.classify.TerminalError", DROPPED_TEXT)
+    assert (failure.error_class, failure.message) == ("sqs_redriver.kit.classify.TerminalError", DROPPED_TEXT)
     assert len(failure.fingerprint) == 16
 
 

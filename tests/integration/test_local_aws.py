@@ -13,11 +13,11 @@ from moto import mock_aws
 from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import SQSBackend, sqs_backends
 
-from infra.consumer_kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from infra.functions import powertools_layer_parameter
 from local_aws import ACCOUNT, REGION
 from local_aws.cloudformation import deploy
 from local_aws.server import speed_up_moto_sqs
+from sqs_redriver.cdk.functions import powertools_layer_parameter
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import Aws
 
 KIT_ENV = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)

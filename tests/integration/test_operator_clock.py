@@ -11,13 +11,13 @@ import pytest
 from moto import mock_aws
 
 from local_aws import REGION
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import State
-from redriver.model.evidence import Evidence
-from redriver.settings import breaker_key
-from sqs_redriver.aws import Connection
-from sqs_redriver.cli.steering import _move_breakers
-from sqs_redriver.cli.tool import Target, Tool
+from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.cli.steering import _move_breakers
+from sqs_redriver.console.cli.tool import Target, Tool
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.conftest import Aws, create_aws
 
 AN_HOUR_FAST = 3600

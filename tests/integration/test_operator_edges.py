@@ -10,11 +10,11 @@ import pytest
 from moto import mock_aws
 
 from local_aws.queues import queue_counts
-from redriver.adapters.state_table import StateTable
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.groups import GroupAction
-from sqs_redriver.group_index import GroupIndex
+from sqs_redriver.console.group_index import GroupIndex
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.groups import GroupAction
 from tests.conftest import Aws, create_aws
 from tests.integration.test_operator_tool import FIRST_FAILED, park, parked_fixture, tool
 

@@ -12,14 +12,20 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain
-from redriver.adapters.ports import MessageRecord, RecordStatus
-from redriver.adapters.state_table import StateTable
-from redriver.model.continuation import Resume
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind, failure_record_key, park_record_key, retry_record_key
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.history import RUN_HISTORY_LENGTH, RunSummary
-from redriver.model.pause import Pause
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import (
+    Failure,
+    FailureKind,
+    failure_record_key,
+    park_record_key,
+    retry_record_key,
+)
+from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.continuation import Resume
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH, RunSummary
+from sqs_redriver.runtime.model.pause import Pause
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, order_body
 from tests.faults import Fault, Faults

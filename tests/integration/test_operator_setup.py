@@ -15,10 +15,11 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from sqs_redriver import aws as tool_aws
-from sqs_redriver.cli import app
-from sqs_redriver.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
-from sqs_redriver.deployment import OUTPUT_DESCRIPTION, Deployment
+from sqs_redriver.console import aws as tool_aws
+from sqs_redriver.console.cli import app
+from sqs_redriver.console.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
+from sqs_redriver.console.deployment import Deployment
+from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from tests.conftest import Aws, create_aws
 
 CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens: the connection is refused at once

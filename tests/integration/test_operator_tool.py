@@ -14,16 +14,17 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from local_aws.queues import drain, queue_counts
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, State
-from redriver.decide.canary import SILENT_PROBES_LIMIT
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.evidence import Evidence
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.groups import GroupAction
-from redriver.model.reasons import ParkCause, ParkReason
-from redriver.settings import breaker_key, pause_key
-from sqs_redriver.cli import app
+from sqs_redriver.console.cli import app
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.keys import breaker_key, pause_key
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.groups import GroupAction
+from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 from tests.conftest import Aws, create_aws
 
 FIRST_FAILED = 1_700_000_000

@@ -11,10 +11,11 @@ import pytest
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver.model.evidence import Evidence
-from redriver.model.report import RunReport
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.report import RunReport
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock
 from tests.faults import Faults, breaker_problems

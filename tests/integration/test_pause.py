@@ -8,10 +8,11 @@ import logging
 import pytest
 
 from local_aws.queues import depth, make_visible
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, BreakerPolicy, State
-from redriver.model.pause import Pause
-from redriver.settings import Settings
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.runtime.settings import Settings
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock, order_body
 

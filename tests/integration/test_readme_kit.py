@@ -14,10 +14,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from infra.redriver import SqsRedriver
 from local_aws.events import LambdaContext, sqs_event
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver_kit.config import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.integration.test_kit import receive, send
 

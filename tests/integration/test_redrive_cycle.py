@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from local_aws.queues import depth, drain, make_visible
-from redriver.act.ratelimit import TokenBucket
-from redriver.decide.backoff import MAX_HOLD_SECONDS
-from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark
-from redriver.model.evidence import Evidence
-from redriver.settings import Settings
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.settings import Settings
 from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock, always, consume, never, order_body
 

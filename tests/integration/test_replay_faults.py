@@ -13,13 +13,13 @@ from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
-from redriver.adapters.sqs_queue import SqsQueue
-from redriver.adapters.state_table import StateTable
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.reasons import ParkCause, ParkReason
-from sqs_redriver.aws import QueueScan
-from sqs_redriver.inventory import Selection, Where
-from sqs_redriver.moves import MoveReport, replay
+from sqs_redriver.console.aws import QueueScan
+from sqs_redriver.console.inventory import Selection, Where
+from sqs_redriver.console.moves import MoveReport, replay
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 from tests.conftest import Aws, create_aws
 from tests.faults import Fault, Faults, SimulatedCrash
 

@@ -17,10 +17,11 @@ from local_aws.clients import ClientProxy
 from local_aws.compose import local_redriver
 from local_aws.queues import depth, drain, make_visible
 from local_aws.simulated_time import SIM_EPOCH, UNFROZEN
-from redriver.adapters import AwsCallError
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, BreakerPolicy, Mode, State
-from redriver.model.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
+from sqs_redriver.runtime.model.breaker_state import Mode, State
 from tests.conftest import Aws, create_aws, make_redriver, make_settings
 from tests.factories import LONG_AGO, FakeClock
 from tests.faults import BATCH_ENTRY_OPERATIONS, BATCH_ITEM_OPERATIONS, Fault, Faults, SimulatedCrash

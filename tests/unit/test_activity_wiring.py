@@ -7,9 +7,9 @@ import logging
 import boto3
 import pytest
 
-from redriver.adapters.clients import AwsClients, aws_clients
-from redriver.settings import Settings
-from redriver.wiring import compose_redriver
+from sqs_redriver.runtime.adapters.clients import AwsClients, aws_clients
+from sqs_redriver.runtime.settings import Settings
+from sqs_redriver.runtime.wiring import compose_redriver
 
 ACCOUNT_URL = "https://sqs.us-east-1.amazonaws.com/123456789012"
 

@@ -1,4 +1,4 @@
-"""redriver.decide.backoff: exponential steps with equal jitter, capped; steps past 900 s waited
+"""sqs_redriver.runtime.decide.backoff: exponential steps with equal jitter, capped; steps past 900 s waited
 out in the DLQ until due."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.decide.backoff import (
+from sqs_redriver.runtime.decide.backoff import (
     SQS_MAX_DELAY_SECONDS,
     dlq_waits,
     due_at,
     redrive_delay,
     waits_in_dlq,
 )
-from redriver.decide.identity import track
-from redriver.model.tracked import Tracked
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.model.tracked import Tracked
 from tests.fakes import dlq_message, marked
 
 NOW = 1_800_000_000

@@ -1,4 +1,4 @@
-"""redriver.decide.breaker: the circuit breaker's pure state machine."""
+"""sqs_redriver.runtime.decide.breaker: the circuit breaker's pure state machine."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from redriver.decide.breaker import (
+from sqs_redriver.runtime.decide.breaker import (
     Breaker,
     BreakerPolicy,
     Canary,
-    Mode,
     RunOutcome,
-    State,
     begin_run,
     canary_passed,
     end_redrive_run,
@@ -23,7 +21,8 @@ from redriver.decide.breaker import (
     with_canary,
     without_canary,
 )
-from redriver.model.evidence import Evidence
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.evidence import Evidence
 
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
 T0 = 1_000

@@ -6,12 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.decide.breaker import (
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.runtime.decide.breaker import (
     Breaker,
     BreakerPolicy,
     Canary,
     RunOutcome,
-    State,
     begin_run,
     canary_passed,
     end_redrive_run,
@@ -20,9 +20,9 @@ from redriver.decide.breaker import (
     with_canary,
     without_canary,
 )
-from redriver.decide.canary import after_consumer_verdicts
-from redriver.model.evidence import Evidence
-from redriver.model.failure import VerdictCounts
+from sqs_redriver.runtime.decide.canary import after_consumer_verdicts
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
 from tests.record_strategies import robust
 
 policies = st.builds(

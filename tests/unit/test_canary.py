@@ -1,13 +1,14 @@
-"""redriver.decide.canary: the probe's record and the verdict its absence gives."""
+"""sqs_redriver.runtime.decide.canary: the probe's record and the verdict its absence gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, State
-from redriver.decide.canary import Verdict, after_consumer_verdicts, claim, judge
-from redriver.decide.identity import track
-from redriver.model.failure import VerdictCounts
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.canary import Verdict, after_consumer_verdicts, claim, judge
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.model.breaker_state import State
 from tests.fakes import dlq_message
 
 NOW = 1_800_000_000

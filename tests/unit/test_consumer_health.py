@@ -9,15 +9,16 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.decide.breaker import Breaker, Canary, State
-from redriver.decide.canary import after_health, expects_verdicts, heard_elsewhere
-from redriver.decide.consumer_health import Context, Health, failure_context, health
-from redriver.decide.suspicion import ConsumerSignal, judge, suspect_reason_text
-from redriver.model.activity import Minute, QueueActivity
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.evidence import Evidence
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.tracked import Tracked
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.decide.breaker import Breaker, Canary
+from sqs_redriver.runtime.decide.canary import after_health, expects_verdicts, heard_elsewhere
+from sqs_redriver.runtime.decide.consumer_health import Context, Health, failure_context, health
+from sqs_redriver.runtime.decide.suspicion import ConsumerSignal, judge, suspect_reason_text
+from sqs_redriver.runtime.model.activity import Minute, QueueActivity
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.tracked import Tracked
 
 T0 = 1_800_000_000 - 1_800_000_000 % 60
 URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"

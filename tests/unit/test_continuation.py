@@ -9,12 +9,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from redriver.adapters import AwsCallError
-from redriver.adapters.continuation import start_continuation
-from redriver.decide.breaker import Mode, State
-from redriver.decide.continuation import continues
-from redriver.model.continuation import Resume
-from redriver.model.report import RunReport, StopReason, Tally, combine
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.continuation import start_continuation
+from sqs_redriver.runtime.decide.continuation import continues
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.continuation import Resume
+from sqs_redriver.runtime.model.report import RunReport, StopReason, Tally, combine
 
 PROGRESS = Tally(redriven=500)
 

@@ -1,4 +1,4 @@
-"""redriver.model.envelope: the re-drive mark, DLQ message parsing, sizes and content identity."""
+"""sqs_redriver.protocol.envelope: the re-drive mark, DLQ message parsing, sizes and content identity."""
 
 from __future__ import annotations
 
@@ -10,16 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.decide.parking import MAX_OPERATOR_NAME_CHARS, MAX_OPERATOR_REASON_CHARS, operator_reason
-from redriver.decide.routing import Routes
-from redriver.message_limits import (
-    IDENTITY_PATTERN,
-    MAX_COUNT,
-    MAX_EPOCH_SECONDS,
-    MAX_IDENTITY_CHARS,
-    MAX_MARK_HISTORY,
-)
-from redriver.model.envelope import (
+from sqs_redriver.protocol.envelope import (
     MARK_ATTRIBUTE,
     MARK_BUDGET_BYTES,
     MAX_MESSAGE_BYTES,
@@ -31,9 +22,22 @@ from redriver.model.envelope import (
     message_size,
     string_attribute,
 )
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.tracked import Tracked
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.message_limits import (
+    IDENTITY_PATTERN,
+    MAX_COUNT,
+    MAX_EPOCH_SECONDS,
+    MAX_IDENTITY_CHARS,
+    MAX_MARK_HISTORY,
+)
+from sqs_redriver.runtime.decide.parking import (
+    MAX_OPERATOR_NAME_CHARS,
+    MAX_OPERATOR_REASON_CHARS,
+    operator_reason,
+)
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.tracked import Tracked
 
 LARGEST_MARKABLE = MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))

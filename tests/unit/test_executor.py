@@ -1,4 +1,4 @@
-"""redriver.act.executor on in-memory queues and table: nothing leaves the DLQ before it arrived."""
+"""act.executor on in-memory queues and table: nothing leaves the DLQ before it arrived."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from dataclasses import replace
 
 import pytest
 
-from redriver.act.executor import Executor
-from redriver.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
-from redriver.act.ratelimit import TokenBucket
-from redriver.act.redriving import RedriveSender
-from redriver.adapters.ports import EntryFailure, RecordStatus
-from redriver.decide.fifo import deduplication_id
-from redriver.decide.identity import track
-from redriver.decide.parking import over_limit_reason
-from redriver.decide.routing import Routes
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.intents import BatchPlan, Hold, Park, Redrive
-from redriver.model.reasons import ParkCause
-from redriver.model.tracked import Tracked
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.runtime.act.executor import Executor
+from sqs_redriver.runtime.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.act.redriving import RedriveSender
+from sqs_redriver.runtime.adapters.ports import EntryFailure, RecordStatus
+from sqs_redriver.runtime.decide.fifo import deduplication_id
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.decide.parking import over_limit_reason
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.intents import BatchPlan, Hold, Park, Redrive
+from sqs_redriver.runtime.model.reasons import ParkCause
+from sqs_redriver.runtime.model.tracked import Tracked
 from tests.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 
 NOW = 1_800_000_000

@@ -1,11 +1,11 @@
-"""redriver.decide.fifo: send rounds that keep group order, deduplication ids, due times."""
+"""sqs_redriver.runtime.decide.fifo: send rounds that keep group order, deduplication ids, due times."""
 
 from __future__ import annotations
 
-from redriver.decide.backoff import due_at
-from redriver.decide.fifo import deduplication_id, send_rounds
-from redriver.decide.identity import track
-from redriver.model.envelope import HASH_IDENTITY_PREFIX, Mark
+from sqs_redriver.protocol.envelope import HASH_IDENTITY_PREFIX, Mark
+from sqs_redriver.runtime.decide.backoff import due_at
+from sqs_redriver.runtime.decide.fifo import deduplication_id, send_rounds
+from sqs_redriver.runtime.decide.identity import track
 from tests.fakes import dlq_message
 
 NOW = 1_800_000_000

@@ -1,14 +1,14 @@
-"""redriver.decide.identity and routing: who a message is, its count, and where it goes back."""
+"""sqs_redriver.runtime.decide.identity and routing: who a message is, its count, and where it goes back."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from redriver.decide.identity import counted_in_table, track
-from redriver.decide.identity import screened as screened_message
-from redriver.decide.routing import Routes
-from redriver.model.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind
+from sqs_redriver.protocol.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.decide.identity import counted_in_table, track
+from sqs_redriver.runtime.decide.identity import screened as screened_message
+from sqs_redriver.runtime.decide.routing import Routes
 from tests.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000

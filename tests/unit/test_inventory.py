@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind
-from sqs_redriver.deployment import OUTPUT_DESCRIPTION, Deployment, DeploymentNotFound, from_stack_outputs
-from sqs_redriver.inventory import (
+from sqs_redriver.console.deployment import Deployment, DeploymentNotFound, from_stack_outputs
+from sqs_redriver.console.inventory import (
     UNCLASSIFIED,
     Selection,
     Where,
@@ -20,6 +18,9 @@ from sqs_redriver.inventory import (
     parse_attribute_filters,
     parse_duration,
 )
+from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
 
 NOW = 1_800_000_000
 

@@ -11,9 +11,9 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.model.failure import FailureKind
-from redriver_kit.classify import TRANSIENT_ERROR_CODES, Classifier, TransientError
-from redriver_kit.fingerprint import error_class, exception_text, fingerprint
+from sqs_redriver.kit.classify import TRANSIENT_ERROR_CODES, Classifier, TransientError
+from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint
+from sqs_redriver.protocol.failure import FailureKind
 
 TERMINAL, TRANSIENT = FailureKind.TERMINAL, FailureKind.TRANSIENT
 

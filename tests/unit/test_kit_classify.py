@@ -1,12 +1,12 @@
-"""redriver_kit.classify: which failures are terminal, which transient, and which rule wins."""
+"""sqs_redriver.kit.classify: which failures are terminal, which transient, and which rule wins."""
 
 from __future__ import annotations
 
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from redriver.model.failure import FailureKind
-from redriver_kit.classify import Classifier, TerminalError, TransientError
+from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError
+from sqs_redriver.protocol.failure import FailureKind
 
 TERMINAL, TRANSIENT = FailureKind.TERMINAL, FailureKind.TRANSIENT
 

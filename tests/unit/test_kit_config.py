@@ -1,10 +1,10 @@
-"""redriver_kit.config: the kit's settings from the environment, with errors naming the variable."""
+"""sqs_redriver.kit.config: the kit's settings from the environment, with errors naming the variable."""
 
 from __future__ import annotations
 
 import pytest
 
-from redriver_kit.config import (
+from sqs_redriver.kit.config import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,

@@ -1,4 +1,4 @@
-"""redriver_kit.fingerprint: one short, stable id per bug, whatever ids its messages carry."""
+"""sqs_redriver.kit.fingerprint: one short, stable id per bug, whatever ids its messages carry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from redriver_kit.fingerprint import error_class, fingerprint, normalize_message, place
+from sqs_redriver.kit.fingerprint import error_class, fingerprint, normalize_message, place
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,14 +108,10 @@ def test_the_fingerprint_is_the_same_in_another_process_with_another_hash_seed()
     here = fingerprint(caught(validate, "order 'o-1' is invalid"))
     script = (
         "from tests.unit.test_kit_fingerprint import caught, validate\n"
-        "from redriver_kit.fingerprint import fingerprint\n"
+        "from sqs_redriver.kit.fingerprint import fingerprint\n"
         "print(fingerprint(caught(validate, \"order 'o-2' is invalid\")))\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONHASHSEED": "12345",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "lambdas"), str(ROOT)]),
-    }
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
 
     there = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True

@@ -1,4 +1,4 @@
-"""redriver_kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it;
+"""sqs_redriver.kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it;
 the text is capped; redacting twice changes nothing."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from redriver_kit.redact import (
+from sqs_redriver.kit.redact import (
     MASK,
     SCAN_LIMIT,
     RedactionPatternError,

@@ -1,4 +1,4 @@
-"""redriver.model.mark: any text in, a valid mark or a rejection that names the field, never
+"""sqs_redriver.protocol.mark: any text in, a valid mark or a rejection that names the field, never
 another exception; and the clock rule a run holds marks to."""
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.message_limits import (
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark, held_to_clock, read_mark, read_parked
+from sqs_redriver.protocol.message_limits import (
     EARLIEST_MARK_TIME,
     IDENTITY_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
@@ -21,10 +24,7 @@ from redriver.message_limits import (
     MAX_MARK_HISTORY,
     MAX_MARK_JSON_DEPTH,
 )
-from redriver.model.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.mark import Mark, held_to_clock, read_mark, read_parked
-from redriver.model.wire import Rejection, json_depth
+from sqs_redriver.protocol.wire import Rejection, json_depth
 
 NOW = 1_800_000_000
 VALID = {"id": "id-1", "n": 1, "first": NOW - 100, "at": [NOW - 50]}

@@ -7,26 +7,26 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.act.archiving import archive_key
-from redriver.adapters.ports import Outgoing
-from redriver.adapters.sqs_queue import TOO_LONG, SqsQueue, chunks_by_size
-from redriver.decide.breaker import Canary
-from redriver.decide.fifo import deduplication_id
-from redriver.decide.parking import unknown_source_reason
-from redriver.decide.routing import Routes
-from redriver.message_limits import (
+from sqs_redriver.protocol.envelope import MAX_MESSAGE_BYTES, Mark
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.message_limits import (
     IDENTITY_PATTERN,
     MAX_IDENTITY_CHARS,
     MAX_VERDICT_KEY_CHARS,
     SQS_DEDUPLICATION_ID_PATTERN,
     VERDICT_KEY_PATTERN,
 )
-from redriver.model.envelope import MAX_MESSAGE_BYTES, Mark
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.intents import Park
-from redriver.model.reasons import ParkCause, ParkReason
-from redriver.model.tracked import Tracked
-from redriver.sqs_limits import DYNAMODB_MAX_KEY_BYTES, S3_MAX_KEY_BYTES, SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.sqs_limits import DYNAMODB_MAX_KEY_BYTES, S3_MAX_KEY_BYTES, SQS_MAX_BATCH_SIZE
+from sqs_redriver.runtime.act.archiving import archive_key
+from sqs_redriver.runtime.adapters.ports import Outgoing
+from sqs_redriver.runtime.adapters.sqs_queue import TOO_LONG, SqsQueue, chunks_by_size
+from sqs_redriver.runtime.decide.breaker import Canary
+from sqs_redriver.runtime.decide.fifo import deduplication_id
+from sqs_redriver.runtime.decide.parking import unknown_source_reason
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.intents import Park
+from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
+from sqs_redriver.runtime.model.tracked import Tracked
 from tests.fakes import ACCOUNT, dlq_message, queue_url
 
 NOW = 1_800_000_000

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.adapters.metric_values import Rejection, minute_count, minute_start
-from redriver.model.activity import MAX_MINUTE_COUNT
+from sqs_redriver.runtime.adapters.metric_values import Rejection, minute_count, minute_start
+from sqs_redriver.runtime.model.activity import MAX_MINUTE_COUNT
 
 START = 1_795_000_020  # a minute's start
 END = START + 3600

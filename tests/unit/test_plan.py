@@ -1,4 +1,4 @@
-"""redriver.decide.plan: what a run does with each message of a batch, decided with no AWS."""
+"""sqs_redriver.runtime.decide.plan: what a run does with each message of a batch, decided with no AWS."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ from dataclasses import replace
 
 import pytest
 
-from redriver.decide.backoff import MAX_HOLD_SECONDS
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
-from redriver.decide.identity import Tracking, track
-from redriver.decide.plan import BatchState, Planner, PlanRules
-from redriver.decide.routing import Routes
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.intents import BatchPlan, WaveTag
-from redriver.model.reasons import ParkCause
-from redriver.model.report import StopReason, Tally
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.identity import Tracking, track
+from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
+from sqs_redriver.runtime.model.reasons import ParkCause
+from sqs_redriver.runtime.model.report import StopReason, Tally
 from tests.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000

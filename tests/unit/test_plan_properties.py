@@ -1,4 +1,4 @@
-"""Invariants of the planner (redriver.decide.plan) for any batch, mode, breaker and operator marks.
+"""Invariants of the planner (decide.plan) for any batch, mode, breaker and operator marks.
 
 Whatever arrives, a plan accounts for every received message exactly once (re-driven, parked,
 held, left or claimed as a canary), never re-drives past the limit, keeps delays within what SQS
@@ -13,19 +13,20 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redriver.decide.backoff import MAX_HOLD_SECONDS
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
-from redriver.decide.identity import track
-from redriver.decide.plan import BatchState, Planner, PlanRules
-from redriver.decide.retention import Retention
-from redriver.decide.routing import Routes
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.failure import Failure, FailureKind
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.intents import BatchPlan, WaveTag
-from redriver.model.reasons import ParkCause
-from redriver.model.report import Tally
-from redriver.sqs_limits import SQS_MAX_DELAY_SECONDS
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_DELAY_SECONDS
+from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
+from sqs_redriver.runtime.decide.retention import Retention
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
+from sqs_redriver.runtime.model.reasons import ParkCause
+from sqs_redriver.runtime.model.report import Tally
 from tests.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000

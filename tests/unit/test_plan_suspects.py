@@ -7,17 +7,18 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
-from redriver.decide.identity import track
-from redriver.decide.plan import BatchState, Planner, PlanRules
-from redriver.decide.routing import Routes
-from redriver.decide.suspicion import ConsumerSignal
-from redriver.model.activity import Minute, QueueActivity
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.evidence import Evidence
-from redriver.model.intents import BatchPlan
-from redriver.model.reasons import ParkCause
-from redriver.model.report import StopReason, Tally
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.decide.suspicion import ConsumerSignal
+from sqs_redriver.runtime.model.activity import Minute, QueueActivity
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.intents import BatchPlan
+from sqs_redriver.runtime.model.reasons import ParkCause
+from sqs_redriver.runtime.model.report import StopReason, Tally
 from tests.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000 - 1_800_000_000 % 60

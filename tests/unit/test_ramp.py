@@ -1,4 +1,4 @@
-"""redriver.decide.ramp and redriver.run.wave: slow start on the consumer's verdicts, or on time."""
+"""decide.ramp and sqs_redriver.runtime.run.wave: slow start on the consumer's verdicts, or on time."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import logging
 
 import pytest
 
-from redriver.decide.breaker import BreakerPolicy
-from redriver.decide.ramp import Phase, judge_probes, seconds_until_allowed, time_allowance
-from redriver.model.failure import VerdictCounts
-from redriver.model.intents import WaveTag
-from redriver.run.wave import VERDICT_CHECK_EVERY, Admission, SlowStart, Wave
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.decide.ramp import Phase, judge_probes, seconds_until_allowed, time_allowance
+from sqs_redriver.runtime.model.intents import WaveTag
+from sqs_redriver.runtime.run.wave import VERDICT_CHECK_EVERY, Admission, SlowStart, Wave
 from tests.fakes import FakeStateStore
 
 POLICY = BreakerPolicy(failure_ratio=0.5, minimum_volume=3)

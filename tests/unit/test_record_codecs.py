@@ -10,11 +10,24 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.adapters.ports import MessageRecord, RecordStatus
-from redriver.adapters.records.breaker import breaker_from_item, breaker_item
-from redriver.adapters.records.fields import CorruptRecord, expired, json_object
-from redriver.adapters.records.messages import failure_from_item, mark_from_item, message_item
-from redriver.adapters.records.operator import (
+from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
+from sqs_redriver.protocol.keys import (
+    RecordKind,
+    failure_record_key,
+    message_record_key,
+    verdict_record_key,
+)
+from sqs_redriver.protocol.message_limits import (
+    FINGERPRINT_PATTERN,
+    MAX_CLOCK_SKEW_SECONDS,
+    MAX_FINGERPRINT_CHARS,
+)
+from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
+from sqs_redriver.runtime.adapters.records.breaker import breaker_from_item, breaker_item
+from sqs_redriver.runtime.adapters.records.fields import CorruptRecord, expired, json_object
+from sqs_redriver.runtime.adapters.records.messages import failure_from_item, mark_from_item, message_item
+from sqs_redriver.runtime.adapters.records.operator import (
     RunHistory,
     group_mark_from_item,
     group_mark_item,
@@ -24,22 +37,19 @@ from redriver.adapters.records.operator import (
     runs_from_item,
     runs_item,
 )
-from redriver.adapters.records.run_state import (
+from sqs_redriver.runtime.adapters.records.run_state import (
     check_continuation,
     continuation_item,
     sweep_due_from_item,
     sweep_item,
     verdicts_from_item,
 )
-from redriver.decide.breaker import Breaker, Canary, State
-from redriver.message_limits import FINGERPRINT_PATTERN, MAX_CLOCK_SKEW_SECONDS, MAX_FINGERPRINT_CHARS
-from redriver.model.envelope import Mark
-from redriver.model.evidence import Evidence
-from redriver.model.failure import Failure, FailureKind, VerdictCounts
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
-from redriver.model.pause import Pause
-from redriver.record_limits import (
+from sqs_redriver.runtime.decide.breaker import Breaker, Canary
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.runtime.record_limits import (
     RECORD_MAX_BREAKER_COUNT,
     RECORD_MAX_CANARY_WINDOW_SECONDS,
     RECORD_MAX_SWEEP_AHEAD_SECONDS,

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from redriver.model.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from redriver.model.failure import Failure, FailureKind
-from sqs_redriver.cli import render
-from sqs_redriver.cli.inert import inert, inert_str, some
-from sqs_redriver.inventory import Where, group, inspect
+from sqs_redriver.console.cli import render
+from sqs_redriver.console.cli.inert import inert, inert_str, some
+from sqs_redriver.console.inventory import Where, group, inspect
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
 
 NOW = 1_800_000_000
 # Every code point, surrogates included (Python strings can hold them; a JSON "\ud800" makes one).

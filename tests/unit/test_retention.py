@@ -1,4 +1,4 @@
-"""redriver.decide.retention and the planner's guard: a message near the end of the DLQ's retention
+"""decide.retention and the planner's guard: a message near the end of the DLQ's retention
 is parked in every mode, and holds in the DLQ end before its expiring window; no AWS."""
 
 from __future__ import annotations
@@ -7,16 +7,17 @@ import random
 
 import pytest
 
-from redriver.decide.breaker import Breaker, BreakerPolicy, Canary, Mode, State
-from redriver.decide.identity import track
-from redriver.decide.plan import BatchState, Planner, PlanRules
-from redriver.decide.retention import Retention, capped_hold, expiring, guarded, sweep_interval
-from redriver.decide.routing import Routes
-from redriver.model.envelope import DlqMessage, Mark
-from redriver.model.intents import BatchPlan
-from redriver.model.reasons import ParkCause
-from redriver.model.report import Tally
-from redriver.model.tracked import Tracked
+from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
+from sqs_redriver.runtime.decide.retention import Retention, capped_hold, expiring, guarded, sweep_interval
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.model.breaker_state import Mode, State
+from sqs_redriver.runtime.model.intents import BatchPlan
+from sqs_redriver.runtime.model.reasons import ParkCause
+from sqs_redriver.runtime.model.report import Tally
+from sqs_redriver.runtime.model.tracked import Tracked
 from tests.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000

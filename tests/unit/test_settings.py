@@ -1,4 +1,4 @@
-"""redriver.settings.load_settings: defaults, and a ConfigError naming each bad variable."""
+"""sqs_redriver.runtime.settings.load_settings: defaults, and a ConfigError naming each bad variable."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from redriver.decide.breaker import BreakerPolicy
-from redriver.model.activity import WatchedQueue
-from redriver.settings import ConfigError, Settings, load_settings
-from redriver.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHEMA
+from sqs_redriver.protocol.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHEMA
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.model.activity import WatchedQueue
+from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
 
 DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
 SOURCE = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"

@@ -11,19 +11,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from redriver.adapters.records.breaker import breaker_from_item, breaker_item
-from redriver.adapters.records.fields import CorruptRecord
-from redriver.adapters.records.operator import UNREADABLE_PAUSE
-from redriver.adapters.records.reporting import CORRUPT_RECORDS_METRIC
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, State
-from redriver.message_limits import MAX_CLOCK_SKEW_SECONDS
-from redriver.model.evidence import Evidence
-from redriver.model.failure import Failure, FailureKind, VerdictCounts
-from redriver.model.groups import GroupAction
-from redriver.model.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
-from redriver.model.pause import Pause
-from redriver.record_limits import (
+from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
+from sqs_redriver.protocol.keys import (
+    RecordKind,
+    failure_record_key,
+    message_record_key,
+    verdict_record_key,
+)
+from sqs_redriver.protocol.message_limits import MAX_CLOCK_SKEW_SECONDS
+from sqs_redriver.runtime.adapters.records.breaker import breaker_from_item, breaker_item
+from sqs_redriver.runtime.adapters.records.fields import CorruptRecord
+from sqs_redriver.runtime.adapters.records.operator import UNREADABLE_PAUSE
+from sqs_redriver.runtime.adapters.records.reporting import CORRUPT_RECORDS_METRIC
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.model.groups import GroupAction
+from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.runtime.record_limits import (
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
     RECORD_MAX_VERDICTS,
 )

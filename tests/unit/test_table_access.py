@@ -12,16 +12,17 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-import redriver
-from infra.table_access import TableAccess, redriver_table_access
-from redriver.adapters.ports import MessageRecord, RecordStatus
-from redriver.adapters.state_table import StateTable
-from redriver.decide.breaker import Breaker, Canary
-from redriver.model.envelope import Mark
-from redriver.model.groups import GroupAction, GroupMark
-from redriver.model.pause import Pause
-from redriver.settings import Settings, breaker_key
-from redriver.wiring import idempotency_guard
+import sqs_redriver.runtime
+from sqs_redriver.cdk.table_access import TableAccess, redriver_table_access
+from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker, Canary
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
+from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.runtime.settings import Settings
+from sqs_redriver.runtime.wiring import idempotency_guard
 
 DLQ = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders-dlq"
 SOURCES = (
@@ -101,7 +102,7 @@ def allowed(call: Call, grants: tuple[TableAccess, ...]) -> bool:
 
 CANARY = Canary(identities=("id-1",), verdict_at=2_000, sent_at=1_000)
 RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SOURCES[1])
-# Every state table call of the re-drive function (lambdas/redriver/run, act), with the keys it uses.
+# Every state table call of the re-drive function (runtime/run, act), with the keys it uses.
 LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load each source's breaker": lambda t: [t.load_breaker(breaker_key(url)) for url in SOURCES],
     "save each source's breaker": lambda t: [
@@ -231,11 +232,11 @@ def test_the_function_never_writes_an_operator_or_kit_record() -> None:
 
 def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
     methods = {name for cls in StateTable.__mro__ for name in vars(cls) if not name.startswith("_")}
-    package = Path(redriver.__file__).parent
+    package = Path(sqs_redriver.runtime.__file__).parent
     adapter = {"state_table.py", "message_records.py", "dynamo_table.py"}
     code = "\n".join(p.read_text() for p in package.rglob("*.py") if p.name not in adapter)
 
     called = set(re.findall(r"\.(\w+)\(", code)) & methods
 
-    # a new call: add it to LAMBDA_USES, and its grant to infra/table_access.py
+    # a new call: add it to LAMBDA_USES, and its grant to infra/sqs_redriver/cdk/table_access.py
     assert called == FUNCTION_METHODS

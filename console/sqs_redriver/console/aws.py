@@ -1,0 +1,270 @@
+"""The command-line tool's AWS calls: its clients, the stack that names a deployment, queue depths,
+the DLQ's oldest age, and scans that read a queue without consuming it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sqs_redriver.console.deployment import Deployment, from_stack_outputs
+from sqs_redriver.console.inventory import Inspected, Where, inspect
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
+
+# An operator waits for the answer: retry throttling, but not for long.
+TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+# How long a scan hides each message it has read: long enough to read a large queue once, short
+# enough that a scan killed without releasing them gives them back soon.
+SCAN_HOLD_SECONDS = 300
+# Receives in a row that bring only messages already read (their hold lapsed) end a scan.
+STALE_RECEIVES = 3
+OLDEST_AGE_WINDOW_SECONDS = 900
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint."""
+
+    profile: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+    @cached_property
+    def _session(self) -> boto3.Session:
+        return boto3.Session(profile_name=self.profile, region_name=self.region)
+
+    def client(self, service: str) -> Any:
+        client: Any = self._session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)  # type: ignore[call-overload]
+        return client
+
+
+def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
+    """The re-driver the stack's outputs name (``redriver`` picks one of several)."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
+    return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
+
+
+def aws_date(http_response: Any) -> float | None:
+    """The time (epoch seconds) in a response's Date header, if it has a readable one."""
+    headers = getattr(http_response, "headers", None) or {}
+    try:
+        return parsedate_to_datetime(headers["Date"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def caller(sts: Any) -> str:
+    """Who is running the tool: the caller's ARN, else the local user name."""
+    try:
+        return str(sts.get_caller_identity()["Arn"])
+    except (ClientError, BotoCoreError):
+        return os.environ.get("USER", "unknown")
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """A queue's approximate message counts and its retention."""
+
+    url: str
+    visible: int
+    in_flight: int
+    delayed: int
+    retention_seconds: int
+
+    @property
+    def name(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight + self.delayed
+
+
+def queue_depth(sqs: Any, url: str) -> QueueDepth:
+    attributes = _call(
+        "GetQueueAttributes",
+        sqs.get_queue_attributes,
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+            "MessageRetentionPeriod",
+        ],
+    )["Attributes"]
+    return QueueDepth(
+        url=url,
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+        retention_seconds=int(attributes.get("MessageRetentionPeriod", 0)),
+    )
+
+
+def oldest_age_seconds(cloudwatch: Any, queue_name: str, now: float) -> int | None:
+    """The queue's ApproximateAgeOfOldestMessage as SQS last published it to CloudWatch (None when
+    there is no recent datapoint: an empty or idle queue, or a local endpoint). Reading it consumes
+    nothing, unlike receiving messages to look at their age."""
+    response = _call(
+        "GetMetricStatistics",
+        cloudwatch.get_metric_statistics,
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=datetime.fromtimestamp(now - OLDEST_AGE_WINDOW_SECONDS, UTC),
+        EndTime=datetime.fromtimestamp(now + 60, UTC),  # the minute under way too
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    points = sorted(response.get("Datapoints", []), key=lambda point: point["Timestamp"])
+    return int(points[-1]["Maximum"]) if points else None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a scan read, and what it could not: messages still visible or delayed when it ended (a
+    FIFO group waits behind the messages the scan holds; a standard queue's count lags), and messages
+    someone else holds (the re-driver, during a backoff or a run)."""
+
+    read: int
+    unread: int
+    held_elsewhere: int
+
+    @property
+    def complete(self) -> bool:
+        return not (self.unread or self.held_elsewhere)
+
+    def describe(self) -> str:
+        """One line for the operator; empty when the scan read everything."""
+        parts = []
+        if self.unread:
+            parts.append(
+                f"about {self.unread} more not read (visible or delayed when the scan ended: a FIFO "
+                "group waits behind the messages read; run again after moving those)"
+            )
+        if self.held_elsewhere:
+            parts.append(
+                f"about {self.held_elsewhere} held by others (the re-driver during a backoff or a run)"
+            )
+        return f"read {self.read}; " + "; ".join(parts) if parts else ""
+
+
+class QueueScan:
+    """Reads each message of a queue once without consuming it.
+
+    Every message read stays hidden (held) until ``release`` gives it back or the caller deletes
+    it (``forget``), so a scan never sees a message twice. Use it as a context manager: leaving it,
+    by an error or Ctrl-C too, gives back everything still held; a scan killed outright gives them
+    back when their hold ends (``SCAN_HOLD_SECONDS``).
+    """
+
+    def __init__(
+        self,
+        queue: SqsQueue,
+        sqs: Any,
+        where: Where,
+        *,
+        hold_seconds: int = SCAN_HOLD_SECONDS,
+        wait_seconds: int = 1,
+    ) -> None:
+        self.queue = queue
+        self.where = where
+        self._sqs = sqs
+        self.hold_seconds = hold_seconds
+        # A long poll asks every SQS server, so an empty answer means an empty queue.
+        self._wait_seconds = wait_seconds
+        self._held: dict[str, str] = {}  # message id -> receipt handle
+        self._seen: set[str] = set()
+        self.coverage: Coverage | None = None  # known once a pass of ``batches`` ended
+        self.unreleased = 0  # held messages the last ``release`` could not give back
+
+    def __enter__(self) -> QueueScan:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+    def batches(self) -> Iterator[list[Inspected]]:
+        """Batches of up to 10 messages not seen before, until a receive finds none (or only
+        messages seen before, ``STALE_RECEIVES`` times in a row: their holds lapsed in a long scan).
+        Then ``coverage`` tells what the scan could not read."""
+        stale = 0
+        while stale < STALE_RECEIVES:
+            response = _call(
+                "ReceiveMessage",
+                self._sqs.receive_message,
+                QueueUrl=self.queue.url,
+                MaxNumberOfMessages=SQS_MAX_BATCH_SIZE,
+                WaitTimeSeconds=self._wait_seconds,
+                VisibilityTimeout=self.hold_seconds,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            )
+            raws = response.get("Messages", [])
+            if not raws:
+                break
+            fresh = []
+            for raw in raws:
+                self._held[raw["MessageId"]] = raw["ReceiptHandle"]
+                if raw["MessageId"] not in self._seen:  # seen before: its hold had lapsed
+                    self._seen.add(raw["MessageId"])
+                    fresh.append(inspect(raw, self.where))
+            stale = 0 if fresh else stale + 1
+            if fresh:
+                yield fresh
+        self.coverage = self._coverage()
+
+    def _coverage(self) -> Coverage:
+        depth = queue_depth(self._sqs, self.queue.url)
+        return Coverage(
+            read=len(self._seen),
+            unread=depth.visible + depth.delayed,
+            held_elsewhere=max(0, depth.in_flight - len(self._held)),
+        )
+
+    def handle(self, message_id: str, received_with: str) -> str:
+        """The latest receipt handle of a held message (a re-receive after a lapsed hold gives a
+        new one, and a delete with an older one may do nothing)."""
+        return self._held.get(message_id, received_with)
+
+    def everything(self) -> list[Inspected]:
+        """Every message of the queue (still held until ``release``)."""
+        return [item for batch in self.batches() for item in batch]
+
+    def forget(self, message_ids: Sequence[str]) -> None:
+        """These were deleted: nothing to give back."""
+        for message_id in message_ids:
+            self._held.pop(message_id, None)
+
+    def release(self) -> int:
+        """Give back every held message now; return (and keep in ``unreleased``) how many could not
+        be: they come back when their hold ends."""
+        held, self._held = self._held, {}
+        if held:
+            try:
+                result = self.queue.change_visibility({mid: (handle, 0) for mid, handle in held.items()})
+                self.unreleased = len(result.failed)
+            except AwsCallError:
+                self.unreleased = len(held)
+        return self.unreleased
+
+
+def _call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
+    try:
+        response: Mapping[str, Any] = call(**kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"{operation} failed: {exc}") from exc
+    return response

@@ -1,0 +1,101 @@
+"""The ``sqs-redriver`` application: its options, its consoles, and how failures end a command."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, NoReturn
+
+import typer
+from botocore.exceptions import BotoCoreError, ClientError
+from rich.console import Console
+from rich.text import Text
+from typer.core import TyperGroup
+
+from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.cli.errors import explain
+from sqs_redriver.console.cli.inert import inert
+from sqs_redriver.console.cli.tool import NotFound, Target, Tool, UsageError
+from sqs_redriver.console.deployment import DeploymentNotFound
+from sqs_redriver.runtime.adapters import AwsCallError
+
+out = Console()
+err = Console(stderr=True)
+
+
+class ReportingGroup(TyperGroup):
+    """Runs a command and turns the failures it may meet into one line and an exit code (2: the
+    command line is wrong; 1: something not found, or AWS refused or could not be reached), never
+    a traceback: the one place where they are mapped."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own click Context (typer.Context is narrower)
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            fail(str(exc), code=2)
+        except (NotFound, DeploymentNotFound, AwsCallError, BotoCoreError, ClientError) as exc:
+            fail(explain(exc) or str(exc), code=1)
+
+
+def fail(message: str, *, code: int) -> NoReturn:
+    """Print ``message`` on one line (inert: it may quote what a message or AWS said) and exit with
+    ``code``."""
+    err.print(Text.assemble(("error: ", "red"), inert(message)), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+app = typer.Typer(
+    cls=ReportingGroup,
+    name="sqs-redriver",
+    help="See and steer the smart SQS DLQ re-driver: status, groups, show, replay, pause, breaker.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+breaker_app = typer.Typer(
+    help="Open or close a source queue's circuit breaker by hand.", no_args_is_help=True
+)
+app.add_typer(breaker_app, name="breaker")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ReasonOption = Annotated[str, typer.Option("--reason", "-r", help="Why (recorded, and logged by every run).")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+class QueueChoice(StrEnum):
+    DLQ = "dlq"
+    PARKING_LOT = "parking-lot"
+    BOTH = "both"
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    stack: Annotated[
+        str | None, typer.Option(envvar="SQS_REDRIVER_STACK", help="CloudFormation stack of the re-driver.")
+    ] = None,
+    redriver: Annotated[
+        str | None, typer.Option(help="Which re-driver of the stack (its construct id), if it has several.")
+    ] = None,
+    dlq_url: Annotated[str | None, typer.Option(help="Without --stack: the DLQ's URL.")] = None,
+    source_url: Annotated[list[str] | None, typer.Option(help="Without --stack: a source queue URL.")] = None,
+    parking_lot_url: Annotated[
+        str | None, typer.Option(help="Without --stack: the parking lot's URL.")
+    ] = None,
+    table: Annotated[str | None, typer.Option(help="Without --stack: the state table's name.")] = None,
+    profile: Annotated[str | None, typer.Option(envvar="AWS_PROFILE", help="AWS profile.")] = None,
+    region: Annotated[str | None, typer.Option(envvar="AWS_REGION", help="AWS region.")] = None,
+    endpoint_url: Annotated[
+        str | None, typer.Option(envvar="AWS_ENDPOINT_URL", help="Another endpoint (e.g. the local demo's).")
+    ] = None,
+) -> None:
+    ctx.obj = Tool(
+        Connection(profile=profile, region=region, endpoint_url=endpoint_url),
+        Target(
+            stack=stack,
+            redriver=redriver,
+            dlq_url=dlq_url,
+            source_urls=tuple(source_url or ()),
+            parking_lot_url=parking_lot_url,
+            table=table,
+        ),
+    )

@@ -1,0 +1,253 @@
+"""Moving: ``replay`` and ``purge``, each previewed (``--dry-run`` stops there) and confirmed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from sqs_redriver.console.cli import render
+from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, err, out
+from sqs_redriver.console.cli.inert import some
+from sqs_redriver.console.cli.looking import read_all
+from sqs_redriver.console.cli.tool import NotFound, Tool, UsageError
+from sqs_redriver.console.inventory import (
+    Inspected,
+    Selection,
+    Where,
+    group,
+    parse_attribute_filters,
+    parse_duration,
+)
+from sqs_redriver.console.moves import MoveReport, purge, replay
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+
+DEFAULT_RATE = 10.0
+
+
+def _selection(
+    group_keys: list[str] | None,
+    attribute: list[str] | None,
+    older_than: str | None,
+    newer_than: str | None,
+    ids: list[str] | None,
+    everything: bool,
+) -> Selection:
+    try:
+        selection = Selection(
+            groups=frozenset(group_keys or ()),
+            attributes=parse_attribute_filters(attribute or ()),
+            older_than_seconds=parse_duration(older_than) if older_than else None,
+            newer_than_seconds=parse_duration(newer_than) if newer_than else None,
+            ids=frozenset(ids or ()),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if selection.everything and not everything:
+        raise UsageError(
+            "choose messages with --group, --attribute, --older-than, --newer-than or --id, or --all"
+        )
+    return selection
+
+
+GroupOption = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group (see `groups`).")]
+AttributeOption = Annotated[list[str] | None, typer.Option(help="name=value of a message attribute.")]
+OlderOption = Annotated[str | None, typer.Option(help="First failed at least this long ago (30m, 2h, 3d).")]
+NewerOption = Annotated[str | None, typer.Option(help="First failed at most this long ago.")]
+IdOption = Annotated[list[str] | None, typer.Option("--id", help="A MessageId or re-drive identity.")]
+AllOption = Annotated[bool, typer.Option("--all", help="Every message of the queue.")]
+LimitOption = Annotated[int | None, typer.Option(help="At most this many messages.", min=1)]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would move; move nothing.")]
+
+
+@app.command("replay")
+def replay_command(
+    ctx: typer.Context,
+    group_keys: GroupOption = None,
+    attribute: AttributeOption = None,
+    older_than: OlderOption = None,
+    newer_than: NewerOption = None,
+    ids: IdOption = None,
+    everything: AllOption = False,
+    source: Annotated[
+        QueueChoice, typer.Option("--from", help="Replay from the parking lot or from the DLQ.")
+    ] = QueueChoice.PARKING_LOT,
+    to: Annotated[str | None, typer.Option(help="Send to this queue URL instead of each source.")] = None,
+    rate: Annotated[float, typer.Option(help="Messages per second at most.", min=0.1)] = DEFAULT_RATE,
+    limit: LimitOption = None,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Send chosen messages back to their source queue, re-drive count reset, replay recorded.
+
+    A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
+    tool: Tool = ctx.obj
+    if source is QueueChoice.BOTH:
+        raise UsageError("--from takes dlq or parking-lot")
+    where = Where(source.value)
+    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+    bucket = TokenBucket(rate, burst=10)
+    _move(
+        tool,
+        where,
+        selection,
+        limit,
+        ("replay", "replayed"),
+        lambda report, advance: replay(
+            tool.scan(where),
+            selection,
+            lambda item: tool.source_for(item, to),
+            table=tool.table,
+            now=tool.now(),
+            limit=limit,
+            bucket=bucket,
+            report=report,
+            on_moved=advance,
+        ),
+        dry_run=dry_run,
+        yes=yes,
+        json=json,
+    )
+
+
+@app.command("purge")
+def purge_command(
+    ctx: typer.Context,
+    group_keys: GroupOption = None,
+    attribute: AttributeOption = None,
+    older_than: OlderOption = None,
+    newer_than: NewerOption = None,
+    ids: IdOption = None,
+    everything: AllOption = False,
+    limit: LimitOption = None,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Delete chosen messages from the parking lot (their archived copies stay)."""
+    tool: Tool = ctx.obj
+    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+    _move(
+        tool,
+        Where.PARKING_LOT,
+        selection,
+        limit,
+        ("purge", "purged"),
+        lambda report, advance: purge(
+            tool.scan(Where.PARKING_LOT),
+            selection,
+            now=tool.now(),
+            limit=limit,
+            report=report,
+            on_moved=advance,
+        ),
+        dry_run=dry_run,
+        yes=yes,
+        json=json,
+    )
+
+
+def _move(
+    tool: Tool,
+    where: Where,
+    selection: Selection,
+    limit: int | None,
+    verbs: tuple[str, str],
+    move: Callable[[MoveReport, Callable[[int], None]], object],
+    *,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> None:
+    """What replay and purge share: the preview, then the move with a progress bar, Ctrl-C kept
+    in the report, and the summary (exit 1 unless it is clean)."""
+    verb, done = verbs
+    chosen = _preview(tool, where, selection, limit, verb, dry_run=dry_run, yes=yes, json=json)
+    if chosen is None:
+        return
+    report = MoveReport()
+    if chosen:
+        with _progress(chosen, json) as advance:
+            try:
+                move(report, advance)
+            except KeyboardInterrupt:
+                report.interrupted = True
+    _finish(done, report, json)
+
+
+def _preview(
+    tool: Tool,
+    where: Where,
+    selection: Selection,
+    limit: int | None,
+    verb: str,
+    *,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> int | None:
+    """Print the histogram of what would move; the count to move (0: nothing chosen), or None
+    after a dry run."""
+    if json and not (dry_run or yes):
+        raise UsageError(f"{verb} --json needs --yes (or --dry-run): there is no one to ask")
+    now = tool.now()
+    items = read_all(tool, where)
+    _check_named(selection, items, where)
+    chosen = [item for item in items if selection.matches(item, now)][:limit]
+    histogram = group(chosen)
+    if json:
+        if dry_run:
+            render.print_json(out, {"would_" + verb: len(chosen), "groups": [g.to_dict() for g in histogram]})
+    else:
+        title = f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen)} message(s) from the {where.value}"
+        out.print(render.groups_table(histogram, now, title=title))
+    if dry_run:
+        return None
+    if not chosen:
+        return 0
+    if not yes:
+        typer.confirm(f"{verb} {len(chosen)} message(s)?", abort=True)
+    return len(chosen)
+
+
+def _check_named(selection: Selection, items: list[Inspected], where: Where) -> None:
+    """Raise NotFound when a ``--group`` or ``--id`` names nothing in the queue: a typo must not
+    read as "nothing to move"."""
+    unknown_groups = selection.unknown_groups(items)
+    if unknown_groups:
+        known = [g.key for g in group(items)]
+        raise NotFound(
+            f"no group {some(unknown_groups)} in the {where.value}; "
+            + (f"its groups: {some(known)} (see `groups`)" if known else "it is empty")
+        )
+    unknown_ids = selection.unknown_ids(items)
+    if unknown_ids:
+        held = [item.message.message_id[: render.SAMPLE_ID_CHARS] for item in items]
+        raise NotFound(
+            f"no message {some(unknown_ids)} in the {where.value}; "
+            + (f"it holds {some(held)}" if held else "it is empty")
+        )
+
+
+@contextmanager
+def _progress(total: int, quiet: bool) -> Iterator[Callable[[int], None]]:
+    if quiet:
+        yield lambda _done: None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task("moving", total=total)
+        yield lambda done: progress.update(task, completed=done)
+
+
+def _finish(verb: str, report: MoveReport, json: bool) -> None:
+    if json:
+        render.print_json(out, report.to_dict())
+    else:
+        out.print(render.move_summary(verb, report))
+    if not report.clean:
+        raise typer.Exit(1)

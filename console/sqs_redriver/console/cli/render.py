@@ -1,0 +1,262 @@
+"""How the command-line tool shows things to a person (``--json`` prints the data instead)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.console import Group as Stack
+from rich.table import Table
+from rich.text import Text
+
+from sqs_redriver.console.aws import QueueDepth
+from sqs_redriver.console.cli.inert import inert, inert_str
+from sqs_redriver.console.inventory import Group, Inspected, Where
+from sqs_redriver.console.moves import MoveReport
+from sqs_redriver.console.status import Status
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.groups import GroupMark
+
+STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
+LAST_RUNS_SHOWN = 5
+QUEUE_LABEL = {Where.DLQ: "DLQ", Where.PARKING_LOT: "lot"}
+# Enough of a MessageId for `show` (it takes a prefix), short enough for a table row.
+SAMPLE_ID_CHARS = 13
+
+
+def as_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str)
+
+
+def print_json(console: Console, data: Any) -> None:
+    """``data`` as JSON, faithful and inert: every non-ASCII or control character escaped."""
+    console.print_json(as_json(data), ensure_ascii=True)
+
+
+def when(epoch: int, now: int) -> str:
+    """``2026-11-23 19:40:05Z (3m ago)``."""
+    if not epoch:
+        return "-"
+    stamp = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"{stamp} ({duration(now - epoch)} ago)"
+
+
+def duration(seconds: int) -> str:
+    """``45s``, ``12m``, ``3h20m``, ``2d4h``."""
+    if seconds < 0:
+        return f"-{duration(-seconds)}"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86_400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86_400}d{seconds % 86_400 // 3600}h"
+
+
+def status_view(status: Status) -> RenderableType:
+    now = status.at
+    parts: list[RenderableType] = [inert(f"re-driver {status.deployment.name}", style="bold")]
+    if status.pause is not None:
+        pause = status.pause
+        parts.append(
+            inert(f"PAUSED by {pause.by} {when(pause.at, now)}: {pause.reason}", style="bold yellow")
+        )
+    breakers = Table(
+        "source queue", "breaker", "since", "moved by", "failures", "canary", title="Circuit breakers"
+    )
+    for url, breaker in status.breakers.items():
+        breakers.add_row(
+            inert(_name(url)),
+            Text(breaker.state.value, style=STATE_STYLE[breaker.state]),
+            when(breaker.changed_at, now),
+            breaker.evidence.value,
+            str(breaker.failures),
+            "in flight" if breaker.canary is not None else "-",
+        )
+    parts.append(breakers)
+    parts.append(_queues(status))
+    if status.runs:
+        parts.append(_runs(status, now))
+    problems = status.problems
+    parts.append(
+        inert("\n".join(f"! {p}" for p in problems), multiline=True, style="red")
+        if problems
+        else Text("ok", style="green")
+    )
+    return Stack(*parts)
+
+
+def _queues(status: Status) -> Table:
+    table = Table("queue", "role", "visible", "in flight", "delayed", "note", title="Queues")
+    for depth in status.sources:
+        table.add_row(*_depth_cells(depth, "source"), "")
+    expiry = status.dlq_time_to_expiry_seconds
+    note = (
+        f"oldest {duration(status.dlq_oldest_age_seconds or 0)}, expires in {duration(expiry)}"
+        if expiry is not None
+        else f"retention {duration(status.dlq.retention_seconds)}; oldest age not published"
+    )
+    table.add_row(*_depth_cells(status.dlq, "DLQ"), note)
+    table.add_row(*_depth_cells(status.parking_lot, "parking lot"), "")
+    return table
+
+
+def _depth_cells(depth: QueueDepth, role: str) -> list[RenderableType]:
+    return [inert(depth.name), role, str(depth.visible), str(depth.in_flight), str(depth.delayed)]
+
+
+def _runs(status: Status, now: int) -> Table:
+    table = Table(
+        "started",
+        "mode",
+        "breaker",
+        "received",
+        "re-driven",
+        "parked",
+        "returned",
+        "stopped",
+        title="Last runs",
+    )
+    for run in status.runs[:LAST_RUNS_SHOWN]:
+        row = run.to_dict()
+        mode = "PAUSED" if row.get("paused") else inert_str(str(row.get("mode", "")))
+        if row.get("continuation"):
+            mode += " (cont.)"
+        table.add_row(
+            when(int(row.get("at", 0)), now),
+            Text(mode),
+            inert(row.get("breaker_state", "")),
+            *(inert(row.get(name, 0)) for name in ("received", "redriven", "parked", "returned")),
+            inert(row.get("stopped_because", "")),
+        )
+    return table
+
+
+def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
+    """One row per group: its key (for ``--group``), count, ages, sources, a sample (for ``show``)."""
+    table = Table(title=title)
+    table.add_column("queue", no_wrap=True)
+    table.add_column("group", no_wrap=True)
+    table.add_column("count", justify="right")
+    table.add_column("oldest", no_wrap=True)
+    table.add_column("newest", no_wrap=True)
+    table.add_column("sources")
+    table.add_column("sample", no_wrap=True)
+    table.add_column("what failed", min_width=16)
+    for group in groups:
+        table.add_row(
+            QUEUE_LABEL[group.where],
+            inert(group.key),
+            str(group.count),
+            age(group.oldest, now),
+            age(group.newest, now),
+            inert(", ".join(_name(s) for s in sorted(group.sources)) or "-"),
+            inert(group.sample_id[:SAMPLE_ID_CHARS]),
+            inert(group.label),
+        )
+    return table
+
+
+def age(epoch: int, now: int) -> str:
+    """``3h20m ago``."""
+    return f"{duration(now - epoch)} ago" if epoch else "-"
+
+
+def message_view(item: Inspected, now: int) -> RenderableType:
+    message = item.message
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("queue", item.where.value)
+    table.add_row("message id", inert(message.message_id))
+    table.add_row("identity", inert(item.identity))
+    table.add_row("group", inert(item.group))
+    table.add_row("source", inert(item.source or "-"))
+    table.add_row("sent", when(item.sent_at, now))
+    if item.mark is not None:
+        mark = item.mark
+        table.add_row("re-drives", str(mark.count))
+        table.add_row("first failed", when(mark.first_failed_at, now))
+        table.add_row("re-driven at", ", ".join(when(at, now) for at in mark.redriven_at) or "-")
+        table.add_row("replays", ", ".join(f"{when(at, now)} after {n}" for at, n in mark.replays) or "-")
+    if item.failure is not None:
+        failure = item.failure
+        table.add_row("failure", inert(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
+        table.add_row("fingerprint", inert(failure.fingerprint))
+    if item.parked is not None:
+        table.add_row("parked", inert(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
+    for name, value in message.attributes.items():
+        table.add_row(inert(f"attribute {name}"), inert(value.get("StringValue", "<binary>")))
+    return Stack(table, Text("body:", style="bold"), inert(message.body, multiline=True))
+
+
+def message_dict(item: Inspected) -> dict[str, Any]:
+    message = item.message
+    mark = item.mark
+    return {
+        "queue": item.where.value,
+        "message_id": message.message_id,
+        "identity": item.identity,
+        "group": item.group,
+        "source": item.source,
+        "sent_at": item.sent_at,
+        "body": message.body,
+        "attributes": {name: dict(value) for name, value in message.attributes.items()},
+        "system_attributes": dict(message.system_attributes),
+        "mark": None if mark is None else json.loads(mark.to_json()),
+        "parked": None if item.parked is None else dict(item.parked),
+    }
+
+
+def group_mark_dict(mark: GroupMark) -> dict[str, Any]:
+    return {
+        "fingerprint": mark.fingerprint,
+        "action": mark.action.value,
+        "by": mark.by,
+        "at": mark.at,
+        "reason": mark.reason,
+    }
+
+
+def rules_table(marks: Sequence[GroupMark], now: int) -> Table:
+    """One row per operator's record: the fingerprint, retry or park, who, when, why."""
+    table = Table(title=f"{len(marks)} retry or park record(s)")
+    table.add_column("fingerprint", no_wrap=True)
+    table.add_column("action", no_wrap=True)
+    table.add_column("by")
+    table.add_column("when", no_wrap=True)
+    table.add_column("reason", min_width=16)
+    for mark in marks:
+        table.add_row(
+            inert(mark.fingerprint), mark.action.value, inert(mark.by), when(mark.at, now), inert(mark.reason)
+        )
+    return table
+
+
+def move_summary(verb: str, report: MoveReport) -> Text:
+    lines = [f"{verb}: {report.moved}"]
+    if report.not_deleted:
+        lines.append(
+            f"sent but still in the queue (its delete failed; a duplicate): {len(report.not_deleted)}"
+        )
+    lines.extend(f"left in place {mid}: {why}" for mid, why in report.failed.items())
+    if report.error:
+        lines.append(f"stopped: {report.error}")
+    if report.hidden:
+        lines.append(f"{report.hidden} read but not given back at once: they reappear within 5 minutes")
+    if report.interrupted:
+        lines.append("interrupted: everything not moved was given back")
+        if report.in_transit:
+            lines.append(
+                "interrupted between a send and its delete, so possibly in both queues: "
+                + ", ".join(report.in_transit)
+            )
+    return Text("\n".join(inert_str(line) for line in lines), style="green" if report.clean else "yellow")
+
+
+def _name(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]

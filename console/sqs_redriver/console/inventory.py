@@ -1,0 +1,228 @@
+"""What sits in the DLQ and the parking lot, as the operator sees it: each message with its group,
+and groups with their counts. Pure: the command-line tool reads the queues, this decides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, from_sqs
+from sqs_redriver.protocol.failure import Failure
+from sqs_redriver.protocol.mark import read_parked
+from sqs_redriver.protocol.message_limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
+
+UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason
+CAUSE_PREFIX = "cause:"
+# A MessageId prefix this long names one message among a queue's (they are random UUIDs).
+MIN_ID_PREFIX = 8
+
+
+class Where(StrEnum):
+    """The queue a message was read from."""
+
+    DLQ = "dlq"
+    PARKING_LOT = "parking-lot"
+
+
+@dataclass(frozen=True)
+class Inspected:
+    """One message read from the DLQ or the parking lot, with what the re-driver knows of it."""
+
+    message: DlqMessage
+    where: Where
+    # A parked message's reason, as the re-driver wrote it into the mark (``cause``, ``why``, ...).
+    parked: Mapping[str, Any] | None = None
+
+    @property
+    def mark(self) -> Mark | None:
+        return self.message.mark
+
+    @property
+    def identity(self) -> str:
+        """The identity the re-driver counts this message under (it survives sends)."""
+        if self.mark is not None:
+            return self.mark.identity
+        return self.message.message_id if self.message.has_room_for_mark else self.message.content_identity
+
+    @property
+    def failure(self) -> Failure | None:
+        """The consumer's last failure, when the consumer kit reported one."""
+        return self.mark.failure if self.mark is not None else None
+
+    @property
+    def group(self) -> str:
+        """The error fingerprint; else ``cause:<why it was parked>``; else ``unclassified``."""
+        if self.failure is not None:
+            return self.failure.fingerprint
+        if self.parked is not None:
+            return CAUSE_PREFIX + str(self.parked.get("cause", "unknown"))
+        return UNCLASSIFIED
+
+    @property
+    def label(self) -> str:
+        """One line saying what went wrong."""
+        if self.failure is not None:
+            return f"{self.failure.error_class}: {self.failure.message}"
+        if self.parked is not None:
+            return str(self.parked.get("why", ""))
+        return "no consumer verdict (failed without the consumer kit, or not yet classified)"
+
+    @property
+    def sent_at(self) -> int:
+        """When SQS received this copy (epoch seconds)."""
+        return int(self.message.system_attributes.get("SentTimestamp", "0")) // 1000
+
+    @property
+    def failed_at(self) -> int:
+        """When it first failed: the mark's record, else when this copy was sent."""
+        if self.mark is not None and self.mark.first_failed_at:
+            return self.mark.first_failed_at
+        return self.sent_at
+
+    @property
+    def source(self) -> str:
+        """The source queue it came from: the parking reason's, else the ARN SQS gave the DLQ copy."""
+        if self.parked is not None and self.parked.get("source_queue"):
+            return str(self.parked["source_queue"])
+        return self.message.source_arn or ""
+
+    def named(self, wanted: str) -> bool:
+        """Whether ``wanted`` is this message's SQS MessageId (or its first ``MIN_ID_PREFIX``
+        characters at least, as tables show it) or its re-drive identity."""
+        message_id = self.message.message_id
+        return wanted in (message_id, self.identity) or (
+            len(wanted) >= MIN_ID_PREFIX and message_id.startswith(wanted)
+        )
+
+
+def is_fingerprint(group_key: str) -> bool:
+    """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name): of
+    the length and characters the mark parser takes (message_limits.py), so a record written for it
+    can match a failure."""
+    if group_key == UNCLASSIFIED or group_key.startswith(CAUSE_PREFIX):
+        return False
+    return len(group_key) <= MAX_FINGERPRINT_CHARS and FINGERPRINT_PATTERN.fullmatch(group_key) is not None
+
+
+def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:
+    """An entry of a ReceiveMessage response (all attributes requested), inspected."""
+    return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))
+
+
+def parking_reason(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``parked`` object the re-driver adds to the mark of a message it parks, if any."""
+    return read_parked((raw.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue"))
+
+
+@dataclass
+class Group:
+    """Messages of one group in one queue: how many, since when, from where, one to look at."""
+
+    key: str
+    where: Where
+    label: str
+    count: int = 0
+    oldest: int = 0
+    newest: int = 0
+    sources: set[str] = field(default_factory=set)
+    sample_id: str = ""
+
+    def add(self, item: Inspected) -> None:
+        self.count += 1
+        at = item.failed_at
+        if not self.sample_id or at < self.oldest:
+            self.oldest, self.sample_id = at, item.message.message_id
+        self.newest = max(self.newest, at)
+        if item.source:
+            self.sources.add(item.source)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.key,
+            "queue": self.where.value,
+            "label": self.label,
+            "count": self.count,
+            "oldest": self.oldest,
+            "newest": self.newest,
+            "sources": sorted(self.sources),
+            "sample_id": self.sample_id,
+        }
+
+
+def group(items: Iterable[Inspected]) -> list[Group]:
+    """Groups by queue and group key, largest first."""
+    groups: dict[tuple[Where, str], Group] = {}
+    for item in items:
+        key = (item.where, item.group)
+        if key not in groups:
+            groups[key] = Group(key=item.group, where=item.where, label=item.label)
+        groups[key].add(item)
+    return sorted(groups.values(), key=lambda g: (-g.count, g.where.value, g.key))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which messages a replay or purge takes; every criterion given must match (none: all)."""
+
+    groups: frozenset[str] = frozenset()
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    older_than_seconds: int | None = None
+    newer_than_seconds: int | None = None
+    ids: frozenset[str] = frozenset()
+
+    @property
+    def everything(self) -> bool:
+        return not (
+            self.groups
+            or self.attributes
+            or self.ids
+            or self.older_than_seconds is not None
+            or self.newer_than_seconds is not None
+        )
+
+    def matches(self, item: Inspected, now: int) -> bool:
+        age = now - item.failed_at
+        return (
+            (not self.groups or item.group in self.groups)
+            and all(_attribute(item, name) == value for name, value in self.attributes.items())
+            and (self.older_than_seconds is None or age >= self.older_than_seconds)
+            and (self.newer_than_seconds is None or age <= self.newer_than_seconds)
+            and (not self.ids or any(item.named(wanted) for wanted in self.ids))
+        )
+
+    def unknown_groups(self, items: Iterable[Inspected]) -> list[str]:
+        """The groups this selection names that none of ``items`` is in."""
+        return sorted(self.groups - {item.group for item in items})
+
+    def unknown_ids(self, items: Sequence[Inspected]) -> list[str]:
+        """The ids this selection names that name none of ``items``."""
+        return sorted(wanted for wanted in self.ids if not any(item.named(wanted) for item in items))
+
+
+def _attribute(item: Inspected, name: str) -> str | None:
+    value = item.message.attributes.get(name)
+    return None if value is None else str(value.get("StringValue", ""))
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def parse_duration(text: str) -> int:
+    """``90s``, ``15m``, ``2h`` or ``3d`` in seconds; raise ValueError naming the forms allowed."""
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in DURATION_UNITS or not number.isdigit():
+        raise ValueError(f"{text!r} is not a duration: use a whole number and s, m, h or d (e.g. 2h)")
+    return int(number) * DURATION_UNITS[unit]
+
+
+def parse_attribute_filters(pairs: Iterable[str]) -> dict[str, str]:
+    """``name=value`` pairs; raise ValueError for one without ``=``."""
+    filters: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{pair!r} is not an attribute filter: use name=value")
+        filters[name] = value
+    return filters

@@ -1,0 +1,124 @@
+"""``status``: the breakers, the pause, the queues, the DLQ's time to expiry and the last runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqs_redriver.console.aws import QueueDepth, oldest_age_seconds, queue_depth
+from sqs_redriver.console.deployment import Deployment
+from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
+from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.model.history import RunSummary
+from sqs_redriver.runtime.model.pause import Pause
+
+# The re-driver parks messages this long before their retention ends (EXPIRY_MARGIN_SECONDS's
+# default); the tool warns from the same point.
+EXPIRY_WARNING_SECONDS = 86_400
+
+
+@dataclass(frozen=True)
+class Status:
+    """One look at a re-driver."""
+
+    deployment: Deployment
+    at: int
+    pause: Pause | None
+    breakers: dict[str, Breaker]  # source queue URL -> its breaker
+    sources: list[QueueDepth]
+    dlq: QueueDepth
+    parking_lot: QueueDepth
+    dlq_oldest_age_seconds: int | None
+    runs: list[RunSummary]
+
+    @property
+    def dlq_time_to_expiry_seconds(self) -> int | None:
+        """How long until SQS deletes the DLQ's oldest message (None while its age is unknown)."""
+        if self.dlq_oldest_age_seconds is None:
+            return None
+        return self.dlq.retention_seconds - self.dlq_oldest_age_seconds
+
+    @property
+    def problems(self) -> list[str]:
+        """What an on-call engineer should look at (the command exits 1 when there is any)."""
+        found = [
+            f"breaker of {_name(url)} is OPEN since {breaker.changed_at}"
+            for url, breaker in self.breakers.items()
+            if breaker.state is State.OPEN
+        ]
+        found += [
+            f"the consumer of {_name(url)} reported no verdict for its last {breaker.silent_probes} probes "
+            "(CONSUMER_VERDICTS is on): judged by its queue's metrics and the DLQ"
+            for url, breaker in self.breakers.items()
+            if breaker.silent_probes >= SILENT_PROBES_LIMIT
+        ]
+        expiry = self.dlq_time_to_expiry_seconds
+        if expiry is not None and expiry < EXPIRY_WARNING_SECONDS:
+            found.append(f"the DLQ's oldest message expires in {expiry} s")
+        if self.parking_lot.total:
+            found.append(f"{self.parking_lot.total} message(s) in the parking lot")
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "deployment": self.deployment.name,
+            "at": self.at,
+            "pause": None if self.pause is None else vars(self.pause),
+            "breakers": {
+                url: {
+                    "state": b.state.value,
+                    "changed_at": b.changed_at,
+                    "failures": b.failures,
+                    "successes": b.successes,
+                    "canary_in_flight": b.canary is not None,
+                    "moved_by": b.evidence.value,
+                    "silent_probes": b.silent_probes,
+                }
+                for url, b in self.breakers.items()
+            },
+            "queues": {
+                "sources": [_depth(d) for d in self.sources],
+                "dlq": {
+                    **_depth(self.dlq),
+                    "oldest_age_seconds": self.dlq_oldest_age_seconds,
+                    "time_to_expiry_seconds": self.dlq_time_to_expiry_seconds,
+                },
+                "parking_lot": _depth(self.parking_lot),
+            },
+            "runs": [run.to_dict() for run in self.runs],
+            "problems": self.problems,
+        }
+
+
+def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: StateTable, now: int) -> Status:
+    """Read everything ``status`` shows: a few GetItem and GetQueueAttributes calls, one metric."""
+    dlq = queue_depth(sqs, deployment.dlq_url)
+    return Status(
+        deployment=deployment,
+        at=now,
+        pause=table.load_pause(pause_key(deployment.dlq_url)),
+        breakers={url: table.load_breaker(breaker_key(url)) for url in deployment.source_queue_urls},
+        sources=[queue_depth(sqs, url) for url in deployment.source_queue_urls],
+        dlq=dlq,
+        parking_lot=queue_depth(sqs, deployment.parking_lot_url),
+        dlq_oldest_age_seconds=oldest_age_seconds(cloudwatch, dlq.name, now),
+        runs=[RunSummary.from_dict(run) for run in table.load_runs(runs_key(deployment.dlq_url))],
+    )
+
+
+def _depth(depth: QueueDepth) -> dict[str, Any]:
+    return {
+        "name": depth.name,
+        "url": depth.url,
+        "visible": depth.visible,
+        "in_flight": depth.in_flight,
+        "delayed": depth.delayed,
+        "retention_seconds": depth.retention_seconds,
+    }
+
+
+def _name(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1]

@@ -1,0 +1,122 @@
+"""What the operator's tool may do on one re-driver's resources: one IAM policy (grant_operator)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+
+from sqs_redriver.cdk.functions import acknowledge
+from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.protocol.keys import ARCHIVE_PREFIX
+
+if TYPE_CHECKING:
+    from sqs_redriver.cdk.redriver import SqsRedriver
+
+ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes (and the operator reads)
+# What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
+OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
+OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
+    "sqs:ReceiveMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:SendMessage",
+    "sqs:GetQueueAttributes",
+)
+OPERATOR_SOURCE_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes")
+OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+)
+OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
+
+
+def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> None:
+    """The policy ``SqsRedriver.grant_operator`` describes, attached to ``principal``."""
+    identity = principal.grant_principal
+    queues = [redriver.dead_letter_queue, redriver.parking_lot]
+    statements = [
+        iam.PolicyStatement(
+            actions=list(OPERATOR_QUEUE_ACTIONS), resources=[queue.queue_arn for queue in queues]
+        ),
+        iam.PolicyStatement(
+            actions=list(OPERATOR_SOURCE_ACTIONS),
+            resources=[queue.queue_arn for queue in redriver.source_queues],
+        ),
+        iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[redriver.state_table.table_arn]),
+        iam.PolicyStatement(
+            actions=["cloudformation:DescribeStacks"], resources=[Stack.of(redriver).stack_id]
+        ),
+        iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
+    ]
+    keys = {
+        key.key_arn: key
+        for queue in [*queues, *redriver.source_queues]
+        if (key := queue.encryption_master_key) is not None
+    }
+    if keys:
+        # Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
+        statements.append(
+            iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
+        )
+    data_keys = {
+        key.key_arn
+        for key in (redriver.state_table.encryption_key, redriver.archive and redriver.archive.encryption_key)
+        if key is not None
+    }
+    if data_keys:
+        # A customer-managed table (and archive) key: DynamoDB and S3 ask the caller to use it.
+        statements.append(
+            iam.PolicyStatement(actions=list(OPERATOR_DATA_KEY_ACTIONS), resources=sorted(data_keys))
+        )
+    if redriver.archive is not None:
+        statements += [
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[redriver.archive.arn_for_objects(ARCHIVE_OBJECTS)]
+            ),
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[redriver.archive.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
+            ),
+        ]
+    taken = sum(1 for child in redriver.node.children if child.node.id.startswith("OperatorPolicy"))
+    policy = iam.Policy(redriver, f"OperatorPolicy{taken + 1}", statements=statements)
+    # jsii interfaces cannot be isinstance-checked: tell the identities apart by their names.
+    if hasattr(identity, "role_name"):
+        policy.attach_to_role(identity)  # type: ignore[arg-type]
+    elif hasattr(identity, "user_name"):
+        policy.attach_to_user(identity)  # type: ignore[arg-type]
+    elif hasattr(identity, "group_name"):
+        policy.attach_to_group(identity)  # type: ignore[arg-type]
+    else:
+        raise SettingsError(
+            "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
+            f"function), got {type(identity).__name__}: grant a role it assumes instead"
+        )
+    acknowledge(
+        policy,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
+        "every other statement of the operator's policy names its resource.",
+    )
+    if redriver.archive is not None:
+        acknowledge(
+            policy,
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(redriver)}.Arn>/{ARCHIVE_OBJECTS}]",
+            "The operator reads parked messages from the archive, one object each under keys made "
+            "up at run time: GetObject on the parked/ prefix only.",
+        )
+
+
+def archive_logical_id(redriver: SqsRedriver) -> str:
+    """The archive bucket's logical id, as cdk-nag names it in findings."""
+    assert redriver.archive is not None
+    cfn_bucket = redriver.archive.node.default_child
+    assert isinstance(cfn_bucket, s3.CfnBucket)
+    return Stack.of(redriver).get_logical_id(cfn_bucket)

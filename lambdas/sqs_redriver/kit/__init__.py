@@ -1,0 +1,47 @@
+"""The consumer kit: a Python SQS consumer classifies its failures, dead-letters what will never
+succeed at once (with the reason in the re-driver's mark), and reports re-driven messages'
+verdicts to the re-driver. Exception text is redacted before it leaves the consumer (``redact``).
+
+    from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
+
+    kit = ConsumerKit.from_environment(terminal=[InvalidOrder], transient=[DownstreamUnavailable])
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    def lambda_handler(event, context):
+        return kit.process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+"""
+
+from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError
+from sqs_redriver.kit.config import KitConfig, KitConfigError
+from sqs_redriver.kit.fingerprint import fingerprint
+from sqs_redriver.kit.kit import ConsumerKit
+from sqs_redriver.kit.redact import Redactor
+from sqs_redriver.protocol.failure import FailureKind
+from sqs_redriver.protocol.settings.kit import (
+    ENV_DLQ_URL,
+    ENV_ERROR_TEXT,
+    ENV_ERROR_TEXT_MAX_CHARS,
+    ENV_MAX_RECEIVE_COUNT,
+    ENV_REDACT_PATTERNS,
+    ENV_TABLE_NAME,
+)
+
+__all__ = [
+    "ENV_DLQ_URL",
+    "ENV_ERROR_TEXT",
+    "ENV_ERROR_TEXT_MAX_CHARS",
+    "ENV_MAX_RECEIVE_COUNT",
+    "ENV_REDACT_PATTERNS",
+    "ENV_TABLE_NAME",
+    "Classifier",
+    "ConsumerKit",
+    "FailureKind",
+    "KitConfig",
+    "KitConfigError",
+    "Redactor",
+    "TerminalError",
+    "TransientError",
+    "fingerprint",
+]

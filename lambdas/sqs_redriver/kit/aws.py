@@ -1,0 +1,130 @@
+"""The only module of the kit that calls AWS: the DLQ send, the failure record and the verdict
+counters. Clients are created on first use (never at import: cold start), or injected."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sqs_redriver.kit.verdicts import Tally
+from sqs_redriver.protocol.failure import (
+    VERDICT_RECORD_TTL_SECONDS,
+    Failure,
+    failure_record_key,
+    verdict_record_key,
+)
+
+if TYPE_CHECKING:
+    from botocore.config import Config
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+class KitAwsError(RuntimeError):
+    """An AWS call of the kit failed (after botocore's own retries)."""
+
+
+def _client_config() -> Config:
+    from botocore.config import Config
+
+    # The consumer's invocation waits on these calls: standard retries, short timeouts.
+    return Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+
+
+class KitAws:
+    """SQS and DynamoDB calls of the kit, each turning any AWS error into KitAwsError."""
+
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        sqs: SQSClient | Any = None,
+        dynamodb: DynamoDBClient | Any = None,
+    ) -> None:
+        self.table_name = table_name
+        self._sqs = sqs
+        self._dynamodb = dynamodb
+
+    @property
+    def sqs(self) -> SQSClient | Any:
+        if self._sqs is None:
+            import boto3
+
+            self._sqs = boto3.client("sqs", config=_client_config())
+        return self._sqs
+
+    @property
+    def dynamodb(self) -> DynamoDBClient | Any:
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb", config=_client_config())
+        return self._dynamodb
+
+    def send_message(self, request: dict[str, Any]) -> str:
+        """SendMessage; returns the new MessageId."""
+        response = _call("SendMessage", lambda: self.sqs.send_message(**request))
+        return str(response.get("MessageId", ""))
+
+    def put_failure(self, identity: str, failure: Failure, now: int) -> None:
+        """The failure of a message with no room for a mark, under its content identity.
+
+        A conditional UpdateItem of the failure's own attributes: it replaces an older failure of
+        the same identity, never a newer one (a slow consumer's late write loses), and cannot
+        overwrite the record wholesale (the kit's IAM grant has no PutItem).
+        """
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": failure_record_key(identity)}},
+                UpdateExpression="SET failure = :failure, failed_at = :at, expires_at = :ttl",
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR attribute_not_exists(failed_at) OR failed_at <= :at"
+                ),
+                ExpressionAttributeValues={
+                    ":failure": {"S": json.dumps(failure.to_dict(), separators=(",", ":"), sort_keys=True)},
+                    ":at": {"N": str(failure.at)},
+                    ":ttl": {"N": str(now + VERDICT_RECORD_TTL_SECONDS)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == CONDITION_FAILED:
+                return  # a newer failure of this message is recorded already: it stands
+            raise KitAwsError(f"UpdateItem (failure record) failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise KitAwsError(f"UpdateItem (failure record) failed: {exc}") from exc
+
+    def add_verdicts(self, verdict_key: str, tally: Tally, now: int) -> None:
+        """One conditional UpdateItem adding the tally's counters (and fingerprints) to the verdict
+        record; a record already past its expiry is not revived (KitAwsError: the wave is long over)."""
+        adds = [f"{name} :{name}" for name in tally.counts()]
+        values: dict[str, Any] = {f":{name}": {"N": str(n)} for name, n in tally.counts().items()}
+        if tally.fingerprints:
+            adds.append("fingerprints :fingerprints")
+            values[":fingerprints"] = {"SS": sorted(tally.fingerprints)}
+        values[":ttl"] = {"N": str(now + VERDICT_RECORD_TTL_SECONDS)}
+        values[":now"] = {"N": str(now)}
+        expression = (f"ADD {', '.join(adds)} " if adds else "") + "SET expires_at = :ttl"
+        _call(
+            "UpdateItem",
+            lambda: self.dynamodb.update_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": verdict_record_key(verdict_key)}},
+                UpdateExpression=expression,
+                ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
+                ExpressionAttributeValues=values,
+            ),
+        )
+
+
+def _call(operation: str, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except (ClientError, BotoCoreError) as exc:
+        raise KitAwsError(f"{operation} failed: {exc}") from exc

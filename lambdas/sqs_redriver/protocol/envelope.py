@@ -1,0 +1,138 @@
+"""What the re-driver knows about one DLQ message, and how that travels with the message.
+
+SQS gives every SendMessage a new MessageId, so a message's identity and re-drive count travel in
+one reserved message attribute (the *mark*). When a message has no room for the mark (10
+attributes already, or the mark would push it past the size limit), its identity is a hash of its
+content and its count lives only in the state table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from sqs_redriver.protocol.mark import MARK_SUBJECT, read_mark
+from sqs_redriver.protocol.mark import Mark as Mark
+from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
+from sqs_redriver.protocol.message_limits import MAX_REPLAYS as MAX_REPLAYS
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.wire import Rejection
+
+MARK_ATTRIBUTE = "dlq-redriver"
+MAX_MESSAGE_ATTRIBUTES = SQS_MAX_MESSAGE_ATTRIBUTES
+MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES
+# Bytes reserved for the mark attribute (name, type and value, parking reason included); a message
+# is only marked when it still fits the size limit with this much added. Settings cap the history
+# length so a mark always fits (tested).
+MARK_BUDGET_BYTES = MAX_MARK_BYTES
+HASH_IDENTITY_PREFIX = "sha256:"
+
+MessageAttributes = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class DlqMessage:
+    """One message received from the DLQ, with the re-driver's mark split off its attributes."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    attributes: MessageAttributes = field(default_factory=dict)
+    system_attributes: Mapping[str, str] = field(default_factory=dict)
+    mark: Mark | None = None
+    # Why the mark it carried was not taken (whole, or its consumer failure): logged by the run.
+    mark_rejection: Rejection | None = None
+
+    @property
+    def malformed_mark(self) -> bool:
+        """It carried a mark that was not valid (it is then treated as unmarked)."""
+        return self.mark is None and self.mark_rejection is not None
+
+    # Cached: both read the whole body (up to 1 MiB), and a run asks several times per message.
+    @cached_property
+    def has_room_for_mark(self) -> bool:
+        """True when the mark fits: fewer than 10 attributes and size within the SQS limit."""
+        return has_room_for_mark(self.body, self.attributes)
+
+    @cached_property
+    def content_identity(self) -> str:
+        """An identity derived from body and attributes, for messages that cannot carry a mark."""
+        digest = hashlib.sha256(self.body.encode("utf-8"))
+        for name in sorted(self.attributes):
+            value = self.attributes[name]
+            digest.update(b"\0" + name.encode("utf-8") + b"\0" + value["DataType"].encode("utf-8"))
+            digest.update(b"\0" + _attribute_value_bytes(value))
+        return HASH_IDENTITY_PREFIX + digest.hexdigest()
+
+    @property
+    def source_arn(self) -> str | None:
+        return self.system_attributes.get("DeadLetterQueueSourceArn")
+
+
+def from_sqs(raw: Mapping[str, Any]) -> DlqMessage:
+    """Build a DlqMessage from one entry of a ReceiveMessage response. Never raises for what a
+    sender wrote: a mark that is not valid is left out, with the rejection that says why."""
+    attributes = dict(raw.get("MessageAttributes") or {})
+    body = raw.get("Body", "")
+    mark, rejection = split_mark(attributes.pop(MARK_ATTRIBUTE, None))
+    if mark is not None and not has_room_for_mark(body, attributes):
+        # Neither the re-driver nor the kit marks a message without room: the mark grows on its
+        # next send and would push it past the size limit. Its count lives in the table instead.
+        size = message_size(body, attributes)
+        problem = f"is on a message with no room for one ({size} bytes)"
+        mark, rejection = None, Rejection("mark", problem, subject=MARK_SUBJECT)
+    return DlqMessage(
+        message_id=raw["MessageId"],
+        receipt_handle=raw["ReceiptHandle"],
+        body=body,
+        attributes=attributes,
+        system_attributes=dict(raw.get("Attributes") or {}),
+        mark=mark,
+        mark_rejection=rejection,
+    )
+
+
+def split_mark(value: Mapping[str, Any] | None) -> tuple[Mark | None, Rejection | None]:
+    """The mark of a ``dlq-redriver`` attribute as SQS returns it (``read_mark``'s result)."""
+    if value is None:
+        return None, None
+    data_type = str(value.get("DataType", ""))
+    if data_type.split(".", 1)[0] != "String" or "StringValue" not in value:
+        problem = f"has data type {data_type[:40]!r}, not String"
+        return None, Rejection(MARK_ATTRIBUTE, problem, subject=MARK_SUBJECT)
+    return read_mark(value["StringValue"])
+
+
+def has_room_for_mark(body: str, attributes: MessageAttributes) -> bool:
+    """True when a mark fits: fewer than 10 attributes, and the size limit with the mark's budget."""
+    if len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
+        return False
+    return message_size(body, attributes) + MARK_BUDGET_BYTES <= MAX_MESSAGE_BYTES
+
+
+def string_attribute(value: str) -> dict[str, str]:
+    return {"DataType": "String", "StringValue": value}
+
+
+def _attribute_value_bytes(value: Mapping[str, Any]) -> bytes:
+    if "BinaryValue" in value:
+        binary = value["BinaryValue"]
+        return binary if isinstance(binary, bytes) else bytes(binary)
+    return str(value.get("StringValue", "")).encode("utf-8")
+
+
+def attribute_size(name: str, value: Mapping[str, Any]) -> int:
+    """Bytes SQS counts for one attribute: name, data type and value, in UTF-8."""
+    return (
+        len(name.encode("utf-8"))
+        + len(value["DataType"].encode("utf-8"))
+        + len(_attribute_value_bytes(value))
+    )
+
+
+def message_size(body: str, attributes: MessageAttributes) -> int:
+    """Bytes SQS counts against the message size limit: UTF-8 body plus every attribute."""
+    return len(body.encode("utf-8")) + sum(attribute_size(name, value) for name, value in attributes.items())

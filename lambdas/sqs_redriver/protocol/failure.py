@@ -1,0 +1,141 @@
+"""A consumer's verdict on one delivery, as the consumer kit writes it and the re-driver reads it.
+
+This module is the protocol between the two: the failure the kit carries in a message's mark
+(``err``), the verdict counters it adds to the state table for the re-driver's waves, and the keys
+of the table records both sides use. Neither side has a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqs_redriver.protocol import keys, wire
+from sqs_redriver.protocol.message_limits import (
+    FINGERPRINT_PATTERN,
+    MAX_COUNT,
+    MAX_EPOCH_SECONDS,
+    MAX_FINGERPRINT_CHARS,
+    MAX_QUEUE_ARN_CHARS,
+)
+from sqs_redriver.protocol.message_limits import MAX_ERROR_CLASS_CHARS as MAX_ERROR_CLASS_CHARS
+from sqs_redriver.protocol.message_limits import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
+from sqs_redriver.protocol.str_enum import StrEnum
+from sqs_redriver.protocol.wire import Rejection
+
+# The records' keys are built in model/keys.py; named here too, where the kit imports them.
+FAILURE_RECORD_PREFIX = keys.FAILURE_RECORD_PREFIX
+PARK_RECORD_PREFIX = keys.PARK_RECORD_PREFIX
+RETRY_RECORD_PREFIX = keys.RETRY_RECORD_PREFIX
+VERDICT_RECORD_PREFIX = keys.VERDICT_RECORD_PREFIX
+failure_record_key = keys.failure_record_key
+park_record_key = keys.park_record_key
+retry_record_key = keys.retry_record_key
+verdict_record_key = keys.verdict_record_key
+
+# The longest error message and class kept in a mark (message_limits.py) are also bounded as JSON
+# (non-ASCII is escaped: up to 12 bytes a character), so a mark with a failure and a parking
+# reason still fits its budget (tested).
+MAX_ERROR_MESSAGE_JSON_BYTES = 480
+MAX_ERROR_CLASS_JSON_BYTES = 240
+FAILURE_SUBJECT = "a consumer failure"
+# Verdict and failure records are read within minutes; a day is plenty.
+VERDICT_RECORD_TTL_SECONDS = 86_400
+
+# The attributes the kit writes (UpdateItem), the key included: its IAM grant allows these alone.
+FAILURE_RECORD_ATTRIBUTES = ("pk", "failure", "failed_at", "expires_at")
+VERDICT_RECORD_ATTRIBUTES = ("pk", "ok", "transient", "terminal", "fingerprints", "expires_at")
+
+
+class FailureKind(StrEnum):
+    TERMINAL = "terminal"  # it will never succeed as it is: park it, never re-drive it
+    TRANSIENT = "transient"  # trying again later may succeed: back off and re-drive
+
+
+class ConsumerVerdict(StrEnum):
+    """What the consumer made of one delivery of a re-driven message."""
+
+    OK = "ok"
+    TRANSIENT = "transient"
+    TERMINAL = "terminal"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why the consumer failed a message: written by the consumer kit, carried in the mark."""
+
+    kind: FailureKind
+    error_class: str
+    message: str
+    fingerprint: str
+    at: int
+    attempt: int
+    source: str  # the ARN of the queue the consumer received it from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "class": bounded(self.error_class, MAX_ERROR_CLASS_CHARS, MAX_ERROR_CLASS_JSON_BYTES),
+            "msg": bounded(self.message, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_MESSAGE_JSON_BYTES),
+            "fp": self.fingerprint,
+            "at": self.at,
+            "try": self.attempt,
+            "src": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: object) -> Failure:
+        """Parse a failure; raise a ``Rejection`` (a ValueError) naming the field that is not one
+        the consumer kit writes (limits in message_limits.py)."""
+        if not isinstance(payload, Mapping):
+            raise Rejection("", "is not a JSON object", subject=FAILURE_SUBJECT)
+        try:
+            kind = wire.text_of(payload, "kind", max_chars=16)
+            if kind not in set(FailureKind):
+                raise Rejection("kind", f"is {kind!r}, not terminal or transient")
+            return cls(
+                kind=FailureKind(kind),
+                error_class=wire.text_of(payload, "class", max_chars=MAX_ERROR_CLASS_CHARS),
+                message=wire.text_of(payload, "msg", max_chars=MAX_ERROR_MESSAGE_CHARS),
+                fingerprint=wire.text_of(
+                    payload, "fp", max_chars=MAX_FINGERPRINT_CHARS, pattern=FINGERPRINT_PATTERN
+                ),
+                at=wire.integer_of(payload, "at", low=0, high=MAX_EPOCH_SECONDS),
+                attempt=wire.integer_of(payload, "try", low=0, high=MAX_COUNT),
+                # Where it came from: routing takes it only when it names a configured source.
+                source=wire.text_of(payload, "src", max_chars=MAX_QUEUE_ARN_CHARS),
+            )
+        except Rejection as rejection:
+            raise Rejection(rejection.field, rejection.problem, subject=FAILURE_SUBJECT) from None
+
+    @property
+    def terminal(self) -> bool:
+        return self.kind is FailureKind.TERMINAL
+
+    def describe(self) -> str:
+        """One line for a parking reason: what failed, and the group it belongs to."""
+        fields = self.to_dict()
+        return f"{self.kind.value} error {fields['class']}: {fields['msg']} (fingerprint {self.fingerprint})"
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """The verdicts the consumer kit reported under one verdict key (a wave of re-drives)."""
+
+    ok: int = 0
+    transient: int = 0
+    terminal: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.ok + self.transient + self.terminal
+
+
+def bounded(text: str, max_chars: int, max_json_bytes: int) -> str:
+    """``text`` cut to ``max_chars`` characters, and shorter still until its JSON form fits."""
+    text = text[:max_chars]
+    while len(json.dumps(text)) > max_json_bytes:
+        text = text[: len(text) * 3 // 4]
+    return text

@@ -1,0 +1,133 @@
+"""The state table's keys, built in this one module: a prefix per record kind, then its subject.
+
+The re-driver, the consumer kit and the operator's tool all build their keys here, and the
+state table's parsers tell a record's kind from its key (``kind_of``).
+"""
+
+from __future__ import annotations
+
+from sqs_redriver.protocol.sqs_limits import DYNAMODB_MAX_KEY_BYTES
+from sqs_redriver.protocol.str_enum import StrEnum
+
+
+class RecordKind(StrEnum):
+    """A kind of state record, named by the prefix of its key."""
+
+    BREAKER = "BREAKER#"  # a source queue's circuit breaker
+    MESSAGE = "MSG#"  # a message with no room for a mark: its re-drive history
+    FAILURE = "FAILURE#"  # the consumer kit's failure of such a message
+    VERDICTS = "VERDICTS#"  # the consumer kit's verdict counts of a wave
+    RETRY = "RETRY#"  # an operator's retry of a failure group
+    PARK = "PARK#"  # an operator's park of a failure group
+    PAUSE = "PAUSE#"  # an operator's pause of a re-driver
+    RUNS = "RUNS#"  # a re-driver's run history
+    SWEEP = "SWEEP#"  # when a re-driver's next retention sweep is due
+    CONTINUATION = "CONTINUATION#"  # the one pending continuation of a re-driver
+    IDEMPOTENCY = "IDEMPOTENCY#"  # Powertools' idempotency records of a re-driver's invocations
+    GROUP_INDEX = "GROUPS#"  # the operator's tool's list of the fingerprints it wrote records for
+
+    def key(self, subject: str) -> str:
+        """The key of this kind's record about ``subject``."""
+        return self.value + subject
+
+
+VERDICT_RECORD_PREFIX = RecordKind.VERDICTS.value
+FAILURE_RECORD_PREFIX = RecordKind.FAILURE.value
+RETRY_RECORD_PREFIX = RecordKind.RETRY.value
+PARK_RECORD_PREFIX = RecordKind.PARK.value
+
+# Where the archive bucket keeps parked messages: the only objects the re-driver writes.
+ARCHIVE_PREFIX = "parked"
+
+
+def kind_of(key: str) -> RecordKind | None:
+    """The kind of the record under ``key`` (None: no kind the re-driver knows)."""
+    return next((kind for kind in RecordKind if key.startswith(kind.value)), None)
+
+
+def storable(key: str) -> bool:
+    """Whether DynamoDB can hold a record under ``key`` (non-empty, valid UTF-8, at most 2,048
+    bytes): a read of any other key finds nothing, and is not sent (DynamoDB would reject it)."""
+    try:
+        return 0 < len(key.encode("utf-8")) <= DYNAMODB_MAX_KEY_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def subject_of(key: str) -> str:
+    """What the record under ``key`` is about: the key without its kind's prefix."""
+    kind = kind_of(key)
+    return key.removeprefix(kind.value) if kind else key
+
+
+def breaker_key(source_queue_url: str) -> str:
+    """The state table key of a source queue's breaker (each source of a shared DLQ has one)."""
+    return RecordKind.BREAKER.key(source_queue_url)
+
+
+def message_record_key(identity: str) -> str:
+    """The re-drive history of a message with no room for a mark (by content identity)."""
+    return RecordKind.MESSAGE.key(identity)
+
+
+def failure_record_key(identity: str) -> str:
+    """Where the kit puts the failure of a message with no room for a mark (by content identity)."""
+    return RecordKind.FAILURE.key(identity)
+
+
+def verdict_record_key(verdict_key: str) -> str:
+    """Where the kit adds its verdicts on the re-drives tagged ``verdict_key``."""
+    return RecordKind.VERDICTS.key(verdict_key)
+
+
+def retry_record_key(fingerprint: str) -> str:
+    """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
+    return RecordKind.RETRY.key(fingerprint)
+
+
+def park_record_key(fingerprint: str) -> str:
+    """An operator's record: park every failure with this fingerprint on sight, terminal or not."""
+    return RecordKind.PARK.key(fingerprint)
+
+
+def pause_key(dlq_url: str) -> str:
+    """The operator's pause of the re-driver of ``dlq_url`` (model/pause.py)."""
+    return RecordKind.PAUSE.key(dlq_url)
+
+
+def runs_key(dlq_url: str) -> str:
+    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (model/history.py)."""
+    return RecordKind.RUNS.key(dlq_url)
+
+
+def sweep_key(dlq_url: str) -> str:
+    """When the re-driver of ``dlq_url`` next sweeps its DLQ for expiring messages."""
+    return RecordKind.SWEEP.key(dlq_url)
+
+
+def continuation_record_key(dlq_url: str) -> str:
+    """The one pending-continuation slot of the re-driver of ``dlq_url``."""
+    return RecordKind.CONTINUATION.key(dlq_url)
+
+
+def idempotency_key_prefix(dlq_url: str) -> str:
+    """The prefix of the re-driver of ``dlq_url``'s idempotency records (Powertools appends
+    ``#<hash of the event id>``): its grant allows these keys alone."""
+    return RecordKind.IDEMPOTENCY.key(dlq_url)
+
+
+def group_index_key() -> str:
+    """The one item listing the fingerprints the operator's tool wrote a RETRY#/PARK# record for."""
+    return RecordKind.GROUP_INDEX.key("index")
+
+
+def queue_key_from_url(url: str) -> str:
+    """``account/name`` of a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)."""
+    account, name = url.rstrip("/").split("/")[-2:]
+    return f"{account}/{name}"
+
+
+def queue_key_from_arn(arn: str) -> str:
+    """``account/name`` of a queue ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME)."""
+    account, name = arn.split(":")[-2:]
+    return f"{account}/{name}"

@@ -1,0 +1,125 @@
+"""The state table's records about messages and failure groups: message records, the consumer
+kit's failure records, and the operator's retry and park records of failure groups."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.failure import Failure
+from sqs_redriver.protocol.keys import (
+    RecordKind,
+    failure_record_key,
+    kind_of,
+    message_record_key,
+    storable,
+    subject_of,
+)
+from sqs_redriver.runtime.adapters.dynamo_table import DynamoTable
+from sqs_redriver.runtime.adapters.ports import MessageRecord
+from sqs_redriver.runtime.adapters.records.fields import CorruptRecord, expired, item_key
+from sqs_redriver.runtime.adapters.records.messages import failure_from_item, mark_from_item, message_item
+from sqs_redriver.runtime.adapters.records.operator import (
+    group_mark_from_item,
+    group_mark_from_key,
+    group_mark_item,
+)
+from sqs_redriver.runtime.model.groups import GroupAction, GroupMark, group_record_key, prevailing
+
+IGNORED_MESSAGE_RECORD = "ignored: the message counts from its content identity; its next record replaces it"
+IGNORED_FAILURE_RECORD = "ignored: the message is judged without this failure"
+GROUP_FROM_KEY = "honoured from its key alone (the operator's action on the fingerprint)"
+
+
+class MessageRecords(DynamoTable):
+    """Message, failure and failure group records (the state table's part of them); message
+    records expire ``ttl_seconds`` after they are written."""
+
+    def __init__(self, table_name: str, client: Any, *, ttl_seconds: int, **options: Any) -> None:
+        super().__init__(table_name, client, **options)
+        self._ttl_seconds = ttl_seconds
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded for these identities (absent ones are omitted), expired ones ignored,
+        with the failure the consumer kit recorded for a message that had no room for it. A corrupt
+        record is reported and ignored."""
+        wanted = sorted(set(identities))
+        keys = [key for i in wanted for key in (message_record_key(i), failure_record_key(i))]
+        now = self._now()
+        marks: dict[str, Mark] = {}
+        failures: dict[str, Failure] = {}
+        for item in self._get_items(keys):
+            try:
+                key = item_key(item)
+                if expired(item, key, now=now):
+                    continue
+                if kind_of(key) is RecordKind.FAILURE:
+                    failures[subject_of(key)] = failure_from_item(item, now=now)
+                else:
+                    mark = mark_from_item(item, now=now)
+                    marks[mark.identity] = mark
+            except CorruptRecord as corrupt:
+                of_failure = corrupt.kind is RecordKind.FAILURE
+                self._report(corrupt, IGNORED_FAILURE_RECORD if of_failure else IGNORED_MESSAGE_RECORD)
+        for identity, failure in failures.items():
+            mark = marks.get(identity) or Mark(identity=identity, first_failed_at=failure.at)
+            marks[identity] = replace(mark, failure=failure)
+        return marks
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        """Write message records with BatchWriteItem, retrying unprocessed items (none: no call)."""
+        now = self._now()
+        items = [{"PutRequest": {"Item": message_item(record, now, self._ttl_seconds)}} for record in records]
+        self._write_batches(items)
+
+    def forget_marks(self, identities: Iterable[str]) -> None:
+        """Delete the message records and the consumer kit's failure records of these identities
+        (BatchWriteItem, unprocessed ones retried; none: no call): a message with no room for a
+        mark then starts again at count 0, with no failure from before (which could park it)."""
+        wanted = sorted(set(identities))
+        keys = [
+            key for i in wanted for key in (message_record_key(i), failure_record_key(i)) if storable(key)
+        ]
+        self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
+
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (one
+        BatchGetItem of both keys of each); when both are found, parking wins, and it is logged.
+        A record with corrupt fields still counts by its key (and is reported)."""
+        wanted = sorted(set(fingerprints))
+        keys = [group_record_key(action, fp) for fp in wanted for action in GroupAction]
+        now = self._now()
+        found: list[GroupMark] = []
+        for item in self._get_items(keys):
+            key = item_key(item)
+            try:
+                if not expired(item, key, now=now):
+                    found.append(group_mark_from_item(item, now=now))
+            except CorruptRecord as corrupt:
+                self._report(corrupt, GROUP_FROM_KEY)
+                found.append(group_mark_from_key(key))
+        marks, both = prevailing(found)
+        for fingerprint in both:
+            self._log.warning(
+                "failure group marked both for retry and for parking: parked",
+                extra={"fingerprint": fingerprint},
+            )
+        return marks
+
+    def save_group_mark(self, mark: GroupMark) -> None:
+        """Record an operator's retry or park of a failure group; the other action's record of
+        the fingerprint is deleted in the same transaction (a fingerprint is retried or parked)."""
+        self._transact(
+            {"Put": {"TableName": self.table_name, "Item": group_mark_item(mark)}},
+            {"Delete": {"TableName": self.table_name, "Key": {"pk": {"S": mark.other_key}}}},
+        )
+
+    def clear_group_mark(self, fingerprint: str) -> None:
+        """Forget an operator's mark of a failure group: both records, in one transaction."""
+        keys = [{"pk": {"S": group_record_key(action, fingerprint)}} for action in GroupAction]
+        self._transact(*({"Delete": {"TableName": self.table_name, "Key": key}} for key in keys))
+
+    def _transact(self, *items: dict[str, Any]) -> None:
+        self._call("TransactWriteItems", self._client.transact_write_items, TransactItems=list(items))

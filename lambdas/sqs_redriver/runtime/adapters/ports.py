@@ -1,0 +1,203 @@
+"""The ports the run logic talks through, and the values that cross them.
+
+The logic depends on these Protocols, never on the SQS or DynamoDB adapters; tests can hand it
+in-memory fakes. Adapters turn every ClientError into ``AwsCallError`` or a per-entry failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from sqs_redriver.protocol.envelope import DlqMessage, Mark, message_size
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.runtime.decide.breaker import Breaker
+from sqs_redriver.runtime.model.activity import QueueActivity, WatchedQueue
+from sqs_redriver.runtime.model.groups import GroupMark
+from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH
+from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.runtime.model.reasons import ParkReason
+
+# The code of entries that failed because their whole SendMessageBatch call failed.
+CALL_FAILED = "CallFailed"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message to send; ``entry_id`` is unique within one call and names the result."""
+
+    entry_id: str
+    body: str
+    attributes: Mapping[str, Mapping[str, Any]]
+    delay_seconds: int = 0
+    trace_header: str | None = None
+    # FIFO queues: the message's group, and a deduplication id (SQS drops a repeat for 5 minutes).
+    group_id: str | None = None
+    deduplication_id: str | None = None
+
+    @property
+    def size(self) -> int:
+        return message_size(self.body, self.attributes)
+
+
+@dataclass(frozen=True)
+class EntryFailure:
+    code: str
+    message: str
+    sender_fault: bool
+
+
+@dataclass
+class BatchResult:
+    """Per-entry results of a batch call (or of several calls, merged)."""
+
+    succeeded: list[str] = field(default_factory=list)
+    failed: dict[str, EntryFailure] = field(default_factory=dict)
+    # Set when a whole call failed; its entries are in ``failed``, other calls' results stand.
+    call_error: str | None = None
+
+    def merge(self, other: BatchResult) -> None:
+        self.succeeded.extend(other.succeeded)
+        self.failed.update(other.failed)
+        self.call_error = self.call_error or other.call_error
+
+
+@dataclass(frozen=True)
+class RedriveWindow:
+    """How long the source queue takes, at most, to send a failing message to its DLQ."""
+
+    visibility_timeout_seconds: int
+    max_receive_count: int
+
+    @property
+    def seconds(self) -> int:
+        # maxReceiveCount failed receives, each holding the message for a visibility timeout,
+        # plus one more timeout of slack for the receive that moves it to the DLQ.
+        return self.visibility_timeout_seconds * (self.max_receive_count + 1)
+
+
+class RecordStatus(StrEnum):
+    REDRIVEN = "REDRIVEN"
+    PARKED = "PARKED"
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """What the table keeps about a message: its mark, where it went, and why when parked."""
+
+    mark: Mark
+    status: RecordStatus
+    source_queue: str
+    reason: ParkReason | None = None
+
+
+class Queue(Protocol):
+    """An SQS queue, through the batch APIs."""
+
+    url: str
+    key: str
+
+    def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
+        """Receive up to 10 messages with all their message and system attributes."""
+        ...
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult:
+        """Send in batches; a failed call fails only its own entries (``call_error`` says why)."""
+        ...
+
+    def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult:
+        """Delete by receipt handle; the keys name the entries in the result."""
+        ...
+
+    def change_visibility(self, hidden_for: Mapping[str, tuple[str, int]]) -> BatchResult:
+        """Hide messages (key -> (receipt handle, seconds)); 0 seconds gives them back now."""
+        ...
+
+    def backlog(self) -> int:
+        """Messages waiting to be received."""
+        ...
+
+    def redrive_window(self) -> RedriveWindow:
+        """The queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
+        ...
+
+    def retention_seconds(self) -> int:
+        """The queue's MessageRetentionPeriod."""
+        ...
+
+
+class StateStore(Protocol):
+    """The state table as a run uses it: the breaker record, per-message records, and the
+    operator's records it honours (pause, failure groups) or writes (run history). What only the
+    operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is on the
+    adapter alone."""
+
+    def load_breaker(self, key: str) -> Breaker:
+        """The stored breaker, or a fresh CLOSED one (version 0)."""
+        ...
+
+    def save_breaker(self, key: str, breaker: Breaker, *, expected_version: int) -> bool:
+        """Write if the stored version is still ``expected_version``; False when another run won."""
+        ...
+
+    def load_pause(self, key: str) -> Pause | None:
+        """The pause an operator recorded, if any."""
+        ...
+
+    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+        """Take the one pending-continuation slot for ``token``; False when another holds it."""
+        ...
+
+    def take_continuation(self, key: str, token: str) -> bool:
+        """Free the slot if ``token`` holds it; False for a continuation already taken."""
+        ...
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded for these identities (absent or expired ones omitted), with the failure
+        the consumer kit recorded for messages that had no room for it."""
+        ...
+
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (parking
+        wins when both are recorded)."""
+        ...
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        """The consumer kit's verdicts reported under ``verdict_key``."""
+        ...
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        """Write message records (none: no call)."""
+        ...
+
+    def load_sweep_due(self, key: str) -> int:
+        """When the next retention sweep is due (0 when none was recorded)."""
+        ...
+
+    def save_sweep_due(self, key: str, due_at: int) -> None:
+        """Record when the next retention sweep is due."""
+        ...
+
+    def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
+        """Put a run's summary first in the run history ``key``, keeping the ``keep`` newest."""
+        ...
+
+
+class ActivitySource(Protocol):
+    """What CloudWatch published about the source queues' consumers (model/activity.py)."""
+
+    def read(self, queues: Sequence[WatchedQueue], *, start: int, end: int) -> dict[str, QueueActivity]:
+        """The complete minutes in ``[start, end)`` of every queue, by queue URL, in one
+        ``GetMetricData`` call (paged). A queue whose datapoints are not valid is left out (and
+        logged); ``AwsCallError`` when the call fails."""
+        ...
+
+
+class Archive(Protocol):
+    """Where parked messages are kept past SQS retention (an S3 bucket), one object each."""
+
+    def put(self, key: str, document: bytes) -> None:
+        """Store one object; raise ``AwsCallError`` when it was not stored."""
+        ...

@@ -1,0 +1,178 @@
+"""The one place a Redriver is composed from settings and clients.
+
+The handler, the tests, the bench and the demo all build their re-driver here, so what runs in
+Lambda and what is tested are put together the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+
+from sqs_redriver.protocol.keys import idempotency_key_prefix
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.runtime.act.executor import Executor
+from sqs_redriver.runtime.act.parking import Parker
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.act.redriving import RedriveSender
+from sqs_redriver.runtime.adapters.clients import AwsClients
+from sqs_redriver.runtime.adapters.cloudwatch_activity import CloudWatchActivity
+from sqs_redriver.runtime.adapters.s3_archive import S3Archive
+from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
+from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.runtime.decide.plan import Planner, PlanRules
+from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.run.batch import BatchHandler
+from sqs_redriver.runtime.run.consumer_watch import ConsumerWatch
+from sqs_redriver.runtime.run.loop import BatchLoop, LoopSettings
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
+
+SECONDS_PER_DAY = 86_400
+
+
+def compose_redriver(
+    settings: Settings,
+    clients: AwsClients,
+    *,
+    logger: logging.Logger | Any = None,
+    clock: Callable[[], float] = time.time,
+    rng: random.Random | None = None,
+    pause: Callable[[float], None] = time.sleep,
+    limiter: TokenBucket | None = None,
+    metrics: Any = None,
+) -> Redriver:
+    """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
+    (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock); ``metrics`` (Powertools
+    Metrics) counts corrupt state records (None: they are only logged). The consumers' CloudWatch
+    metrics are read through ``clients.cloudwatch`` when ``queue_metrics`` is on and that client is
+    given (ValueError when the sources' metrics do not fit one GetMetricData request)."""
+    logger = logger or logging.getLogger("redriver")
+    sqs = clients.sqs
+    dlq = SqsQueue(settings.dlq_url, sqs)
+    sources = [SqsQueue(url, sqs) for url in settings.source_queue_urls]
+    state = StateTable(
+        settings.table_name,
+        clients.dynamodb,
+        ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
+        clock=clock,
+        pause=pause,
+        logger=logger,
+        metrics=metrics,
+    )
+    routes = Routes(tuple(queue.url for queue in sources))
+    redrives = RedriveSender(
+        sources=sources,
+        state=state,
+        # One batch may go at once; beyond that, re-drives flow at the configured rate.
+        limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE),
+        routes=routes,
+        fifo=settings.fifo,
+        record_every_redrive=settings.record_every_redrive,
+        logger=logger,
+    )
+    if settings.archive_bucket and clients.s3 is None:
+        raise ValueError("ARCHIVE_BUCKET is set: the re-driver needs an S3 client to archive")
+    parking_lot = SqsQueue(settings.parking_lot_url, sqs)
+    parker = Parker(
+        parking_lot=parking_lot,
+        dlq=dlq,
+        state=state,
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        archive=S3Archive(settings.archive_bucket, clients.s3) if settings.archive_bucket else None,
+    )
+    executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
+    watch = ConsumerWatch(
+        _activity(settings, clients, logger),
+        sources={queue.url: queue for queue in sources},
+        watched=settings.watched_queues,
+        lag_seconds=settings.metrics_lag_seconds,
+        consumer_verdicts=settings.consumer_verdicts,
+        clock=clock,
+        logger=logger,
+    )
+    handler = BatchHandler(
+        planner=Planner(_plan_rules(settings, routes), rng or random.Random()),
+        executor=executor,
+        state=state,
+        sources={queue.url: queue for queue in sources},
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        clock=clock,
+        dlq=dlq,
+        expiry_margin_seconds=settings.expiry_margin_seconds,
+        watch=watch,
+        consumer_verdicts=settings.consumer_verdicts,
+    )
+    loop = BatchLoop(
+        dlq=dlq,
+        sources=sources,
+        handler=handler,
+        settings=LoopSettings(
+            receive_wait_seconds=settings.receive_wait_seconds,
+            dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
+            time_margin_seconds=settings.time_margin_seconds,
+            source_backlog_limit=settings.source_backlog_limit,
+        ),
+        logger=logger,
+    )
+    return Redriver(
+        settings,
+        state=state,
+        loop=loop,
+        executor=executor,
+        logger=logger,
+        clock=clock,
+        pause=pause,
+        watch=watch,
+    )
+
+
+def _activity(settings: Settings, clients: AwsClients, logger: Any) -> CloudWatchActivity | None:
+    """The consumers' CloudWatch metrics, when they are to be judged and a client is given."""
+    if not settings.queue_metrics or clients.cloudwatch is None:
+        return None
+    return CloudWatchActivity(clients.cloudwatch, logger, watched=settings.watched_queues)
+
+
+def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
+    return PlanRules(
+        max_redrives=settings.max_redrives,
+        fifo=settings.fifo,
+        canary_size=settings.canary_size,
+        base_delay_seconds=settings.base_delay_seconds,
+        max_delay_seconds=settings.max_delay_seconds,
+        breaker=settings.breaker,
+        routes=routes,
+        suspect_limit=settings.suspect_limit,
+    )
+
+
+def idempotency_guard(settings: Settings, dynamodb: Any) -> tuple[IdempotencyConfig, Any]:
+    """EventBridge delivers at least once: a repeated event id is answered from the first run.
+    The records live in the state table under ``IDEMPOTENCY#<DLQ URL>#<hash>``, the only keys of
+    that kind the function's grant allows (infra/sqs_redriver/cdk/table_access.py). Returns the config and the
+    decorator."""
+    config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
+    )
+    guard = idempotent_function(
+        data_keyword_argument="event",
+        config=config,
+        persistence_store=persistence,
+        key_prefix=idempotency_key_prefix(settings.dlq_url),
+    )
+    return config, guard
