@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, fields
+from typing import Any, get_type_hints
 
 import pytest
 
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.protocol.settings.kinds import BoolSetting, IntSetting, RatioSetting, Setting
-from sqs_redriver.protocol.settings.schema import BY_NAME, SCHEMA
+from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, SCHEMA
 from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
 
 RESOURCES = {
@@ -165,3 +165,11 @@ def test_the_fields_and_defaults_are_the_schemas() -> None:
     assert {name: getattr(RedriverSettings(), name) for name in BY_NAME if BY_NAME[name].context} == {
         s.name: s.default for s in SCHEMA if s.context
     }
+
+
+def test_the_dataclass_has_a_typed_field_for_each_setting_a_deployment_may_set() -> None:
+    # a setting added to the schema needs its field in RedriverSettings, and a field its setting
+    types = get_type_hints(RedriverSettings)
+    declared = [(f.name, types[f.name], f.default) for f in fields(RedriverSettings)]
+
+    assert declared == [(s.name, type(s.default), s.default) for s in CONTEXT_SETTINGS]

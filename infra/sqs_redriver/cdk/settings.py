@@ -8,7 +8,7 @@ and rules, so the synth refuses what the Lambda would refuse at cold start.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, make_dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from constructs import Node
@@ -19,6 +19,7 @@ from sqs_redriver.protocol.settings.schema import (
     BY_NAME,
     CONTEXT_SETTINGS,
     VISIBILITY_TO_TIMEOUT_RATIO,
+    default,
     dlq_visibility_timeout,
 )
 
@@ -32,8 +33,41 @@ class SettingsError(InvalidSetting):
     """A setting is outside what the re-driver accepts; the message names it."""
 
 
-class _RedriverSettingsBehaviour:
-    """What RedriverSettings does; its fields come from the schema (below)."""
+@dataclass(frozen=True)
+class RedriverSettings:
+    """Every setting a deployment tunes, named as in the ``redriver`` block of cdk.json context, in
+    the schema's order (tests/infra/test_settings.py keeps the fields in step with the schema)."""
+
+    schedule: str = default("schedule")
+    max_redrives: int = default("max_redrives")
+    base_delay_seconds: int = default("base_delay_seconds")
+    max_delay_seconds: int = default("max_delay_seconds")
+    breaker_failure_threshold: int = default("breaker_failure_threshold")
+    breaker_cooldown_seconds: int = default("breaker_cooldown_seconds")
+    breaker_success_threshold: int = default("breaker_success_threshold")
+    breaker_failure_ratio: float = default("breaker_failure_ratio")
+    breaker_minimum_volume: int = default("breaker_minimum_volume")
+    consumer_verdicts: bool = default("consumer_verdicts")
+    verdict_wait_seconds: int = default("verdict_wait_seconds")
+    queue_metrics: bool = default("queue_metrics")
+    metrics_lag_seconds: int = default("metrics_lag_seconds")
+    suspect_limit: int = default("suspect_limit")
+    slow_start_seconds: int = default("slow_start_seconds")
+    canary_size: int = default("canary_size")
+    max_messages_per_run: int = default("max_messages_per_run")
+    max_continuations: int = default("max_continuations")
+    max_redrives_per_second: int = default("max_redrives_per_second")
+    parallel_batches: int = default("parallel_batches")
+    source_backlog_limit: int = default("source_backlog_limit")
+    record_every_redrive: bool = default("record_every_redrive")
+    receive_wait_seconds: int = default("receive_wait_seconds")
+    redriver_timeout_seconds: int = default("redriver_timeout_seconds")
+    redriver_memory_mb: int = default("redriver_memory_mb")
+    time_margin_seconds: int = default("time_margin_seconds")
+    max_receive_count: int = default("max_receive_count")
+    consumer_timeout_seconds: int = default("consumer_timeout_seconds")
+    source_visibility_timeout_seconds: int = default("source_visibility_timeout_seconds")
+    expiry_margin_seconds: int = default("expiry_margin_seconds")
 
     def __post_init__(self) -> None:
         with reraise_as(SettingsError):
@@ -86,16 +120,3 @@ class _RedriverSettingsBehaviour:
         environment = {s.env: s.to_env(getattr(self, s.name)) for s in CONTEXT_SETTINGS if s.env}
         environment[str(DLQ_VISIBILITY.env)] = DLQ_VISIBILITY.to_env(self.dlq_visibility_timeout_seconds)
         return environment
-
-
-RedriverSettings = make_dataclass(
-    "RedriverSettings",
-    [(s.name, type(s.default), field(default=s.default)) for s in CONTEXT_SETTINGS],
-    bases=(_RedriverSettingsBehaviour,),
-    frozen=True,
-)
-RedriverSettings.__module__ = __name__
-RedriverSettings.__doc__ = (
-    "Every setting a deployment tunes, named as in the ``redriver`` block of cdk.json context: "
-    f"{', '.join(s.name for s in CONTEXT_SETTINGS)}."
-)
