@@ -23,9 +23,9 @@ from constructs import Construct
 
 from app import STACK_NAME as STACK
 from app import build_app
+from sqs_redriver.cdk.alarms import alarm_retention_seconds, breaker_period, schedule_seconds
 from sqs_redriver.cdk.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
 from sqs_redriver.cdk.functions import RUNTIME
-from sqs_redriver.cdk.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.redriver_metrics import (
     BREAKER_STATE,

@@ -1,4 +1,4 @@
-"""The widgets of a re-driver's CloudWatch dashboard (RedriverMonitoring builds it, monitoring.py).
+"""A re-driver's CloudWatch dashboard: its name and widgets (RedriverMonitoring builds it, monitoring.py).
 
 Rows, 24 units wide: the DLQ and the parking lot; the runs and the breaker; the re-drive function
 and the source queues; the breaker's latest transitions from the function's logs; then a row per
@@ -8,15 +8,15 @@ consumer that grant_consumer names.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from aws_cdk import Stack
+from aws_cdk import Stack, Token
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from sqs_redriver.cdk.redriver_metrics import (
     BREAKER_HALF_OPEN,
@@ -26,12 +26,12 @@ from sqs_redriver.cdk.redriver_metrics import (
     PERIOD,
     RUN_COUNTS,
     RUN_PROBLEMS,
+    Watched,
     depth,
     dlq_age,
     events_dropped,
     run_metric,
 )
-from sqs_redriver.cdk.settings import RedriverSettings
 
 # The log line lambdas/sqs_redriver/runtime/act/breaker_writer.py writes on every change of state; Powertools
 # puts the message and the extra keys (from, to, evidence, version) at the top of its JSON.
@@ -40,18 +40,17 @@ BREAKER_TRANSITIONS_SHOWN = 20
 BREAKER_TRANSITIONS_TITLE = "Breaker transitions (latest first) and the evidence that moved them"
 
 
-@dataclass(frozen=True)
-class Watched:
-    """What one re-driver's dashboard shows."""
+def dashboard_name(scope: Construct) -> str | None:
+    """``<stack name>-<re-driver path in its stack>-<region>`` (dashboards are global to the
+    account), when the stack's name is known at synth."""
+    stack = Stack.of(scope)
+    if Token.is_unresolved(stack.stack_name):
+        return None
+    return f"{_name_part(stack.stack_name, relative_path(scope))[:200]}-{stack.region}"
 
-    service: str  # its POWERTOOLS_SERVICE_NAME: the dimension of its run metrics, its logs' service
-    function: lambda_.IFunction
-    dead_letter_queue: sqs.IQueue
-    parking_lot: sqs.IQueue
-    source_queues: Sequence[sqs.IQueue]
-    settings: RedriverSettings
-    age_threshold: int  # the DLQ age alarm's threshold (s)
-    dlq_retention_seconds: int
+
+def _name_part(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", "-".join(parts))
 
 
 def build_dashboard(dashboard: cw.Dashboard, title: str, watched: Watched) -> None:
@@ -188,7 +187,7 @@ def consumer_widgets(function: lambda_.IFunction, queue: sqs.IQueue) -> list[cw.
     ]
 
 
-def relative_path(construct: Construct) -> str:
+def relative_path(construct: IConstruct) -> str:
     """The construct's path inside its stack."""
     return construct.node.path.removeprefix(Stack.of(construct).node.path).strip("/")
 

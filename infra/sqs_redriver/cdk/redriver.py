@@ -16,6 +16,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sqs_redriver.cdk.alarms import alarm_retention_seconds
 from sqs_redriver.cdk.consumer_kit import (
     add_consumer_layers,
     consumer_kit_layer,
@@ -27,7 +28,7 @@ from sqs_redriver.cdk.consumer_metrics import (
 )
 from sqs_redriver.cdk.defaults import secure_bucket, secure_queue, secure_table
 from sqs_redriver.cdk.functions import acknowledge, powertools_layer, python_function
-from sqs_redriver.cdk.monitoring import alarm_retention_seconds, monitor
+from sqs_redriver.cdk.monitoring import monitor
 from sqs_redriver.cdk.operator_access import ARCHIVE_OBJECTS, archive_logical_id, attach_operator_policy
 from sqs_redriver.cdk.redriver_metrics import METRICS_NAMESPACE, service_name
 from sqs_redriver.cdk.resources import (

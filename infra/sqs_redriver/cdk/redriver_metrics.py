@@ -1,4 +1,4 @@
-"""The metrics the re-driver's dashboard and alarms read (dashboard.py, monitoring.py).
+"""The metrics the re-driver's dashboard and alarms read (dashboard.py, alarms.py), and what they watch.
 
 The re-driver's own metrics are Powertools EMF (``METRICS_NAMESPACE``, one metric set per run), with
 the single dimension Powertools adds, ``service``; the queues' and the function's are AWS's.
@@ -6,10 +6,15 @@ the single dimension Powertools adds, ``service``; the queues' and the function'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
+
+from sqs_redriver.cdk.settings import RedriverSettings
 
 METRICS_NAMESPACE = "DlqRedriver"
 SERVICE_PREFIX = "dlq-redriver"
@@ -20,6 +25,20 @@ BREAKER_STATE = "BreakerState"
 CONTINUATIONS = "Continuations"
 BREAKER_HALF_OPEN, BREAKER_OPEN = 1, 2  # handler.BREAKER_STATE_VALUE
 PERIOD = Duration.minutes(5)
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What one re-driver's dashboard shows and its alarms watch."""
+
+    service: str  # its POWERTOOLS_SERVICE_NAME: the dimension of its run metrics, its logs' service
+    function: lambda_.IFunction
+    dead_letter_queue: sqs.IQueue
+    parking_lot: sqs.IQueue
+    source_queues: Sequence[sqs.IQueue]
+    settings: RedriverSettings
+    age_threshold: int  # the DLQ age alarm's threshold (s)
+    dlq_retention_seconds: int
 
 
 def service_name(redriver_path: str) -> str:
