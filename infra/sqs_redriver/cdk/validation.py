@@ -1,6 +1,8 @@
-"""What SqsRedriver takes from its user, checked at synth: keys, an own parking lot, table, function props.
+"""What SqsRedriver takes from its user, checked at synth: queues, keys, an own parking lot and table,
+function props, a consumer to grant.
 
-Each check raises SettingsError naming the construct prop at fault, like the settings do.
+Each check raises SettingsError naming the construct prop (or grant_consumer's parameter) at fault,
+like the settings do.
 """
 
 from __future__ import annotations
@@ -8,26 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
 
-from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.storage import PARTITION_KEY, TTL_ATTRIBUTE
 from sqs_redriver.protocol.settings.kinds import reraise_as
 from sqs_redriver.protocol.settings.rules import check_distinct_queues, check_queue_kinds
+from sqs_redriver.protocol.settings.schema import BY_NAME
+from sqs_redriver.protocol.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
 
-# What each principal uses of a customer-managed key, and no more: never kms:ReEncrypt*, which
-# re-encrypts a ciphertext under another key (nothing here does), nor a wildcard action.
-QUEUE_SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
-QUEUE_SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS's data key for a producer
-# DynamoDB's table key, used as the caller for each item read or written (Table.grant_read_write_data
-# would also grant kms:ReEncrypt* and every GenerateDataKey variant).
-TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
-ARCHIVE_PUT_KEY_ACTIONS = ("kms:GenerateDataKey",)  # an SSE-KMS PutObject (Decrypt: reads, multipart)
+MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 _ROLE = "the construct's least-privilege role: add statements with redriver.function.add_to_role_policy"
 _ASYNC = "asynchronous invocation is the construct's: no retries, the next scheduled run is the retry"
 _LOGS = "pass log_group (a logs.LogGroup with the retention, key and removal policy you want)"
@@ -62,33 +57,68 @@ OWNED_FUNCTION_PROPS: Mapping[str, str] = {
 }
 
 
-def grant_send(function: lambda_.Function, queue: sqs.IQueue) -> None:
-    """What ``queue.grant_send_messages`` grants, but for a KMS-encrypted queue only what sending
-    uses of its key (grant_send_messages adds kms:Encrypt and kms:ReEncrypt*, which SQS never uses)."""
-    queue.grant(function, *QUEUE_SEND_ACTIONS)
-    grant_queue_key(function, queue)
-
-
-def grant_queue_key(function: lambda_.Function, queue: sqs.IQueue) -> None:
-    """What a producer of a KMS-encrypted ``queue`` uses of its key; nothing for other queues."""
-    if queue.encryption_master_key is not None:
-        queue.encryption_master_key.grant(function, *QUEUE_SEND_KEY_ACTIONS)
-
-
-def grant_data_keys(
-    function: lambda_.Function, *, table: dynamodb.ITable, archive: s3.IBucket | None = None
+def check_props(
+    settings: RedriverSettings,
+    sources: Sequence[sqs.IQueue],
+    dead_letter_queue: sqs.IQueue,
+    *,
+    parking_lot: sqs.IQueue | None,
+    state_table: dynamodb.ITable | None,
 ) -> None:
-    """What ``function``'s item access to ``table`` and its PutObject to ``archive`` need of their
-    customer-managed keys, if they have one."""
-    if table.encryption_key is not None:
-        table.encryption_key.grant(function, *TABLE_KEY_ACTIONS)
-    if archive is not None and archive.encryption_key is not None:
-        archive.encryption_key.grant(function, *ARCHIVE_PUT_KEY_ACTIONS)
+    """What the construct can check before it builds anything: the queues, the expiry margin
+    against the DLQ's retention, and the parking lot and table a user brings."""
+    check_queues(sources, dead_letter_queue)
+    check_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
+    if parking_lot is not None:
+        check_parking_lot(parking_lot, dead_letter_queue, sources)
+    if state_table is not None:
+        check_state_table(state_table, partition_key=PARTITION_KEY, ttl_attribute=TTL_ATTRIBUTE)
 
 
-def import_queue(scope: Construct, construct_id: str, arn: str, key_arn: str | None) -> sqs.IQueue:
-    """An existing queue by ARN; with its KMS key's ARN, every queue grant also grants the key."""
-    return sqs.Queue.from_queue_attributes(scope, construct_id, queue_arn=arn, key_arn=key_arn)
+def check_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
+    """The schema's queue rules (each queue in one role, all of one kind), then the CDK-only ones."""
+    labelled = [("source_queue", sources[0])]
+    labelled += [(f"other_source_queues[{index}]", queue) for index, queue in enumerate(sources[1:])]
+    dlq = ("dead_letter_queue", dead_letter_queue)
+    with reraise_as(SettingsError):
+        # A queue's ARN token is the same string for the same queue; an imported queue's ARN is literal.
+        check_distinct_queues([(label, queue.queue_arn) for label, queue in [dlq, *labelled]])
+        check_queue_kinds(
+            (dlq[0], dead_letter_queue.fifo), [(label, queue.fifo) for label, queue in labelled]
+        )
+    for label, queue in labelled:
+        _check_source(label, queue, dead_letter_queue)
+
+
+def _check_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
+    source_retention = known_retention_seconds(source_queue)
+    dlq_retention = known_retention_seconds(dead_letter_queue)
+    standard = not dead_letter_queue.fifo  # a FIFO DLQ restarts the retention clock on arrival
+    if (
+        standard
+        and source_retention is not None
+        and dlq_retention is not None
+        and dlq_retention <= source_retention
+    ):
+        raise SettingsError(
+            f"dead_letter_queue retention ({dlq_retention} s) must be longer than {label} "
+            f"retention ({source_retention} s): a standard queue's message keeps its original "
+            "enqueue time in the DLQ, so a shorter retention deletes it before it can be re-driven"
+        )
+    if isinstance(source_queue, sqs.Queue) and source_queue.dead_letter_queue is not None:
+        if source_queue.dead_letter_queue.queue is not dead_letter_queue:
+            raise SettingsError(f"{label}'s RedrivePolicy points to a different dead_letter_queue")
+
+
+def check_expiry_margin(margin_seconds: int, dead_letter_queue: sqs.IQueue) -> None:
+    """A margin as long as the DLQ's retention would park every message on sight (an imported
+    queue's retention is unknown here: the Lambda reads it at run time)."""
+    retention = known_retention_seconds(dead_letter_queue)
+    if retention is not None and margin_seconds >= retention:
+        raise SettingsError(
+            f"expiry_margin_seconds ({margin_seconds}) must be shorter than the dead_letter_queue's "
+            f"retention ({retention} s): messages are parked from retention - margin of age on"
+        )
 
 
 def check_key_arns(queue_arns: Sequence[str], key_arns: Sequence[str | None]) -> None:
@@ -97,12 +127,6 @@ def check_key_arns(queue_arns: Sequence[str], key_arns: Sequence[str | None]) ->
             f"other_source_queue_key_arns must name one key ARN (or None) per other_source_queue_arns "
             f"entry, in the same order: got {len(key_arns)} for {len(queue_arns)} queues"
         )
-
-
-def data_key(encryption_key: kms.IKey | None, dead_letter_queue: sqs.IQueue) -> kms.IKey | None:
-    """The key of what the construct creates: ``encryption_key``, else the DLQ's own customer-managed
-    key (its messages must not land where a wider audience can read them), else None."""
-    return encryption_key or dead_letter_queue.encryption_master_key
 
 
 def check_parking_lot(
@@ -183,3 +207,61 @@ def function_options(
             "they come from its resources and settings (settings=RedriverSettings(...))"
         )
     return options
+
+
+def check_consumer_function(function: object) -> None:
+    """grant_consumer sets a consumer's environment and layers: it must be a Function of this app."""
+    if not isinstance(function, lambda_.Function):
+        raise SettingsError(
+            "grant_consumer: function must be a lambda_.Function defined in this app (its "
+            f"environment and layers are set here), got {type(function).__name__}"
+        )
+
+
+def consumer_max_receive_count(queue: sqs.IQueue, explicit: int | None, sources: Sequence[sqs.IQueue]) -> int:
+    """The maxReceiveCount of the consumer's ``queue`` (one of ``sources``): its RedrivePolicy's,
+    or ``explicit``."""
+    if not any(queue is source for source in sources):
+        raise SettingsError(
+            "grant_consumer: queue must be this re-driver's source_queue or one of its "
+            "other_source_queues: only their messages come back through its DLQ"
+        )
+    known = known_max_receive_count(queue)
+    if explicit is None:
+        if known is None:
+            raise SettingsError(
+                "grant_consumer: max_receive_count is required for a queue whose RedrivePolicy "
+                "is not defined in this app (an imported queue): pass its maxReceiveCount, "
+                f"{MAX_RECEIVE_COUNT.accepts}"
+            )
+        return known
+    with reraise_as(SettingsError):
+        checked: int = MAX_RECEIVE_COUNT.check(explicit, "grant_consumer: max_receive_count")
+    if known is not None and checked != known:
+        raise SettingsError(
+            f"grant_consumer: max_receive_count ({checked}) contradicts the queue's "
+            f"RedrivePolicy maxReceiveCount ({known}); omit it to use the queue's"
+        )
+    return checked
+
+
+def known_max_receive_count(queue: sqs.IQueue) -> int | None:
+    """The RedrivePolicy maxReceiveCount of a queue defined in this app; None if not visible."""
+    if not isinstance(queue, sqs.Queue) or queue.dead_letter_queue is None:
+        return None
+    count = queue.dead_letter_queue.max_receive_count
+    return None if Token.is_unresolved(count) else int(count)
+
+
+def known_retention_seconds(queue: sqs.IQueue) -> int | None:
+    """The retention of a queue defined in this app; None for imported queues or tokens."""
+    if not isinstance(queue, sqs.Queue):
+        return None
+    cfn = queue.node.default_child
+    assert isinstance(cfn, sqs.CfnQueue)
+    retention = cfn.message_retention_period
+    if retention is None:
+        return SQS_DEFAULT_RETENTION_SECONDS
+    if Token.is_unresolved(retention):
+        return None
+    return int(retention)
