@@ -25,7 +25,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from sqs_redriver.cdk.settings import SettingsError
 
@@ -49,7 +49,7 @@ VPC_ACCESS_ACTIONS = (
 )
 
 
-def acknowledge(scope: Construct, rule_id: str, reason: str) -> None:
+def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     """Acknowledge one cdk-nag finding on ``scope`` (and its children), with the reason."""
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
@@ -133,26 +133,7 @@ def python_function(
     log_group = extra.pop("log_group", None) or logs.LogGroup(
         container, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
     )
-    in_vpc = extra.get("vpc") is not None
-    role = iam.Role(
-        container,
-        "Role",
-        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        description=f"Execution role of {construct_id}",
-    )
-    log_group.grant_write(role)
-    if in_vpc:
-        role.add_to_policy(iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"]))
-    reason = (
-        "X-Ray tracing (Tracing.ACTIVE) needs xray:PutTraceSegments and PutTelemetryRecords, "
-        "which support no resource-level permissions; every other statement names its resource."
-    )
-    if in_vpc:
-        reason += (
-            " In a VPC, the network interface actions of AWSLambdaVPCAccessExecutionRole too: Lambda "
-            "creates and deletes the interfaces under ids unknown at synth, and Describe* take no resource."
-        )
-    acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]", reason)
+    role = _execution_role(container, construct_id, log_group, in_vpc=extra.get("vpc") is not None)
     return lambda_.Function(
         container,
         "Function",
@@ -171,6 +152,33 @@ def python_function(
         reserved_concurrent_executions=reserved_concurrency,
         **extra,
     )
+
+
+def _execution_role(
+    scope: Construct, construct_id: str, log_group: logs.ILogGroup, *, in_vpc: bool
+) -> iam.Role:
+    """The function's own role (``Role``): it writes to its log group and, in a VPC, attaches
+    the function's network interfaces."""
+    role = iam.Role(
+        scope,
+        "Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"Execution role of {construct_id}",
+    )
+    log_group.grant_write(role)
+    if in_vpc:
+        role.add_to_policy(iam.PolicyStatement(actions=list(VPC_ACCESS_ACTIONS), resources=["*"]))
+    reason = (
+        "X-Ray tracing (Tracing.ACTIVE) needs xray:PutTraceSegments and PutTelemetryRecords, "
+        "which support no resource-level permissions; every other statement names its resource."
+    )
+    if in_vpc:
+        reason += (
+            " In a VPC, the network interface actions of AWSLambdaVPCAccessExecutionRole too: Lambda "
+            "creates and deletes the interfaces under ids unknown at synth, and Describe* take no resource."
+        )
+    acknowledge(role, "AwsSolutions::AwsSolutions-IAM5[Resource::*]", reason)
+    return role
 
 
 def grant_item_access(function: lambda_.Function, table: dynamodb.ITable) -> None:

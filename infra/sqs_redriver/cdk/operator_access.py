@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
@@ -38,9 +38,33 @@ OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
 
 def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> None:
     """The policy ``SqsRedriver.grant_operator`` describes, attached to ``principal``."""
-    identity = principal.grant_principal
-    queues = [redriver.dead_letter_queue, redriver.parking_lot]
     statements = [
+        *_resource_statements(redriver),
+        *_key_statements(redriver),
+        *(_archive_statements(redriver.archive) if redriver.archive is not None else []),
+    ]
+    taken = sum(1 for child in redriver.node.children if child.node.id.startswith("OperatorPolicy"))
+    policy = iam.Policy(redriver, f"OperatorPolicy{taken + 1}", statements=statements)
+    _attach(policy, principal.grant_principal)
+    acknowledge(
+        policy,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
+        "every other statement of the operator's policy names its resource.",
+    )
+    if redriver.archive is not None:
+        acknowledge(
+            policy,
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(redriver)}.Arn>/{ARCHIVE_OBJECTS}]",
+            "The operator reads parked messages from the archive, one object each under keys made "
+            "up at run time: GetObject on the parked/ prefix only.",
+        )
+
+
+def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
+    """The queues, the table's items, the stack's outputs and the metrics."""
+    queues = [redriver.dead_letter_queue, redriver.parking_lot]
+    return [
         iam.PolicyStatement(
             actions=list(OPERATOR_QUEUE_ACTIONS), resources=[queue.queue_arn for queue in queues]
         ),
@@ -54,9 +78,14 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
         ),
         iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
     ]
+
+
+def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
+    """The customer-managed keys of the queues, and of the table and archive, if any."""
+    statements: list[iam.PolicyStatement] = []
     keys = {
         key.key_arn: key
-        for queue in [*queues, *redriver.source_queues]
+        for queue in [redriver.dead_letter_queue, redriver.parking_lot, *redriver.source_queues]
         if (key := queue.encryption_master_key) is not None
     }
     if keys:
@@ -64,53 +93,42 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
         statements.append(
             iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
         )
-    data_keys = {
-        key.key_arn
-        for key in (redriver.state_table.encryption_key, redriver.archive and redriver.archive.encryption_key)
-        if key is not None
-    }
+    archive_key = redriver.archive.encryption_key if redriver.archive is not None else None
+    data_keys = {key.key_arn for key in (redriver.state_table.encryption_key, archive_key) if key is not None}
     if data_keys:
         # A customer-managed table (and archive) key: DynamoDB and S3 ask the caller to use it.
         statements.append(
             iam.PolicyStatement(actions=list(OPERATOR_DATA_KEY_ACTIONS), resources=sorted(data_keys))
         )
-    if redriver.archive is not None:
-        statements += [
-            iam.PolicyStatement(
-                actions=["s3:GetObject"], resources=[redriver.archive.arn_for_objects(ARCHIVE_OBJECTS)]
-            ),
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[redriver.archive.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
-            ),
-        ]
-    taken = sum(1 for child in redriver.node.children if child.node.id.startswith("OperatorPolicy"))
-    policy = iam.Policy(redriver, f"OperatorPolicy{taken + 1}", statements=statements)
-    # jsii interfaces cannot be isinstance-checked: tell the identities apart by their names.
+    return statements
+
+
+def _archive_statements(archive: s3.IBucket) -> list[iam.PolicyStatement]:
+    """Reading the archived messages: their objects, and listing their prefix."""
+    return [
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=[archive.arn_for_objects(ARCHIVE_OBJECTS)]),
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[archive.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
+        ),
+    ]
+
+
+def _attach(policy: iam.Policy, identity: iam.IPrincipal) -> None:
+    """Attach ``policy`` to the role, user or group ``identity`` is."""
+    # jsii interfaces cannot be isinstance-checked: tell the identities apart by their names (and
+    # cast, which mypy cannot narrow from hasattr).
     if hasattr(identity, "role_name"):
-        policy.attach_to_role(identity)  # type: ignore[arg-type]
+        policy.attach_to_role(cast(iam.IRole, identity))
     elif hasattr(identity, "user_name"):
-        policy.attach_to_user(identity)  # type: ignore[arg-type]
+        policy.attach_to_user(cast(iam.IUser, identity))
     elif hasattr(identity, "group_name"):
-        policy.attach_to_group(identity)  # type: ignore[arg-type]
+        policy.attach_to_group(cast(iam.IGroup, identity))
     else:
         raise SettingsError(
             "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
             f"function), got {type(identity).__name__}: grant a role it assumes instead"
-        )
-    acknowledge(
-        policy,
-        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-        "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
-        "every other statement of the operator's policy names its resource.",
-    )
-    if redriver.archive is not None:
-        acknowledge(
-            policy,
-            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(redriver)}.Arn>/{ARCHIVE_OBJECTS}]",
-            "The operator reads parked messages from the archive, one object each under keys made "
-            "up at run time: GetObject on the parked/ prefix only.",
         )
 
 

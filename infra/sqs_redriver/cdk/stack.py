@@ -19,10 +19,25 @@ DLQ_RETENTION = Duration.days(14)
 
 
 class RedriverStack(Stack):
+    """The orders queue and its DLQ, the re-driver attached to them, and the example consumer (with
+    the consumer kit) that reads the queue."""
+
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: RedriverSettings, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        self._build_queues(settings)
+        self.redriver = SqsRedriver(
+            self,
+            "Redriver",
+            source_queue=self.source_queue,
+            dead_letter_queue=self.dead_letter_queue,
+            settings=settings,
+        )
+        self._build_consumer(settings)
+
+    def _build_queues(self, settings: RedriverSettings) -> None:
+        """``dead_letter_queue`` and ``source_queue``, the orders queue whose RedrivePolicy names it."""
         self.dead_letter_queue = secure_queue(self, "OrdersDlq", retention_period=DLQ_RETENTION)
         acknowledge(
             self.dead_letter_queue,
@@ -39,13 +54,9 @@ class RedriverStack(Stack):
                 queue=self.dead_letter_queue, max_receive_count=settings.max_receive_count
             ),
         )
-        self.redriver = SqsRedriver(
-            self,
-            "Redriver",
-            source_queue=self.source_queue,
-            dead_letter_queue=self.dead_letter_queue,
-            settings=settings,
-        )
+
+    def _build_consumer(self, settings: RedriverSettings) -> None:
+        """``consumer``, the example consumer of the orders queue, and its ``idempotency_table``."""
         # Powertools idempotency records, keyed by order id: re-drives and redeliveries of an order
         # that was already fulfilled return the first result instead of fulfilling it again.
         self.idempotency_table = secure_table(
@@ -78,6 +89,9 @@ class RedriverStack(Stack):
         self.consumer.add_event_source(
             event_sources.SqsEventSource(self.source_queue, batch_size=10, report_batch_item_failures=True)
         )
+        self._acknowledge_consumer_findings()
+
+    def _acknowledge_consumer_findings(self) -> None:
         acknowledge(
             self.consumer,
             "Serverless::Serverless-LambdaEventSourceMappingDestination",
