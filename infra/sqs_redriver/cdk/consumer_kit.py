@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
@@ -103,7 +104,9 @@ def add_consumer_layers(function: lambda_.Function) -> None:
             "one of these runtimes (a container image takes no layers: install "
             f"sqs-smart-redriver[kit] and aws-lambda-powertools=={POWERTOOLS_RELEASE} into the image instead)"
         )
-    current = Stack.of(function).resolve(function.node.default_child.layers) or []  # type: ignore[union-attr]
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction), "a Function's default child is its CfnFunction"
+    current = Stack.of(function).resolve(cfn.layers) or []
     needs_powertools = not any(mark in json.dumps(current) for mark in POWERTOOLS_LAYER_MARKS)
     needed = "the kit and Powertools" if needs_powertools else "the kit"
     if len(current) + 1 + needs_powertools > MAX_LAYERS:
@@ -126,7 +129,8 @@ def consumer_powertools_layer(function: lambda_.Function) -> lambda_.ILayerVersi
     construct_id = f"ConsumerPowertoolsLayer{tag}"
     existing = stack.node.try_find_child(construct_id)
     if existing is not None:
-        return existing  # type: ignore[return-value]
+        # The layer made below on first use; a jsii interface cannot be isinstance-checked.
+        return cast(lambda_.ILayerVersion, existing)
     arn = ssm.StringParameter.from_string_parameter_attributes(
         stack,
         f"ConsumerPowertoolsParameter{tag}",

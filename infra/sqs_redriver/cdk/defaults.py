@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
@@ -11,21 +13,17 @@ from constructs import Construct
 
 
 def secure_queue(
-    scope: Construct, construct_id: str, *, encryption_key: kms.IKey | None = None, **props: object
+    scope: Construct, construct_id: str, *, encryption_key: kms.IKey | None = None, **props: Any
 ) -> sqs.Queue:
     """A queue that refuses requests not made over TLS, encrypted with ``encryption_key`` (SSE-KMS)
-    when given, SQS-managed encryption otherwise."""
-    encryption: dict[str, object] = (
-        {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": encryption_key}
-        if encryption_key is not None
-        else {"encryption": sqs.QueueEncryption.SQS_MANAGED}
-    )
+    when given, SQS-managed encryption otherwise; ``props``: further ``sqs.Queue`` props."""
     return sqs.Queue(
         scope,
         construct_id,
         enforce_ssl=True,
-        **encryption,  # type: ignore[arg-type]
-        **props,  # type: ignore[arg-type]
+        encryption=sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED,
+        encryption_master_key=encryption_key,
+        **props,
     )
 
 
