@@ -14,21 +14,21 @@ from sqs_redriver.protocol.envelope import (
     MARK_ATTRIBUTE,
     MARK_BUDGET_BYTES,
     MAX_MESSAGE_BYTES,
-    MAX_REPLAYS,
     DlqMessage,
-    Mark,
     attribute_size,
     from_sqs,
     message_size,
     string_attribute,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     IDENTITY_PATTERN,
     MAX_COUNT,
     MAX_EPOCH_SECONDS,
     MAX_IDENTITY_CHARS,
     MAX_MARK_HISTORY,
+    MAX_REPLAYS,
 )
 from sqs_redriver.runtime.decide.parking import (
     MAX_OPERATOR_NAME_CHARS,

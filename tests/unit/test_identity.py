@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqs_redriver.protocol.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.identity import counted_in_table, track
 from sqs_redriver.runtime.decide.identity import screened as screened_message
 from sqs_redriver.runtime.decide.routing import Routes

@@ -7,8 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.envelope import MAX_MESSAGE_BYTES, Mark
+from sqs_redriver.protocol.envelope import MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     IDENTITY_PATTERN,
     MAX_IDENTITY_CHARS,

@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
 from sqs_redriver.cdk.table_access import TableAccess, redriver_table_access
-from sqs_redriver.protocol.envelope import Mark
 from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqs_redriver.protocol.envelope import Mark
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import (
     RecordKind,
@@ -17,6 +16,7 @@ from sqs_redriver.protocol.keys import (
     storable,
     subject_of,
 )
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.dynamo_table import DynamoTable
 from sqs_redriver.runtime.adapters.ports import MessageRecord
 from sqs_redriver.runtime.adapters.records.fields import CorruptRecord, expired, item_key

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark, message_size
+from sqs_redriver.protocol.envelope import DlqMessage, message_size
 from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.activity import QueueActivity, WatchedQueue
 from sqs_redriver.runtime.model.groups import GroupMark

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import breaker_key, run_verdict_key
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
 from sqs_redriver.runtime.act.executor import Executor
 from sqs_redriver.runtime.adapters import AwsCallError
@@ -253,7 +253,7 @@ class Redriver:
         self.watch.heard_for(breaker)  # read before the workers start: they share it
         wave = Wave(
             self._slow_start(breaker),
-            verdict_key=f"run/{self.now()}/{uuid.uuid4().hex[:8]}",
+            verdict_key=run_verdict_key(self.now(), uuid.uuid4().hex[:8]),
             state=self.state,
             clock=self.clock,
             pause=self.pause,
