@@ -105,7 +105,8 @@ def compose_redriver(
     handler = BatchHandler(
         planner=Planner(_plan_rules(settings, routes), rng or random.Random()),
         executor=executor,
-        state=state,
+        messages=state,
+        group_marks=state,
         sources={queue.url: queue for queue in sources},
         routes=routes,
         fifo=settings.fifo,

@@ -14,10 +14,10 @@ from sqs_redriver.runtime.adapters.ports import (
     BatchResult,
     EntryFailure,
     MessageRecord,
+    MessageStore,
     Outgoing,
     Queue,
     RecordStatus,
-    StateStore,
 )
 from sqs_redriver.runtime.decide import fifo
 from sqs_redriver.runtime.decide.parking import rejected_reason
@@ -34,7 +34,7 @@ class RedriveSender:
         self,
         *,
         sources: Sequence[Queue],
-        state: StateStore,
+        state: MessageStore,
         limiter: TokenBucket,
         routes: Routes,
         fifo: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
-from sqs_redriver.runtime.adapters.ports import StateStore
+from sqs_redriver.runtime.adapters.ports import BreakerStore
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, begin_run
 from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.report import StopReason
@@ -19,7 +19,9 @@ class Passage:
     stop: StopReason = StopReason.NONE
 
 
-def pass_gate(state: StateStore, writer: BreakerWriter, key: str, policy: BreakerPolicy, now: int) -> Passage:
+def pass_gate(
+    state: BreakerStore, writer: BreakerWriter, key: str, policy: BreakerPolicy, now: int
+) -> Passage:
     """Read the breaker and let time move it (an OPEN breaker whose cooldown ended becomes
     HALF_OPEN). When another run wrote that move first, this run does nothing."""
     stored = state.load_breaker(key)

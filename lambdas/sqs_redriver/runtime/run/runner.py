@@ -24,7 +24,7 @@ from sqs_redriver.protocol.keys import breaker_key, run_verdict_key
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
 from sqs_redriver.runtime.act.executor import Executor
 from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.ports import StateStore
+from sqs_redriver.runtime.adapters.ports import RunRecords
 from sqs_redriver.runtime.decide import breaker as circuit
 from sqs_redriver.runtime.decide.breaker import Breaker, RunOutcome
 from sqs_redriver.runtime.decide.canary import expects_verdicts
@@ -95,7 +95,7 @@ class Redriver:
         self,
         settings: Settings,
         *,
-        state: StateStore,
+        state: RunRecords,
         loop: BatchLoop,
         executor: Executor,
         logger: logging.Logger | Any,
