@@ -18,8 +18,9 @@ from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.cli.tool import Target, Tool
 from sqs_redriver.console.inventory import Selection, Where, group
 from sqs_redriver.console.moves import MoveReport, replay
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.keys import queue_key_from_url
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.ports import (
     CALL_FAILED,

@@ -13,9 +13,10 @@ import pytest
 
 from local_aws.events import LambdaContext, scheduled_event
 from local_aws.queues import depth, drain
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.keys import breaker_key, failure_record_key, message_record_key, park_record_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.records.breaker import breaker_item
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary

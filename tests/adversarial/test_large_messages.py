@@ -10,7 +10,8 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import peek
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, MAX_MESSAGE_BYTES, message_size
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, message_size
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from tests.adversarial.ledger import SOURCE, assert_breaker_closed, assert_each_ended_once, marked_attribute
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock
@@ -28,7 +29,7 @@ class SizeLimitedSqs(ClientProxy):
 
     def send_message_batch(self, **kwargs: Any) -> Any:
         total = sum(message_size(e["MessageBody"], e.get("MessageAttributes", {})) for e in kwargs["Entries"])
-        if total > MAX_MESSAGE_BYTES:
+        if total > SQS_MAX_MESSAGE_BYTES:
             self.refused += 1
             error = {"Code": "BatchRequestTooLong", "Message": f"{total} bytes"}
             raise ClientError({"Error": error}, "SendMessageBatch")
@@ -40,7 +41,7 @@ def test_a_marked_message_of_exactly_1_mib_is_redriven_without_its_mark(aws: Aws
     now = int(clock.now)
     mark = json.dumps({"id": "big", "n": 1, "first": now - 600, "at": [now - 600]})
     attributes = marked_attribute(mark)
-    padding = MAX_MESSAGE_BYTES - message_size("big|", attributes)
+    padding = SQS_MAX_MESSAGE_BYTES - message_size("big|", attributes)
     aws.sqs.send_message(
         QueueUrl=aws.dlq_url, MessageBody="big|" + "x" * padding, MessageAttributes=attributes
     )

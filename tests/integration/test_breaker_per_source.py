@@ -10,8 +10,9 @@ import pytest
 
 from local_aws.queues import depth, drain
 from local_aws.resources import queue_arn
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary
 from sqs_redriver.runtime.decide.fairness import turn_order
 from sqs_redriver.runtime.model.breaker_state import Mode, State

@@ -18,7 +18,7 @@ from local_aws.events import LambdaContext, sqs_event
 from local_aws.queues import depth, drain
 from sqs_redriver.kit import ConsumerKit
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.failure import retry_record_key
+from sqs_redriver.protocol.keys import retry_record_key
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.breaker_state import Mode, State

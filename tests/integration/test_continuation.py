@@ -4,7 +4,7 @@ most one continuation is ever pending."""
 from __future__ import annotations
 
 from local_aws.queues import depth
-from sqs_redriver.runtime.run.runner import CONTINUATION_STALE_SECONDS
+from sqs_redriver.runtime.run.continuation import CONTINUATION_STALE_SECONDS
 from tests.conftest import Aws, make_redriver, make_settings
 from tests.factories import FakeClock
 

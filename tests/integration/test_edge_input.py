@@ -10,7 +10,8 @@ from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import Mode, State

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain, queue_counts
-from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.breaker_state import State

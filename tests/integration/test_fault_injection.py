@@ -27,8 +27,9 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from local_aws.queues import drain, make_visible
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.backoff import backoff_step

@@ -20,14 +20,10 @@ from local_aws.events import LambdaContext
 from local_aws.events import sqs_event as lambda_event
 from local_aws.queues import drain, make_visible
 from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, from_sqs, string_attribute
-from sqs_redriver.protocol.failure import (
-    VERDICT_RECORD_TTL_SECONDS,
-    Failure,
-    FailureKind,
-    failure_record_key,
-    verdict_record_key,
-)
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
+from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure, FailureKind
+from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws, create_aws
 from tests.factories import FakeClock

@@ -15,9 +15,8 @@ from sqs_redriver.protocol.failure import (
     VERDICT_RECORD_TTL_SECONDS,
     Failure,
     FailureKind,
-    failure_record_key,
-    verdict_record_key,
 )
+from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.conftest import Aws
 from tests.integration.test_kit import Calls, item

@@ -13,7 +13,8 @@ from local_aws.queues import drain
 from sqs_redriver.kit import ConsumerKit, TerminalError
 from sqs_redriver.kit.kit import DROPPED_TEXT
 from sqs_redriver.protocol.envelope import from_sqs
-from sqs_redriver.protocol.failure import Failure, failure_record_key
+from sqs_redriver.protocol.failure import Failure
+from sqs_redriver.protocol.keys import failure_record_key
 from sqs_redriver.protocol.settings.kit import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,

@@ -11,8 +11,9 @@ from moto import mock_aws
 
 from local_aws.queues import queue_counts
 from sqs_redriver.console.group_index import GroupIndex
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.groups import GroupAction
 from tests.conftest import Aws, create_aws

@@ -12,14 +12,10 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
-from sqs_redriver.protocol.failure import (
-    Failure,
-    FailureKind,
-    failure_record_key,
-    park_record_key,
-    retry_record_key,
-)
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.keys import failure_record_key, park_record_key, retry_record_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.continuation import Resume

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console.cli import app
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.keys import breaker_key, pause_key
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT

@@ -11,7 +11,8 @@ import pytest
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence

@@ -16,7 +16,8 @@ from aws_cdk.assertions import Template
 
 from local_aws.events import LambdaContext, sqs_event
 from sqs_redriver.cdk.redriver import SqsRedriver
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.integration.test_kit import receive, send

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from local_aws.queues import depth, drain, make_visible
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy

@@ -9,8 +9,9 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary
 from sqs_redriver.runtime.decide.canary import after_health, expects_verdicts, heard_elsewhere
 from sqs_redriver.runtime.decide.consumer_health import Context, Health, failure_context, health

@@ -12,24 +12,24 @@ from hypothesis import strategies as st
 
 from sqs_redriver.protocol.envelope import (
     MARK_ATTRIBUTE,
-    MARK_BUDGET_BYTES,
-    MAX_MESSAGE_BYTES,
-    MAX_REPLAYS,
     DlqMessage,
-    Mark,
     attribute_size,
     from_sqs,
     message_size,
     string_attribute,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     IDENTITY_PATTERN,
     MAX_COUNT,
     MAX_EPOCH_SECONDS,
     MAX_IDENTITY_CHARS,
+    MAX_MARK_BYTES,
     MAX_MARK_HISTORY,
+    MAX_REPLAYS,
 )
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.decide.parking import (
     MAX_OPERATOR_NAME_CHARS,
     MAX_OPERATOR_REASON_CHARS,
@@ -39,7 +39,7 @@ from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
 from sqs_redriver.runtime.model.tracked import Tracked
 
-LARGEST_MARKABLE = MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES
+LARGEST_MARKABLE = SQS_MAX_MESSAGE_BYTES - MAX_MARK_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))
 
 
@@ -234,7 +234,7 @@ def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits
     # WHEN it is written as the message attribute
     size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason.to_dict())))
     # THEN it fits the bytes reserved for it
-    assert size <= MARK_BUDGET_BYTES
+    assert size <= MAX_MARK_BYTES
 
 
 def test_mark_with_a_null_identity_is_rejected() -> None:

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.act.executor import Executor
 from sqs_redriver.runtime.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
 from sqs_redriver.runtime.act.ratelimit import TokenBucket

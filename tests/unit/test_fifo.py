@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sqs_redriver.protocol.envelope import HASH_IDENTITY_PREFIX, Mark
+from sqs_redriver.protocol.envelope import HASH_IDENTITY_PREFIX
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.backoff import due_at
 from sqs_redriver.runtime.decide.fifo import deduplication_id, send_rounds
 from sqs_redriver.runtime.decide.identity import track

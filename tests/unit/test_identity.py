@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqs_redriver.protocol.envelope import MARK_BUDGET_BYTES, MAX_MESSAGE_BYTES, Mark, string_attribute
+from sqs_redriver.protocol.envelope import string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
+from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.decide.identity import counted_in_table, track
 from sqs_redriver.runtime.decide.identity import screened as screened_message
 from sqs_redriver.runtime.decide.routing import Routes
@@ -55,7 +58,7 @@ def test_a_message_goes_back_to_the_source_sqs_names_else_to_the_first() -> None
 
 def test_a_recorded_failure_older_than_the_last_redrive_belongs_to_an_earlier_delivery() -> None:
     # GIVEN a message counted only in the table, whose failure record outlived its next re-drive
-    big = dlq_message("x" * (MAX_MESSAGE_BYTES - MARK_BUDGET_BYTES + 1))
+    big = dlq_message("x" * (SQS_MAX_MESSAGE_BYTES - MAX_MARK_BYTES + 1))
     failure = Failure(FailureKind.TERMINAL, "E", "m", "fp", at=100, attempt=1, source="arn")
     old = Mark(big.content_identity, 1, 50, (200,), failure)
     new = replace(old, failure=replace(failure, at=300))

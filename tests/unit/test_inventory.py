@@ -19,8 +19,9 @@ from sqs_redriver.console.inventory import (
     parse_duration,
 )
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 
 NOW = 1_800_000_000
 

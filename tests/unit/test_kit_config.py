@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sqs_redriver.kit.config import (
+from sqs_redriver.kit.config import KitConfig, KitConfigError, load_config
+from sqs_redriver.protocol.settings.kit import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,
     ENV_MAX_RECEIVE_COUNT,
     ENV_REDACT_PATTERNS,
     ENV_TABLE_NAME,
-    KitConfig,
-    KitConfigError,
-    load_config,
 )
 
 DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.envelope import MAX_MESSAGE_BYTES, Mark
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     IDENTITY_PATTERN,
     MAX_IDENTITY_CHARS,
@@ -16,7 +16,12 @@ from sqs_redriver.protocol.message_limits import (
     SQS_DEDUPLICATION_ID_PATTERN,
     VERDICT_KEY_PATTERN,
 )
-from sqs_redriver.protocol.sqs_limits import DYNAMODB_MAX_KEY_BYTES, S3_MAX_KEY_BYTES, SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.sqs_limits import (
+    DYNAMODB_MAX_KEY_BYTES,
+    S3_MAX_KEY_BYTES,
+    SQS_MAX_BATCH_SIZE,
+    SQS_MAX_MESSAGE_BYTES,
+)
 from sqs_redriver.runtime.act.archiving import archive_key
 from sqs_redriver.runtime.adapters.ports import Outgoing
 from sqs_redriver.runtime.adapters.sqs_queue import TOO_LONG, SqsQueue, chunks_by_size
@@ -80,7 +85,7 @@ def outgoing(index: int, size: int) -> Outgoing:
     return Outgoing(str(index), "x" * size, {})
 
 
-@given(st.lists(st.integers(0, MAX_MESSAGE_BYTES), max_size=30))
+@given(st.lists(st.integers(0, SQS_MAX_MESSAGE_BYTES), max_size=30))
 def test_calls_hold_at_most_ten_entries_and_one_mib_in_order(sizes: list[int]) -> None:
     messages = [outgoing(i, size) for i, size in enumerate(sizes)]
     chunks = list(chunks_by_size(messages))
@@ -88,7 +93,7 @@ def test_calls_hold_at_most_ten_entries_and_one_mib_in_order(sizes: list[int]) -
     assert [m for chunk in chunks for m in chunk] == messages
     for chunk in chunks:
         assert 1 <= len(chunk) <= SQS_MAX_BATCH_SIZE
-        assert sum(m.size for m in chunk) <= MAX_MESSAGE_BYTES
+        assert sum(m.size for m in chunk) <= SQS_MAX_MESSAGE_BYTES
 
 
 class RecordingClient:
@@ -103,7 +108,7 @@ class RecordingClient:
 def test_a_message_over_the_limit_fails_alone_and_the_rest_are_sent() -> None:
     client = RecordingClient()
     queue = SqsQueue(queue_url("orders"), client)  # type: ignore[arg-type]
-    messages = [outgoing(0, 10), outgoing(1, MAX_MESSAGE_BYTES + 1), outgoing(2, 10)]
+    messages = [outgoing(0, 10), outgoing(1, SQS_MAX_MESSAGE_BYTES + 1), outgoing(2, 10)]
 
     result = queue.send(messages)
 

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.decide.identity import Tracking, track

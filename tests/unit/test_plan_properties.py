@@ -13,8 +13,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary

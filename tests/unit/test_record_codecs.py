@@ -10,7 +10,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.envelope import Mark
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
 from sqs_redriver.protocol.keys import (
     RecordKind,
@@ -18,6 +17,7 @@ from sqs_redriver.protocol.keys import (
     message_record_key,
     verdict_record_key,
 )
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     FINGERPRINT_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,

@@ -13,8 +13,9 @@ from rich.console import Console
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.inert import inert, inert_str, some
 from sqs_redriver.console.inventory import Where, group, inspect
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.mark import Mark
 
 NOW = 1_800_000_000
 # Every code point, surrogates included (Python strings can hold them; a JSON "\ud800" makes one).

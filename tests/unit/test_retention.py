@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.decide.identity import track
 from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, Mark, from_sqs
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, from_sqs
 from sqs_redriver.protocol.failure import Failure
-from sqs_redriver.protocol.mark import read_parked
+from sqs_redriver.protocol.mark import Mark, read_parked
 from sqs_redriver.protocol.message_limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
 
 UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.inventory import Inspected, Selection
-from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.outgoing import outgoing
 from sqs_redriver.runtime.act.ratelimit import TokenBucket

@@ -13,15 +13,10 @@ from typing import Any
 
 from constructs import Node
 
+from sqs_redriver.protocol.settings.function import VISIBILITY_TO_TIMEOUT_RATIO, dlq_visibility_timeout
 from sqs_redriver.protocol.settings.kinds import InvalidSetting, reraise_as
 from sqs_redriver.protocol.settings.rules import check_rules
-from sqs_redriver.protocol.settings.schema import (
-    BY_NAME,
-    CONTEXT_SETTINGS,
-    VISIBILITY_TO_TIMEOUT_RATIO,
-    default,
-    dlq_visibility_timeout,
-)
+from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, default
 
 CONTEXT_KEY = "redriver"
 PROFILES_CONTEXT_KEY = "redriver-profiles"

@@ -15,17 +15,15 @@ from dataclasses import dataclass
 
 from aws_cdk import aws_iam as iam
 
-from sqs_redriver.protocol.failure import (
-    FAILURE_RECORD_ATTRIBUTES,
+from sqs_redriver.protocol.failure import FAILURE_RECORD_ATTRIBUTES, VERDICT_RECORD_ATTRIBUTES
+from sqs_redriver.protocol.keys import (
     FAILURE_RECORD_PREFIX,
     PARK_RECORD_PREFIX,
     RETRY_RECORD_PREFIX,
-    VERDICT_RECORD_ATTRIBUTES,
     VERDICT_RECORD_PREFIX,
-)
-from sqs_redriver.protocol.keys import (
     RecordKind,
     breaker_key,
+    continuation_record_key,
     idempotency_key_prefix,
     pause_key,
     runs_key,
@@ -33,7 +31,6 @@ from sqs_redriver.protocol.keys import (
 )
 
 MESSAGE_RECORD_PREFIX = RecordKind.MESSAGE.value
-CONTINUATION_RECORD_PREFIX = RecordKind.CONTINUATION.value
 LEADING_KEYS = "dynamodb:LeadingKeys"
 # What the consumer kit writes (sqs_redriver.kit/aws.py): conditional UpdateItems of its own records.
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
@@ -59,7 +56,7 @@ def redriver_table_access(dlq_url: str, source_queue_urls: Sequence[str]) -> tup
     """
     breakers = tuple(breaker_key(url) for url in source_queue_urls)
     own = (*breakers, sweep_key(dlq_url), runs_key(dlq_url))
-    continuation = CONTINUATION_RECORD_PREFIX + dlq_url
+    continuation = continuation_record_key(dlq_url)
     idempotency = f"{idempotency_key_prefix(dlq_url)}#*"
     return (
         TableAccess("dynamodb:GetItem", (*own, pause_key(dlq_url), f"{VERDICT_RECORD_PREFIX}*", idempotency)),

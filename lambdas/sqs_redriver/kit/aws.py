@@ -10,12 +10,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.kit.verdicts import Tally
-from sqs_redriver.protocol.failure import (
-    VERDICT_RECORD_TTL_SECONDS,
-    Failure,
-    failure_record_key,
-    verdict_record_key,
-)
+from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure
+from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 
 if TYPE_CHECKING:
     from botocore.config import Config

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqs_redriver.kit.redact import RedactionPatternError, Redactor, compile_patterns
-from sqs_redriver.protocol.failure import MAX_ERROR_MESSAGE_CHARS
+from sqs_redriver.protocol.message_limits import MAX_ERROR_MESSAGE_CHARS
 from sqs_redriver.protocol.settings.kit import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,

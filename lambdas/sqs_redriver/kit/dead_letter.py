@@ -15,8 +15,9 @@ from typing import Any
 
 from sqs_redriver.kit.config import FIFO_SUFFIX
 from sqs_redriver.kit.records import TRACE_HEADER, InboundRecord
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure
+from sqs_redriver.protocol.mark import Mark
 
 # Part of every FIFO deduplication id the kit derives, so it never collides with a producer's.
 DEDUPLICATION_MARKER = "redriver-kit"

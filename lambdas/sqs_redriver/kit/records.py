@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, Mark
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage
+from sqs_redriver.protocol.mark import Mark
 
 TRACE_HEADER = "AWSTraceHeader"
 

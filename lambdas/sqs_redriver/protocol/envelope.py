@@ -14,20 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from sqs_redriver.protocol.mark import MARK_SUBJECT, read_mark
-from sqs_redriver.protocol.mark import Mark as Mark
+from sqs_redriver.protocol.mark import MARK_SUBJECT, Mark, read_mark
 from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
-from sqs_redriver.protocol.message_limits import MAX_REPLAYS as MAX_REPLAYS
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.wire import Rejection
 
 MARK_ATTRIBUTE = "dlq-redriver"
-MAX_MESSAGE_ATTRIBUTES = SQS_MAX_MESSAGE_ATTRIBUTES
-MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES
-# Bytes reserved for the mark attribute (name, type and value, parking reason included); a message
-# is only marked when it still fits the size limit with this much added. Settings cap the history
-# length so a mark always fits (tested).
-MARK_BUDGET_BYTES = MAX_MARK_BYTES
 HASH_IDENTITY_PREFIX = "sha256:"
 
 MessageAttributes = Mapping[str, Mapping[str, Any]]
@@ -107,10 +99,11 @@ def split_mark(value: Mapping[str, Any] | None) -> tuple[Mark | None, Rejection 
 
 
 def has_room_for_mark(body: str, attributes: MessageAttributes) -> bool:
-    """True when a mark fits: fewer than 10 attributes, and the size limit with the mark's budget."""
-    if len(attributes) >= MAX_MESSAGE_ATTRIBUTES:
+    """True when a mark fits: fewer than 10 attributes, and the size limit with the bytes reserved
+    for the mark (MAX_MARK_BYTES; settings cap the history length so a mark always fits, tested)."""
+    if len(attributes) >= SQS_MAX_MESSAGE_ATTRIBUTES:
         return False
-    return message_size(body, attributes) + MARK_BUDGET_BYTES <= MAX_MESSAGE_BYTES
+    return message_size(body, attributes) + MAX_MARK_BYTES <= SQS_MAX_MESSAGE_BYTES
 
 
 def string_attribute(value: str) -> dict[str, str]:

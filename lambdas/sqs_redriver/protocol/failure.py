@@ -1,8 +1,8 @@
 """A consumer's verdict on one delivery, as the consumer kit writes it and the re-driver reads it.
 
 This module is the protocol between the two: the failure the kit carries in a message's mark
-(``err``), the verdict counters it adds to the state table for the re-driver's waves, and the keys
-of the table records both sides use. Neither side has a copy of it.
+(``err``), the verdict counters it adds to the state table for the re-driver's waves, and the
+attributes of those records (their keys are built in keys.py). Neither side has a copy of it.
 """
 
 from __future__ import annotations
@@ -12,28 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqs_redriver.protocol import keys, wire
+from sqs_redriver.protocol import wire
 from sqs_redriver.protocol.message_limits import (
     FINGERPRINT_PATTERN,
     MAX_COUNT,
     MAX_EPOCH_SECONDS,
+    MAX_ERROR_CLASS_CHARS,
+    MAX_ERROR_MESSAGE_CHARS,
     MAX_FINGERPRINT_CHARS,
     MAX_QUEUE_ARN_CHARS,
 )
-from sqs_redriver.protocol.message_limits import MAX_ERROR_CLASS_CHARS as MAX_ERROR_CLASS_CHARS
-from sqs_redriver.protocol.message_limits import MAX_ERROR_MESSAGE_CHARS as MAX_ERROR_MESSAGE_CHARS
 from sqs_redriver.protocol.str_enum import StrEnum
 from sqs_redriver.protocol.wire import Rejection
-
-# The records' keys are built in model/keys.py; named here too, where the kit imports them.
-FAILURE_RECORD_PREFIX = keys.FAILURE_RECORD_PREFIX
-PARK_RECORD_PREFIX = keys.PARK_RECORD_PREFIX
-RETRY_RECORD_PREFIX = keys.RETRY_RECORD_PREFIX
-VERDICT_RECORD_PREFIX = keys.VERDICT_RECORD_PREFIX
-failure_record_key = keys.failure_record_key
-park_record_key = keys.park_record_key
-retry_record_key = keys.retry_record_key
-verdict_record_key = keys.verdict_record_key
 
 # The longest error message and class kept in a mark (message_limits.py) are also bounded as JSON
 # (non-ASCII is escaped: up to 12 bytes a character), so a mark with a failure and a parking

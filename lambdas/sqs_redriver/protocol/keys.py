@@ -80,6 +80,16 @@ def verdict_record_key(verdict_key: str) -> str:
     return RecordKind.VERDICTS.key(verdict_key)
 
 
+def run_verdict_key(now: int, token: str) -> str:
+    """The verdict key of a run's re-drives (``run/<time>/<token>``), which their marks carry."""
+    return f"run/{now}/{token}"
+
+
+def canary_verdict_key(sent_at: int, identity: str) -> str:
+    """The verdict key of a probe's canaries (``canary/<time sent>/<first canary's identity>``)."""
+    return f"canary/{sent_at}/{identity}"
+
+
 def retry_record_key(fingerprint: str) -> str:
     """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
     return RecordKind.RETRY.key(fingerprint)

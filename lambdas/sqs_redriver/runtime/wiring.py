@@ -10,6 +10,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -26,6 +27,7 @@ from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.act.redriving import RedriveSender
 from sqs_redriver.runtime.adapters.clients import AwsClients
 from sqs_redriver.runtime.adapters.cloudwatch_activity import CloudWatchActivity
+from sqs_redriver.runtime.adapters.ports import Queue
 from sqs_redriver.runtime.adapters.s3_archive import S3Archive
 from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
 from sqs_redriver.runtime.adapters.state_table import StateTable
@@ -38,6 +40,18 @@ from sqs_redriver.runtime.run.runner import Redriver
 from sqs_redriver.runtime.settings import Settings
 
 SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class Queues:
+    """The queues a re-driver works on: its DLQ, the DLQ's source queues, and the parking lot."""
+
+    dlq: Queue
+    sources: list[Queue]
+    parking_lot: Queue
+
+    def sources_by_url(self) -> dict[str, Queue]:
+        return {queue.url: queue for queue in self.sources}
 
 
 def compose_redriver(
@@ -57,9 +71,7 @@ def compose_redriver(
     metrics are read through ``clients.cloudwatch`` when ``queue_metrics`` is on and that client is
     given (ValueError when the sources' metrics do not fit one GetMetricData request)."""
     logger = logger or logging.getLogger("redriver")
-    sqs = clients.sqs
-    dlq = SqsQueue(settings.dlq_url, sqs)
-    sources = [SqsQueue(url, sqs) for url in settings.source_queue_urls]
+    queues = _queues(settings, clients.sqs)
     state = StateTable(
         settings.table_name,
         clients.dynamodb,
@@ -69,9 +81,81 @@ def compose_redriver(
         logger=logger,
         metrics=metrics,
     )
-    routes = Routes(tuple(queue.url for queue in sources))
+    routes = Routes(tuple(queue.url for queue in queues.sources))
+    executor = _executor(settings, clients, queues, state, routes, limiter=limiter, logger=logger)
+    watch = _consumer_watch(settings, clients, queues, clock=clock, logger=logger)
+    planner = Planner(_plan_rules(settings, routes), rng or random.Random())
+    loop = _batch_loop(settings, queues, state, routes, executor, watch, planner, clock=clock, logger=logger)
+    return Redriver(
+        settings,
+        state=state,
+        loop=loop,
+        executor=executor,
+        logger=logger,
+        clock=clock,
+        pause=pause,
+        watch=watch,
+    )
+
+
+def _queues(settings: Settings, sqs: Any) -> Queues:
+    return Queues(
+        dlq=SqsQueue(settings.dlq_url, sqs),
+        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
+        parking_lot=SqsQueue(settings.parking_lot_url, sqs),
+    )
+
+
+def _batch_loop(
+    settings: Settings,
+    queues: Queues,
+    state: StateTable,
+    routes: Routes,
+    executor: Executor,
+    watch: ConsumerWatch,
+    planner: Planner,
+    *,
+    clock: Callable[[], float],
+    logger: Any,
+) -> BatchLoop:
+    """The loop that takes DLQ batches, and the handler that plans and acts on each."""
+    handler = BatchHandler(
+        planner=planner,
+        executor=executor,
+        messages=state,
+        group_marks=state,
+        sources=queues.sources_by_url(),
+        routes=routes,
+        fifo=settings.fifo,
+        logger=logger,
+        clock=clock,
+        dlq=queues.dlq,
+        expiry_margin_seconds=settings.expiry_margin_seconds,
+        watch=watch,
+        consumer_verdicts=settings.consumer_verdicts,
+    )
+    return BatchLoop(
+        dlq=queues.dlq,
+        sources=queues.sources,
+        handler=handler,
+        settings=_loop_settings(settings),
+        logger=logger,
+    )
+
+
+def _executor(
+    settings: Settings,
+    clients: AwsClients,
+    queues: Queues,
+    state: StateTable,
+    routes: Routes,
+    *,
+    limiter: TokenBucket | None,
+    logger: Any,
+) -> Executor:
+    """Re-drives to the sources and parking in the lot (and the archive, when a bucket is set)."""
     redrives = RedriveSender(
-        sources=sources,
+        sources=queues.sources,
         state=state,
         # One batch may go at once; beyond that, re-drives flow at the configured rate.
         limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE),
@@ -82,61 +166,38 @@ def compose_redriver(
     )
     if settings.archive_bucket and clients.s3 is None:
         raise ValueError("ARCHIVE_BUCKET is set: the re-driver needs an S3 client to archive")
-    parking_lot = SqsQueue(settings.parking_lot_url, sqs)
     parker = Parker(
-        parking_lot=parking_lot,
-        dlq=dlq,
+        parking_lot=queues.parking_lot,
+        dlq=queues.dlq,
         state=state,
         routes=routes,
         fifo=settings.fifo,
         logger=logger,
         archive=S3Archive(settings.archive_bucket, clients.s3) if settings.archive_bucket else None,
     )
-    executor = Executor(dlq=dlq, redrives=redrives, parker=parker, logger=logger)
-    watch = ConsumerWatch(
+    return Executor(dlq=queues.dlq, redrives=redrives, parker=parker, logger=logger)
+
+
+def _consumer_watch(
+    settings: Settings, clients: AwsClients, queues: Queues, *, clock: Callable[[], float], logger: Any
+) -> ConsumerWatch:
+    return ConsumerWatch(
         _activity(settings, clients, logger),
-        sources={queue.url: queue for queue in sources},
+        sources=queues.sources_by_url(),
         watched=settings.watched_queues,
         lag_seconds=settings.metrics_lag_seconds,
         consumer_verdicts=settings.consumer_verdicts,
         clock=clock,
         logger=logger,
     )
-    handler = BatchHandler(
-        planner=Planner(_plan_rules(settings, routes), rng or random.Random()),
-        executor=executor,
-        state=state,
-        sources={queue.url: queue for queue in sources},
-        routes=routes,
-        fifo=settings.fifo,
-        logger=logger,
-        clock=clock,
-        dlq=dlq,
-        expiry_margin_seconds=settings.expiry_margin_seconds,
-        watch=watch,
-        consumer_verdicts=settings.consumer_verdicts,
-    )
-    loop = BatchLoop(
-        dlq=dlq,
-        sources=sources,
-        handler=handler,
-        settings=LoopSettings(
-            receive_wait_seconds=settings.receive_wait_seconds,
-            dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
-            time_margin_seconds=settings.time_margin_seconds,
-            source_backlog_limit=settings.source_backlog_limit,
-        ),
-        logger=logger,
-    )
-    return Redriver(
-        settings,
-        state=state,
-        loop=loop,
-        executor=executor,
-        logger=logger,
-        clock=clock,
-        pause=pause,
-        watch=watch,
+
+
+def _loop_settings(settings: Settings) -> LoopSettings:
+    return LoopSettings(
+        receive_wait_seconds=settings.receive_wait_seconds,
+        dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
+        time_margin_seconds=settings.time_margin_seconds,
+        source_backlog_limit=settings.source_backlog_limit,
     )
 
 

@@ -1,6 +1,6 @@
 """The settings of judging a consumer by its source queue's CloudWatch metrics (issue 21).
 
-Part of the schema (``schema.SCHEMA`` takes them in); kept here so the schema module stays small.
+Part of the schema (``schema.SCHEMA`` takes them in).
 Which function consumes each source queue is not a tunable but a resource the construct names
 (``CONSUMER_FUNCTION_NAMES``, set by ``grant_consumer``; see ``schema.RESOURCE_ENV``).
 """

@@ -6,7 +6,7 @@ import threading
 from typing import Any
 
 from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.ports import StateStore
+from sqs_redriver.runtime.adapters.ports import BreakerStore
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
 from sqs_redriver.runtime.model.breaker_state import State
@@ -15,7 +15,7 @@ from sqs_redriver.runtime.model.breaker_state import State
 class BreakerWriter:
     """Writes one breaker record for one run (its parallel workers share it)."""
 
-    def __init__(self, state: StateStore, key: str, logger: Any) -> None:
+    def __init__(self, state: BreakerStore, key: str, logger: Any) -> None:
         self._state = state
         self._key = key
         self._log = logger

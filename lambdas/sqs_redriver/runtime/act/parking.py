@@ -16,9 +16,9 @@ from sqs_redriver.runtime.adapters.ports import (
     Archive,
     BatchResult,
     MessageRecord,
+    MessageStore,
     Queue,
     RecordStatus,
-    StateStore,
 )
 from sqs_redriver.runtime.decide import fifo
 from sqs_redriver.runtime.decide.routing import Routes
@@ -36,7 +36,7 @@ class Parker:
         *,
         parking_lot: Queue,
         dlq: Queue,
-        state: StateStore,
+        state: MessageStore,
         routes: Routes,
         fifo: bool,
         logger: Any,

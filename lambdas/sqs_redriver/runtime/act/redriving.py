@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.act.books import ExecutionBooks
 from sqs_redriver.runtime.act.decision_log import log_decision
 from sqs_redriver.runtime.act.outgoing import outgoing
@@ -14,10 +15,10 @@ from sqs_redriver.runtime.adapters.ports import (
     BatchResult,
     EntryFailure,
     MessageRecord,
+    MessageStore,
     Outgoing,
     Queue,
     RecordStatus,
-    StateStore,
 )
 from sqs_redriver.runtime.decide import fifo
 from sqs_redriver.runtime.decide.parking import rejected_reason
@@ -34,7 +35,7 @@ class RedriveSender:
         self,
         *,
         sources: Sequence[Queue],
-        state: StateStore,
+        state: MessageStore,
         limiter: TokenBucket,
         routes: Routes,
         fifo: bool,
@@ -61,10 +62,18 @@ class RedriveSender:
             )
             for r in redrives
         ]
-        # Written before the send: for messages counted only in the table, a count written after
-        # would be lost by a crash in between, and the message could then loop forever. A marked
-        # message carries its own count and history; recording it too is optional (it costs one
-        # write unit per re-drive, more than the SQS requests of the whole re-drive).
+        self._write_ahead(redrives, marks)
+        self.limiter.acquire(len(redrives))
+        result = self._send_in_rounds(redrives, self._messages(redrives, marks))
+        self._book_sent(result, redrives, marks, books)
+        self._undo_table_counts(self._book_not_sent(result, redrives, books))
+        return result.call_error
+
+    def _write_ahead(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> None:
+        """Written before the send: for messages counted only in the table, a count written after
+        would be lost by a crash in between, and the message could then loop forever. A marked
+        message carries its own count and history; recording it too is optional (it costs one
+        write unit per re-drive, more than the SQS requests of the whole re-drive)."""
         self.state.save_records(
             [
                 MessageRecord(mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked))
@@ -72,8 +81,10 @@ class RedriveSender:
                 if self.record_every_redrive or not r.tracked.carries_mark
             ]
         )
-        self.limiter.acquire(len(redrives))
-        messages = [
+
+    def _messages(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> list[Outgoing]:
+        """Each re-drive as sent, with its new mark; entry ids are the re-drives' positions."""
+        return [
             outgoing(
                 str(index),
                 r.tracked,
@@ -84,7 +95,10 @@ class RedriveSender:
             )
             for index, (r, mark) in enumerate(zip(redrives, marks, strict=True))
         ]
-        result = self._send_in_rounds(redrives, messages)
+
+    def _book_sent(
+        self, result: BatchResult, redrives: Sequence[Redrive], marks: Sequence[Mark], books: ExecutionBooks
+    ) -> None:
         for key in result.succeeded:
             redrive, mark = redrives[int(key)], marks[int(key)]
             books.arrived[redrive.tracked.message_id] = redrive.tracked.receipt_handle
@@ -97,6 +111,11 @@ class RedriveSender:
                 redrive_count=mark.count,
                 delay_seconds=redrive.delay_seconds,
             )
+
+    def _book_not_sent(
+        self, result: BatchResult, redrives: Sequence[Redrive], books: ExecutionBooks
+    ) -> list[Tracked]:
+        """Rejected re-drives are parked; the others stay in the DLQ. Returns those others."""
         not_sent = []
         for key, failure in result.failed.items():
             tracked = redrives[int(key)].tracked
@@ -115,8 +134,7 @@ class RedriveSender:
                 code=failure.code,
                 error=failure.message,
             )
-        self._undo_table_counts(not_sent)
-        return result.call_error
+        return not_sent
 
     def _send_in_rounds(self, redrives: Sequence[Redrive], messages: list[Outgoing]) -> BatchResult:
         """One round on standard queues. On FIFO, a group's next message goes only after the one

@@ -1,7 +1,9 @@
 """The ports the run logic talks through, and the values that cross them.
 
 The logic depends on these Protocols, never on the SQS or DynamoDB adapters; tests can hand it
-in-memory fakes. Adapters turn every ClientError into ``AwsCallError`` or a per-entry failure.
+in-memory fakes. The state table has one port per record kind (``BreakerStore``, ``MessageStore``,
+...), so each part of a run depends on the kinds it uses alone. Adapters turn every ClientError
+into ``AwsCallError`` or a per-entry failure.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark, message_size
+from sqs_redriver.protocol.envelope import DlqMessage, message_size
 from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.activity import QueueActivity, WatchedQueue
 from sqs_redriver.runtime.model.groups import GroupMark
@@ -128,11 +131,8 @@ class Queue(Protocol):
         ...
 
 
-class StateStore(Protocol):
-    """The state table as a run uses it: the breaker record, per-message records, and the
-    operator's records it honours (pause, failure groups) or writes (run history). What only the
-    operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is on the
-    adapter alone."""
+class BreakerStore(Protocol):
+    """The breaker records (``BREAKER#<source queue URL>``), one per source queue."""
 
     def load_breaker(self, key: str) -> Breaker:
         """The stored breaker, or a fresh CLOSED one (version 0)."""
@@ -142,9 +142,17 @@ class StateStore(Protocol):
         """Write if the stored version is still ``expected_version``; False when another run won."""
         ...
 
+
+class PauseStore(Protocol):
+    """The operator's pause (``PAUSE#<DLQ URL>``): runs honour it, only the operator's tool writes it."""
+
     def load_pause(self, key: str) -> Pause | None:
         """The pause an operator recorded, if any."""
         ...
+
+
+class ContinuationStore(Protocol):
+    """The one pending-continuation slot of a re-driver (``CONTINUATION#<DLQ URL>``)."""
 
     def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
         """Take the one pending-continuation slot for ``token``; False when another holds it."""
@@ -154,23 +162,9 @@ class StateStore(Protocol):
         """Free the slot if ``token`` holds it; False for a continuation already taken."""
         ...
 
-    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
-        """Marks recorded for these identities (absent or expired ones omitted), with the failure
-        the consumer kit recorded for messages that had no room for it."""
-        ...
 
-    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
-        """An operator's retry or park mark of each of these fingerprints that has one (parking
-        wins when both are recorded)."""
-        ...
-
-    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
-        """The consumer kit's verdicts reported under ``verdict_key``."""
-        ...
-
-    def save_records(self, records: Sequence[MessageRecord]) -> None:
-        """Write message records (none: no call)."""
-        ...
+class SweepStore(Protocol):
+    """When a re-driver's next retention sweep is due (``SWEEP#<DLQ URL>``)."""
 
     def load_sweep_due(self, key: str) -> int:
         """When the next retention sweep is due (0 when none was recorded)."""
@@ -180,9 +174,52 @@ class StateStore(Protocol):
         """Record when the next retention sweep is due."""
         ...
 
+
+class RunHistoryStore(Protocol):
+    """A re-driver's run history (``RUNS#<DLQ URL>``), which the operator's tool reads."""
+
     def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
         """Put a run's summary first in the run history ``key``, keeping the ``keep`` newest."""
         ...
+
+
+class VerdictStore(Protocol):
+    """The consumer kit's verdict counts of a run's re-drives or a probe (``VERDICTS#<verdict key>``)."""
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        """The consumer kit's verdicts reported under ``verdict_key``."""
+        ...
+
+
+class MessageStore(Protocol):
+    """Message records (``MSG#<identity>``), with the consumer kit's failure records
+    (``FAILURE#<identity>``) of messages that had no room for a mark."""
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded for these identities (absent or expired ones omitted), with the failure
+        the consumer kit recorded for messages that had no room for it."""
+        ...
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        """Write message records (none: no call)."""
+        ...
+
+
+class GroupMarkStore(Protocol):
+    """An operator's retry and park records of failure groups (``RETRY#``/``PARK#<fingerprint>``)."""
+
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (parking
+        wins when both are recorded)."""
+        ...
+
+
+class RunRecords(
+    BreakerStore, PauseStore, ContinuationStore, SweepStore, RunHistoryStore, VerdictStore, Protocol
+):
+    """The record kinds one run's phases use; the runner hands each phase the one it needs. What
+    only the operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is
+    on the state table adapter alone."""
 
 
 class ActivitySource(Protocol):

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sqs_redriver.protocol.envelope import MAX_MESSAGE_BYTES, DlqMessage, from_sqs
+from sqs_redriver.protocol.envelope import DlqMessage, from_sqs
 from sqs_redriver.protocol.keys import queue_key_from_url
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.ports import (
     CALL_FAILED,
@@ -63,8 +63,8 @@ class SqsQueue:
         result = BatchResult()
         sendable = []
         for message in messages:
-            if message.size > MAX_MESSAGE_BYTES:
-                problem = f"{message.size} bytes, over the {MAX_MESSAGE_BYTES}-byte limit"
+            if message.size > SQS_MAX_MESSAGE_BYTES:
+                problem = f"{message.size} bytes, over the {SQS_MAX_MESSAGE_BYTES}-byte limit"
                 result.failed[message.entry_id] = EntryFailure(TOO_LONG, problem, sender_fault=True)
             else:
                 sendable.append(message)
@@ -190,7 +190,7 @@ def chunks_by_size(messages: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
     chunk_bytes = 0
     for message in messages:
         size = message.size
-        if chunk and (len(chunk) == SQS_MAX_BATCH_SIZE or chunk_bytes + size > MAX_MESSAGE_BYTES):
+        if chunk and (len(chunk) == SQS_MAX_BATCH_SIZE or chunk_bytes + size > SQS_MAX_MESSAGE_BYTES):
             yield chunk
             chunk, chunk_bytes = [], 0
         chunk.append(message)

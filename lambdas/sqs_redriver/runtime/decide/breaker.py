@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from sqs_redriver.protocol.keys import canary_verdict_key
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.evidence import Evidence
 
@@ -34,7 +35,7 @@ class Canary:
     @property
     def verdict_key(self) -> str:
         """Where the consumer kit reports the canaries' verdicts (one key per probe)."""
-        return f"canary/{self.sent_at}/{self.identities[0]}"
+        return canary_verdict_key(self.sent_at, self.identities[0])
 
 
 @dataclass(frozen=True)

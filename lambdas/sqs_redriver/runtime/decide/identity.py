@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
-from sqs_redriver.protocol.mark import held_to_clock
+from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.mark import Mark, held_to_clock
 from sqs_redriver.runtime.model.tracked import Tracked
 
 

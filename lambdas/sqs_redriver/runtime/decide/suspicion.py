@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sqs_redriver.protocol.envelope import Mark
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.decide.consumer_health import Context, failure_context, failure_span_end
 from sqs_redriver.runtime.model.activity import QueueActivity

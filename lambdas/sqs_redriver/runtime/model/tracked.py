@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqs_redriver.protocol.envelope import DlqMessage, Mark
+from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.mark import Mark
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
 from sqs_redriver.runtime.act.decision_log import log_decision
 from sqs_redriver.runtime.act.executor import Executor
 from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.ports import Queue, StateStore
+from sqs_redriver.runtime.adapters.ports import GroupMarkStore, MessageStore, Queue
 from sqs_redriver.runtime.decide import canary
 from sqs_redriver.runtime.decide.breaker import Breaker, with_canary
 from sqs_redriver.runtime.decide.identity import counted_in_table, screened, track
@@ -43,7 +43,8 @@ class BatchHandler:
         *,
         planner: Planner,
         executor: Executor,
-        state: StateStore,
+        messages: MessageStore,
+        group_marks: GroupMarkStore,
         sources: dict[str, Queue],
         routes: Routes,
         fifo: bool,
@@ -60,7 +61,8 @@ class BatchHandler:
         self.dlq = dlq
         self.expiry_margin_seconds = expiry_margin_seconds
         self.executor = executor
-        self.state = state
+        self.messages = messages
+        self.group_marks = group_marks
         self.sources = sources
         self.routes = routes
         self.fifo = fifo
@@ -85,13 +87,13 @@ class BatchHandler:
         batch = [screened(message, now) for message in batch]
         rejected = Tally(rejected_marks=self._log_rejected_marks(batch))
         counted = counted_in_table(batch)
-        recorded = self.state.load_marks(counted) if counted else {}
+        recorded = self.messages.load_marks(counted) if counted else {}
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
         # An operator's retry and park marks, read only for a batch with consumer failures.
         fingerprints = {t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure}
-        groups = self.state.load_group_marks(fingerprints) if fingerprints else {}
+        groups = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
 
         retention = self.retention()
         state = BatchState(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
-from sqs_redriver.runtime.adapters.ports import StateStore
+from sqs_redriver.runtime.adapters.ports import VerdictStore
 from sqs_redriver.runtime.decide import breaker as circuit
 from sqs_redriver.runtime.decide import canary
 from sqs_redriver.runtime.decide.breaker import Breaker
@@ -40,7 +40,7 @@ class CanaryJudge:
         self,
         settings: Settings,
         *,
-        state: StateStore,
+        state: VerdictStore,
         clock: Callable[[], float],
         pause: Callable[[float], None],
         logger: Any,

@@ -15,7 +15,7 @@ from sqs_redriver.runtime.decide.pacing import backlog_check_due, batch_size, li
 from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import StopReason, Tally
-from sqs_redriver.runtime.run.batch import BatchHandler
+from sqs_redriver.runtime.run.batch import BatchHandler, Handled
 from sqs_redriver.runtime.run.wave import Wave
 
 
@@ -34,6 +34,30 @@ class Drained:
     stop: StopReason
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
     canary_may_hide: bool = False
+
+
+@dataclass
+class _Drain:
+    """One drain's terms (mode, limit, time, breaker writer, halt, wave, owner) and its progress."""
+
+    mode: Mode
+    limit: int
+    remaining_ms: Callable[[], int]
+    writer: BreakerWriter
+    halt: threading.Event
+    wave: Wave | None
+    owner: str | None
+    breaker: Breaker  # as this drain left it so far
+    tally: Tally = field(default_factory=Tally)
+    held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    may_hide: bool = False
+
+    def add(self, handled: Handled) -> None:
+        """What a batch handled adds up to."""
+        self.tally += handled.tally
+        self.breaker = handled.breaker
+        self.held.update((t.message_id, t.receipt_handle) for t in handled.leave)
+        self.may_hide |= handled.canary_may_hide
 
 
 class BatchLoop:
@@ -69,72 +93,66 @@ class BatchLoop:
         ``wave`` paces the batches (slow start) and may trip the breaker on the consumer's verdicts.
         With ``owner`` (a shared DLQ, a breaker per source) only that source's messages are acted
         on and its queue alone gives back-pressure; the others' are held and given back."""
-        tally = Tally()
-        held: dict[str, str] = {}
-        may_hide = False
+        drain = _Drain(mode, limit, remaining_ms, writer, halt, wave, owner, breaker)
         stop = StopReason.NONE
         while not stop:
-            stop = (
-                StopReason.HALTED
-                if halt.is_set()
-                else self._stop_before_batch(mode, tally, limit, remaining_ms, owner)
-            )
-            if stop:
-                break
-            room, tag = batch_size(tally.received, limit), None
-            admitted = redriven = 0
-            try:
-                if wave is not None:
-                    admission = wave.admit(lambda: halt.is_set() or self._out_of_time(remaining_ms))
-                    admitted = admission.room
-                    if admission.trip:
-                        self.log.warning("the consumer failed the probes: opening the circuit")
-                        breaker, errors = writer.transition(
-                            breaker, breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
-                        )
-                        tally += Tally(errors=errors)
-                        stop = StopReason.BREAKER_OPENED
-                        break
-                    if not admission.room:
-                        stop = StopReason.HALTED if halt.is_set() else StopReason.TIME_BUDGET
-                        break
-                    room, tag = min(room, admission.room), admission.tag
-                batch = self.dlq.receive(
-                    room,
-                    wait_seconds=self.settings.receive_wait_seconds,
-                    visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
-                )
-                tally += Tally(received=len(batch))
-                if not batch:
-                    stop = StopReason.DLQ_EMPTY
-                    break
-                handled = self.handler.handle(batch, mode, breaker, tally, writer, tag, owner)
-                redriven = handled.tally.redriven
-            except AwsCallError as exc:
-                self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
-                tally += Tally(errors=1)
-                stop = StopReason.AWS_ERROR
-                break
-            finally:
-                if wave is not None and admitted:
-                    wave.settle(admitted, redriven)
-            tally += handled.tally
-            breaker = handled.breaker
-            held.update((t.message_id, t.receipt_handle) for t in handled.leave)
-            may_hide |= handled.canary_may_hide
-            stop = handled.stop
+            stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
+            if not stop:
+                stop = self._batch(drain)
         if stop.stops_every_worker:
             halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
-        return Drained(tally, breaker, stop, held, may_hide)
+        return Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
 
-    def _stop_before_batch(
-        self, mode: Mode, tally: Tally, limit: int, remaining_ms: Callable[[], int], owner: str | None
-    ) -> StopReason:
-        if limit_reached(tally.received, limit):
+    def _batch(self, drain: _Drain) -> StopReason:
+        """Take and handle one batch, as large as the wave admits (when there is one); the reason
+        to stop after it (NONE: go on)."""
+        wave, room, tag = drain.wave, batch_size(drain.tally.received, drain.limit), None
+        admitted = redriven = 0
+        try:
+            if wave is not None:
+                admission = wave.admit(lambda: drain.halt.is_set() or self._out_of_time(drain.remaining_ms))
+                admitted = admission.room
+                if admission.trip:
+                    return self._trip(drain)
+                if not admission.room:
+                    return StopReason.HALTED if drain.halt.is_set() else StopReason.TIME_BUDGET
+                room, tag = min(room, admission.room), admission.tag
+            batch = self.dlq.receive(
+                room,
+                wait_seconds=self.settings.receive_wait_seconds,
+                visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
+            )
+            drain.tally += Tally(received=len(batch))
+            if not batch:
+                return StopReason.DLQ_EMPTY
+            handled = self.handler.handle(
+                batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.owner
+            )
+            redriven = handled.tally.redriven
+        except AwsCallError as exc:
+            self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
+            drain.tally += Tally(errors=1)
+            return StopReason.AWS_ERROR
+        finally:
+            if wave is not None and admitted:
+                wave.settle(admitted, redriven)
+        drain.add(handled)
+        return handled.stop
+
+    def _trip(self, drain: _Drain) -> StopReason:
+        """The consumer's verdicts on the probes say it is broken: open the breaker."""
+        self.log.warning("the consumer failed the probes: opening the circuit")
+        opened = drain.breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
+        drain.breaker, errors = drain.writer.transition(drain.breaker, opened)
+        drain.tally += Tally(errors=errors)
+        return StopReason.BREAKER_OPENED
+
+    def _stop_before_batch(self, drain: _Drain) -> StopReason:
+        if limit_reached(drain.tally.received, drain.limit):
             return StopReason.PER_RUN_LIMIT
-        if self._out_of_time(remaining_ms):
+        if self._out_of_time(drain.remaining_ms):
             return StopReason.TIME_BUDGET
-        if mode is Mode.REDRIVE and self._source_backlogged(tally.received, owner):
+        if drain.mode is Mode.REDRIVE and self._source_backlogged(drain.tally.received, drain.owner):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.adapters.ports import StateStore
+from sqs_redriver.runtime.adapters.ports import VerdictStore
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.decide.ramp import (
     Phase,
@@ -59,7 +59,7 @@ class Wave:
         rules: SlowStart,
         *,
         verdict_key: str,
-        state: StateStore,
+        state: VerdictStore,
         clock: Callable[[], float],
         pause: Callable[[float], None],
         logger: Any,

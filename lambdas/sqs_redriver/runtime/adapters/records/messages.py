@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqs_redriver.protocol.envelope import Mark
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import message_record_key, subject_of
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
     MAX_CLOCK_SKEW_SECONDS,
     MAX_COUNT,
