@@ -49,6 +49,7 @@ def lambda_environment() -> dict[str, str]:
     function = deploy({}).redriver
     return {
         "PATH": os.environ["PATH"],
+        # Lambda's /var/task, imitated: the code asset's root on the path (this venv has no install).
         "PYTHONPATH": str(LAMBDAS_DIR),
         "LAMBDA_TASK_ROOT": str(LAMBDAS_DIR),
         "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",

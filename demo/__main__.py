@@ -1,5 +1,5 @@
 """Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--kit-only]
-[--json]`. Act 1, in real time: a consumer with the consumer kit (demo/scenario.py). Act 2, in
+[--json]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Act 2, in
 simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py)."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
+from demo.kit_act import KitAct, KitOptions
 from demo.no_kit_act import NoKitAct, NoKitOptions, run_no_kit_act
 from demo.operator import OperatorTool
-from demo.scenario import Report, Scenario, ScenarioOptions
+from demo.report import Report
 from local_aws import REGION
 from local_aws.cloudformation import deploy
 from local_aws.server import moto_server
@@ -21,7 +22,7 @@ DEMO_PROFILE = {"redriver-profile": "demo"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    defaults = ScenarioOptions()
+    defaults = KitOptions()
     parser = argparse.ArgumentParser(prog="python -m demo", description=__doc__)
     parser.add_argument("--orders", type=int, default=defaults.orders, help="orders the producer sends")
     parser.add_argument("--poison", type=int, default=defaults.poison, help="orders that can never succeed")
@@ -54,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, log: IO[str]) -> Report:
-    options = ScenarioOptions(
+    options = KitOptions(
         orders=args.orders,
         poison=args.poison,
         produce_seconds=args.produce_seconds,
@@ -68,9 +69,9 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
         deployment = deploy(DEMO_PROFILE)
         if args.json:
             tool = OperatorTool(endpoint, REGION, deployment.stack_name, json=True)
-            report = Scenario(deployment, options, log, tool).run()
+            report = KitAct(deployment, options, log, tool).run()
         else:
-            from demo.view import LiveView, console  # rich only for the live view
+            from demo.view import KitLiveView, console  # rich only for the live view
 
             # The tool's tables are printed after the live view, on the same terminal.
             tool = OperatorTool(
@@ -81,9 +82,9 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
                 color=console.is_terminal,
                 columns=console.width,
             )
-            scenario = Scenario(deployment, options, log, tool)
-            with LiveView(deployment, options) as view:
-                report = scenario.run(view.update)
+            act = KitAct(deployment, options, log, tool)
+            with KitLiveView(deployment, options) as view:
+                report = act.run(view.update)
     report.log_file = log.name
     return report
 

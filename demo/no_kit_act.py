@@ -15,7 +15,6 @@ empty, or the cap.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from local_aws.clients import ClientProxy
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
+from local_aws.queues import mark_of
 
 if TYPE_CHECKING:
     from local_aws.simulation import World
@@ -107,9 +106,7 @@ class ParkedMarks(ClientProxy):
         response = self._client.receive_message(**kwargs)
         if kwargs.get("QueueUrl") == self._url:
             for message in response.get("Messages", []):
-                attribute = message.get("MessageAttributes", {}).get(MARK_ATTRIBUTE, {})
-                mark = json.loads(attribute.get("StringValue", "{}"))
-                self.marks[self._key(message["Body"])] = dict(mark.get("parked", {}))
+                self.marks[self._key(message["Body"])] = dict(mark_of(message).get("parked", {}))
         return response
 
 

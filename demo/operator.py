@@ -1,18 +1,27 @@
-"""The operator's tool, run as an on-call engineer runs it: ``sqs-redriver`` in a process of its own,
-against the demo's endpoint, with the re-driver named by its stack."""
+"""The operator's part of act 1: the operator's tool, run as an on-call engineer runs it
+(``sqs-redriver`` in a process of its own, against the demo's endpoint, with the re-driver named by
+its stack), to look, fix one bug and replay its group."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from consumer.orders import DROP_ZERO_QUANTITY_LINES
+from demo.orders import ZERO_QUANTITY
 
 TOOL = "sqs-redriver"
 TOOL_TIMEOUT_SECONDS = 120
+# The bug the operator fixes: its group is the one whose label shows the consumer's error for it.
+FIXED_BUG = ZERO_QUANTITY
+FIXED_ERROR = re.compile(r"has quantity 0 and price")
 
 
 @dataclass
@@ -77,3 +86,44 @@ class OperatorTool:
             except json.JSONDecodeError as exc:
                 run.ok, run.errors = False, f"--json printed no JSON: {exc}"
         return run
+
+
+@dataclass
+class OperatorsPart:
+    """What the operator does once act 1 has settled: the re-driver's status, the parking lot's
+    groups; then the fix of one bug and the replay of its group."""
+
+    tool: OperatorTool
+    on_command: Callable[[str], None]  # a command is about to run (the live view shows it)
+    runs: list[ToolRun] = field(default_factory=list)
+    fix: str = ""  # the fix, as the consumer's configuration has it
+    replayed_group: dict[str, Any] = field(default_factory=dict)  # from ``groups --json``
+
+    def play(self, deploy_fix: Callable[[str, str], None]) -> None:
+        """Look, then fix and replay; ``deploy_fix(variable, value)`` puts the fix into the
+        consumer's configuration."""
+        look = ["--json"] if self.tool.json else []
+        self._run("status", *look, ok_codes=(0, 1))  # 1: it found messages in the parking lot
+        if not self.tool.json:
+            self._run("groups", "--queue", "parking-lot")
+        groups = self._run("groups", "--queue", "parking-lot", "--json")
+        group = _fixed_group(groups.data or [])
+        if group is None:
+            return
+        self.replayed_group = group
+        self.fix = f"{DROP_ZERO_QUANTITY_LINES}=true"
+        deploy_fix(DROP_ZERO_QUANTITY_LINES, "true")
+        self._run("replay", "--group", str(group["group"]), "--yes", *look)
+
+    def _run(self, *args: str, ok_codes: tuple[int, ...] = (0,)) -> ToolRun:
+        self.on_command(" ".join(args))
+        run = self.tool.run(*args, ok_codes=ok_codes)
+        self.runs.append(run)
+        return run
+
+
+def _fixed_group(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The parking lot's group (from ``groups --json``) of the bug the operator fixes."""
+    return next(
+        (g for g in groups if g["queue"] == "parking-lot" and FIXED_ERROR.search(str(g["label"]))), None
+    )

@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from demo.scenario import Progress, Report, ScenarioOptions
+from demo.kit_act import KitOptions, KitProgress
+from demo.report import Report
 from local_aws.cloudformation import Deployment
 
 BREAKER_STYLE = {"CLOSED": "green", "HALF_OPEN": "yellow", "OPEN": "bold red"}
@@ -51,17 +52,17 @@ class LiveTable(Generic[P]):
         raise NotImplementedError
 
 
-class LiveView(LiveTable[Progress]):
-    def __init__(self, deployment: Deployment, options: ScenarioOptions) -> None:
+class KitLiveView(LiveTable[KitProgress]):
+    def __init__(self, deployment: Deployment, options: KitOptions) -> None:
         self._title = (
             f"SQS smart re-driver, local demo. Act 1: a consumer with the kit, in real time: "
             f"{options.orders} orders, {options.poison} poison, "
             f"{options.outage_seconds:.0f} s downstream outage; schedule {deployment.schedule_expression} "
             f"emulated as one run per {options.tick_seconds:g} s"
         )
-        super().__init__(Progress())
+        super().__init__(KitProgress())
 
-    def _render(self, p: Progress) -> Table:
+    def _render(self, p: KitProgress) -> Table:
         table = Table(title=self._title, show_header=False, min_width=90)
         table.add_row(
             "elapsed", f"{p.elapsed:5.1f} s" + ("   [bold red]downstream OUTAGE[/]" if p.outage else "")

@@ -1,14 +1,17 @@
 """Looking into SQS queues: how many messages they hold, everything they hold (taken or only looked
-at), and (for moto's in-process backend) their visibility timeouts waited out at once."""
+at), the re-driver's mark on a message, and (for moto's in-process backend) their visibility
+timeouts waited out at once."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from moto.sqs.models import sqs_backends
 
 from local_aws import ACCOUNT, REGION
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 
 COUNT_ATTRIBUTES = {
     "visible": "ApproximateNumberOfMessages",
@@ -84,6 +87,13 @@ def peek(sqs: Any, queue_url: str, hold_seconds: int = 60) -> list[dict[str, Any
             ],
         )
     return found
+
+
+def mark_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The re-driver's mark on a received message, as JSON data ({} without one)."""
+    value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue")
+    mark: dict[str, Any] = json.loads(value) if value else {}
+    return mark
 
 
 def make_visible(queue_url: str) -> None:

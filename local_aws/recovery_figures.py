@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from local_aws.journal import Journal
 
@@ -79,28 +79,10 @@ def figures(
 ) -> RecoveryFigures:
     """A scenario's figures from its world's journal; the outage ends (recovery) at ``outage_minutes``."""
     recovery = outage_minutes * MINUTE
-    in_outage = [d for d in journal.deliveries if d.redriven and d.at < recovery]
-    per_message: dict[str, int] = {}
-    for delivery in in_outage:
-        per_message[delivery.key] = per_message.get(delivery.key, 0) + 1
     successes = journal.successes()
     parked = journal.parked()
-    poison_parked = sorted((p for p in parked.values() if p.key in poison_keys), key=lambda p: p.at)
-    last_delivery: dict[str, float] = {}  # a parked poison's last delivery before it was parked
-    for delivery in journal.deliveries:
-        parking = parked.get(delivery.key)
-        if delivery.key in poison_keys and parking is not None and delivery.at <= parking.at:
-            last_delivery[delivery.key] = delivery.at
     timeline = journal.breaker_changes()
-    opened = next((at for at, state in timeline if state == "OPEN"), None)
-    closed_after = next(
-        (
-            at
-            for at, state in timeline
-            if state == "CLOSED" and opened is not None and at > opened and at >= recovery
-        ),
-        None,
-    )
+    opened, closed_after = _opened_and_closed_after(timeline, recovery)
     return RecoveryFigures(
         scenario=name,
         kit=kit,
@@ -109,23 +91,11 @@ def figures(
         outage_minutes=outage_minutes,
         simulated_minutes=round(simulated / MINUTE, 1),
         wall_seconds=round(wall, 1),
-        runs=len(journal.runs),
-        redrives=sum(run.redriven for run in journal.runs),
-        redrives_in_outage=sum(run.redriven for run in journal.runs if run.at < recovery),
-        deliveries=len(journal.deliveries),
-        redriven_deliveries=sum(1 for d in journal.deliveries if d.redriven),
-        redriven_deliveries_in_outage=len(in_outage),
-        most_redriven_deliveries_in_outage=max(per_message.values(), default=0),
+        **_traffic(journal, recovery),
         fulfilled=len(good_keys & successes.keys()),
         duplicates=sum(1 for count in successes.values() if count > 1),
         good_parked=len(good_keys & parked.keys()),
-        poison_parked=len(poison_parked),
-        poison_redrives_before_parking=tuple(p.redrives for p in poison_parked),
-        poison_parked_at_minutes=tuple(round(p.at / MINUTE, 1) for p in poison_parked),
-        poison_parked_after_last_delivery_minutes=tuple(
-            round((p.at - last_delivery.get(p.key, 0.0)) / MINUTE, 1) for p in poison_parked
-        ),
-        poison_parked_errors=tuple(dict(p.error or {}) for p in poison_parked),
+        **_poison_parkings(journal, poison_keys),
         breaker_timeline=tuple((round(at / MINUTE, 1), state) for at, state in timeline),
         breaker_opened_at_minutes=None if opened is None else round(opened / MINUTE, 1),
         breaker_final=journal.runs[-1].breaker_state if journal.runs else "CLOSED",
@@ -138,6 +108,77 @@ def figures(
         kit_requests=sum(kit_requests.values()),
         kit_requests_by_operation=tuple(sorted(kit_requests.items())),
     )
+
+
+class _Traffic(TypedDict):
+    runs: int
+    redrives: int
+    redrives_in_outage: int
+    deliveries: int
+    redriven_deliveries: int
+    redriven_deliveries_in_outage: int
+    most_redriven_deliveries_in_outage: int
+
+
+def _traffic(journal: Journal, recovery: float) -> _Traffic:
+    """The runs, their re-drives and the deliveries, in all and before the ``recovery``."""
+    in_outage = [d for d in journal.deliveries if d.redriven and d.at < recovery]
+    per_message: dict[str, int] = {}
+    for delivery in in_outage:
+        per_message[delivery.key] = per_message.get(delivery.key, 0) + 1
+    return _Traffic(
+        runs=len(journal.runs),
+        redrives=sum(run.redriven for run in journal.runs),
+        redrives_in_outage=sum(run.redriven for run in journal.runs if run.at < recovery),
+        deliveries=len(journal.deliveries),
+        redriven_deliveries=sum(1 for d in journal.deliveries if d.redriven),
+        redriven_deliveries_in_outage=len(in_outage),
+        most_redriven_deliveries_in_outage=max(per_message.values(), default=0),
+    )
+
+
+class _PoisonParkings(TypedDict):
+    poison_parked: int
+    poison_redrives_before_parking: tuple[int, ...]
+    poison_parked_at_minutes: tuple[float, ...]
+    poison_parked_after_last_delivery_minutes: tuple[float, ...]
+    poison_parked_errors: tuple[dict[str, Any], ...]
+
+
+def _poison_parkings(journal: Journal, poison_keys: set[str]) -> _PoisonParkings:
+    """The poison parked, in the order it was: its re-drives, when, and its error."""
+    parked = journal.parked()
+    poison_parked = sorted((p for p in parked.values() if p.key in poison_keys), key=lambda p: p.at)
+    last_delivery: dict[str, float] = {}  # a parked poison's last delivery before it was parked
+    for delivery in journal.deliveries:
+        parking = parked.get(delivery.key)
+        if delivery.key in poison_keys and parking is not None and delivery.at <= parking.at:
+            last_delivery[delivery.key] = delivery.at
+    return _PoisonParkings(
+        poison_parked=len(poison_parked),
+        poison_redrives_before_parking=tuple(p.redrives for p in poison_parked),
+        poison_parked_at_minutes=tuple(round(p.at / MINUTE, 1) for p in poison_parked),
+        poison_parked_after_last_delivery_minutes=tuple(
+            round((p.at - last_delivery.get(p.key, 0.0)) / MINUTE, 1) for p in poison_parked
+        ),
+        poison_parked_errors=tuple(dict(p.error or {}) for p in poison_parked),
+    )
+
+
+def _opened_and_closed_after(
+    timeline: list[tuple[float, str]], recovery: float
+) -> tuple[float | None, float | None]:
+    """When the breaker first opened, and its first CLOSED reading after that, from the recovery."""
+    opened = next((at for at, state in timeline if state == "OPEN"), None)
+    closed_after = next(
+        (
+            at
+            for at, state in timeline
+            if state == "CLOSED" and opened is not None and at > opened and at >= recovery
+        ),
+        None,
+    )
+    return opened, closed_after
 
 
 def _minutes_after(at: float | None, recovery: float) -> float | None:

@@ -1,5 +1,6 @@
 """The resources a re-driver works on, created directly (without the stack): a source queue whose
-RedrivePolicy points at its DLQ, a parking lot and the state table; standard or FIFO."""
+RedrivePolicy points at its DLQ, a parking lot and the state table; standard or FIFO. And the
+breaker's state read back from a state table (the stack's or one created here)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,11 @@ def create_table(dynamodb: Any, name: str, key: str) -> None:
         AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+
+
+def breaker_state(dynamodb: Any, table_name: str, breaker_key: str) -> str:
+    """The state of the breaker stored under ``breaker_key`` (CLOSED before its first record)."""
+    item = dynamodb.get_item(
+        TableName=table_name, Key={STATE_TABLE_KEY: {"S": breaker_key}}, ConsistentRead=True
+    ).get("Item")
+    return str(item["state"]["S"]) if item else "CLOSED"

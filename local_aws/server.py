@@ -8,19 +8,27 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 import moto.sqs.models as moto_sqs_models
 from moto.core.utils import unix_time as moto_unix_time
 from moto.server import ThreadedMotoServer
-from moto.sqs.models import Message, SQSBackend
+from moto.sqs.models import SQSBackend
 
 from local_aws import REGION
 from local_aws.environment import environment
 
+# What is patched in moto, as Any: moto's annotations do not declare what it sets at run time (a
+# queue's attributes, a message's sent_timestamp), nor the names its models module imports.
+_MOTO_SQS_MODELS: Any = moto_sqs_models
+_SQS_BACKEND: Any = SQSBackend
 
-def _retention_check(backend: SQSBackend, queue_name: str, message: Message) -> bool:
-    retention_seconds = backend.get_queue(queue_name).message_retention_period  # type: ignore[attr-defined]
-    return retention_seconds + message.sent_timestamp / 1000 > _unix_time()  # type: ignore[operator,no-any-return]
+
+def _retention_check(backend: SQSBackend, queue_name: str, message: Any) -> bool:
+    queue: Any = backend.get_queue(queue_name)
+    retention_seconds: int = queue.message_retention_period
+    sent_seconds: float = message.sent_timestamp / 1000
+    return retention_seconds + sent_seconds > _unix_time()
 
 
 def _unix_time(dt: datetime | None = None) -> float:
@@ -43,27 +51,27 @@ def speed_up_moto_sqs() -> None:
     still grows with depth, only less: each receive scans the queue, and each message sent
     computes the queue's attributes (three scans).
     """
-    SQSBackend.is_message_valid_based_on_retention_period = _retention_check  # type: ignore[method-assign,assignment]
-    moto_sqs_models.unix_time = _unix_time  # type: ignore[attr-defined]
-    moto_sqs_models.unix_time_millis = _unix_time_millis  # type: ignore[attr-defined]
+    _SQS_BACKEND.is_message_valid_based_on_retention_period = _retention_check
+    _MOTO_SQS_MODELS.unix_time = _unix_time
+    _MOTO_SQS_MODELS.unix_time_millis = _unix_time_millis
 
 
 @contextmanager
 def moto_sqs_sped_up() -> Iterator[None]:
     """``speed_up_moto_sqs`` for a while (in-process moto), stock moto again afterwards."""
     saved = (
-        SQSBackend.is_message_valid_based_on_retention_period,
-        moto_sqs_models.unix_time,  # type: ignore[attr-defined]
-        moto_sqs_models.unix_time_millis,  # type: ignore[attr-defined]
+        _SQS_BACKEND.is_message_valid_based_on_retention_period,
+        _MOTO_SQS_MODELS.unix_time,
+        _MOTO_SQS_MODELS.unix_time_millis,
     )
     speed_up_moto_sqs()
     try:
         yield
     finally:
         (
-            SQSBackend.is_message_valid_based_on_retention_period,  # type: ignore[method-assign]
-            moto_sqs_models.unix_time,  # type: ignore[attr-defined]
-            moto_sqs_models.unix_time_millis,  # type: ignore[attr-defined]
+            _SQS_BACKEND.is_message_valid_based_on_retention_period,
+            _MOTO_SQS_MODELS.unix_time,
+            _MOTO_SQS_MODELS.unix_time_millis,
         ) = saved
 
 

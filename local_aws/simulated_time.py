@@ -21,8 +21,18 @@ from local_aws.clients import ClientProxy
 SIM_EPOCH = 1_795_305_600  # 2026-11-22T00:00:00Z: where simulated time starts
 # Not scanned by freezegun when it starts (its scan touches every attribute of every module, and
 # the CDK's lazy modules load themselves when touched: seconds per start); they never read the time
-# in the world.
-UNFROZEN = ["aws_cdk", "jsii", "constructs", "cdk_nag", "infra", "app", "typeguard"]
+# in the world. Powertools' parser is lazy too: loaded while freezegun fakes ``datetime``, its
+# pydantic models fail to build (batch imports it when pydantic was imported first, as moto does).
+UNFROZEN = [
+    "aws_cdk",
+    "jsii",
+    "constructs",
+    "cdk_nag",
+    "sqs_redriver.cdk",
+    "app",
+    "typeguard",
+    "aws_lambda_powertools.utilities.parser",
+]
 SCHEDULE_SECONDS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86_400, "days": 86_400}
 
 

@@ -5,8 +5,8 @@ frozen with freezegun that only the world moves. moto reads the time through ``d
 freezegun replaces, so visibility timeouts, DelaySeconds and the RedrivePolicy's receive counts
 follow the simulated clock. In the world:
 
-- the **real re-driver**, composed with ``local_redriver`` from the deployed function's settings,
-  on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
+- the **real re-driver** (local_aws.simulated_redriver), composed from the deployed function's
+  settings on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
   budget that counts down on the simulated clock. Its waits (``pause``, the rate limiter's sleep,
   the long poll of an empty receive) advance the world, so the consumer runs while it waits. A run
   that hands over a continuation is followed by it a second later, as Lambda retries an
@@ -15,7 +15,8 @@ follow the simulated clock. In the world:
   parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
   another was still mid-batch in real time (seen: a probe batch starved for a whole run). In
   simulated time parallel workers add no throughput: the rate limiter and the clock decide;
-- **the consumer**, played as the SQS event source mapping plays it: one poller receives up to the
+- **the consumer**, played as the SQS event source mapping plays it
+  (local_aws.simulated_event_source): one poller receives up to the
   mapping's batch size with all attributes, invokes the consumer, deletes the messages not listed
   in ``batchItemFailures`` (none when the invocation raised); an invocation takes
   ``consumer_call_seconds`` of simulated time. It is built by a ``ConsumerFactory`` from the
@@ -30,8 +31,6 @@ while messages are visible. When messages become visible is read from moto's in-
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -48,36 +47,25 @@ from moto import mock_aws
 from local_aws import REGION
 from local_aws.clients import AtomicQueueCalls, Counted
 from local_aws.cloudformation import Deployment, Synthesized, deploy_synthesized, synthesize_app
-from local_aws.compose import local_redriver
-from local_aws.consumers import (
-    Consumer,
-    ConsumerFactory,
-    ConsumerHost,
-    ReportsFulfilment,
-    kit_logs_to_stderr,
-    order_id_of,
-)
+from local_aws.consumers import Consumer, ConsumerFactory, ConsumerHost, kit_logs_to_stderr, order_id_of
 from local_aws.environment import environment
-from local_aws.events import sqs_event
-from local_aws.journal import Delivery, Journal, Parking, Run
+from local_aws.journal import Journal
 from local_aws.published_metrics import DEFAULT_LAG_SECONDS, MetricsOptions, PublishedMetrics
+from local_aws.resources import breaker_state
 from local_aws.server import moto_sqs_sped_up
+from local_aws.simulated_event_source import SimulatedEventSource
+from local_aws.simulated_redriver import Invocations, collect_parked, run_record, simulated_redriver
 from local_aws.simulated_time import (
     SIM_EPOCH,
     UNFROZEN,
     SimulatedClock,
     SimulatedLongPoll,
     moto_queue,
-    next_visible_ms,
     schedule_seconds,
 )
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.model.continuation import Resume
 from sqs_redriver.runtime.settings import Settings, load_settings
-
-CONTINUATION_START_MS = 1000
 
 
 @cache
@@ -104,18 +92,12 @@ class World:
         self.deployment = deployment
         self.clock = clock
         # What CloudWatch says of the consumer, published as AWS would (or not at all).
+        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
         self.metrics = PublishedMetrics(
-            boto3.client("cloudwatch", region_name=REGION),
-            clock,
-            deployment.consumer.name,
-            metrics or MetricsOptions(),
+            cloudwatch, clock, deployment.consumer.name, metrics or MetricsOptions()
         )
         self.journal = Journal()
-        settings = load_settings(deployment.redriver.environment)
-        settings = adjust_settings(settings) if adjust_settings else settings
-        self.settings: Settings = replace(settings, parallel_batches=1)  # see the module's docstring
-        self.schedule_seconds = schedule_seconds(deployment.schedule_expression)
-        self._call_ms = round(consumer_call_seconds * 1000)
+        self.settings = _redriver_settings(deployment, adjust_settings)
         self._key = key
         self._lock = threading.Lock()  # one thread moves the world at a time
         # One client for every queue call, the re-driver's and the consumer's: moto's receive is
@@ -128,18 +110,14 @@ class World:
         self.redriver_cloudwatch = Counted(boto3.client("cloudwatch", region_name=REGION))
         self.consumer_sqs = Counted(queue_calls)
         self.consumer_dynamodb = Counted(self.dynamodb)
-        self.consumer: Consumer = consumer_factory(
-            ConsumerHost(
-                clock=clock,
-                env=dict(deployment.consumer.environment),
-                sqs=self.consumer_sqs,
-                dynamodb=self.consumer_dynamodb,
-            )
+        host = ConsumerHost(
+            clock=clock,
+            env=dict(deployment.consumer.environment),
+            sqs=self.consumer_sqs,
+            dynamodb=self.consumer_dynamodb,
         )
-        quiet = logging.getLogger("redriver-simulation")
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
-        self.redriver = local_redriver(
+        self.consumer: Consumer = consumer_factory(host)
+        self.redriver = simulated_redriver(
             self.settings,
             sqs=self.redriver_sqs,
             dynamodb=self.redriver_dynamodb,
@@ -148,22 +126,17 @@ class World:
             clock=clock,
             pause=self.pause,
             seed=seed,
-            logger_name=quiet.name,
-            # The default limiter reads the real monotonic clock and sleeps for real.
-            limiter=TokenBucket(
-                self.settings.max_redrives_per_second,
-                burst=SQS_MAX_BATCH_SIZE,
-                clock=clock,
-                sleep=self.pause,
-            ),
         )
-        self.next_run_ms = clock.now_ms + self.schedule_seconds * 1000
-        # A run's continuation: Lambda queues the asynchronous invocation, is throttled while the
-        # run holds the function's one concurrency, and retries it a second later.
-        self._continuation: Resume | None = None
-        self._continuation_at_ms = 0
-        self._poller_ready_ms = clock.now_ms
-        self._empty_poll_at_ms: int | None = None
+        self._event_source = SimulatedEventSource(
+            deployment,
+            clock,
+            self.consumer,
+            call_seconds=consumer_call_seconds,
+            metrics=self.metrics,
+            journal=self.journal,
+            key=key,
+        )
+        self._invocations = Invocations(clock, schedule_seconds(deployment.schedule_expression))
 
     # -- what the harness offers -------------------------------------------------------------------
 
@@ -201,22 +174,11 @@ class World:
         after each consumer invocation and each re-driver run)."""
         end_ms = self.clock.now_ms + round(for_seconds * 1000)
         while not until() and self.clock.now_ms < end_ms:
-            pending = self._continuation
-            start_ms = self._continuation_at_ms if pending else self.next_run_ms
+            start_ms = self._invocations.next_ms()
             with self._lock:
                 self._advance(min(start_ms, end_ms), until)
-            if self.clock.now_ms < start_ms:
-                continue
-            if pending is not None:
-                self._continuation = None
-                self._redriver_run(pending)
-            else:
-                self._redriver_run(None)
-                # Ticks missed while runs held the function's one concurrency were throttled and
-                # retried: they come down to one run, not a burst of catch-up runs.
-                period_ms = self.schedule_seconds * 1000
-                while self.next_run_ms <= self.clock.now_ms:
-                    self.next_run_ms += period_ms
+            if self.clock.now_ms >= start_ms:
+                self._redriver_run(self._invocations.take())
 
     def pause(self, seconds: float) -> None:
         """The re-driver waits: the world moves on (the consumer runs, no schedule tick fires: a
@@ -244,55 +206,12 @@ class World:
         """Play the consumer up to ``target_ms`` (event to event), then set the clock there; or stop
         where ``until()`` starts to hold."""
         while not until():
-            due = self._next_poll_ms()
+            due = self._event_source.next_poll_ms()
             if due is None or due > target_ms:
                 self.clock.move_to(max(target_ms, self.clock.now_ms))
                 return
             self.clock.move_to(max(due, self.clock.now_ms))
-            self._poll()
-
-    def _next_poll_ms(self) -> int | None:
-        now = self.clock.now_ms
-        # After an empty poll, only a later change can give the poller something.
-        not_before = now + 1 if self._empty_poll_at_ms == now else now
-        visible = next_visible_ms(self.deployment.source_url, not_before=not_before)
-        return None if visible is None else max(visible, self._poller_ready_ms)
-
-    def _poll(self) -> None:
-        """One poll of the event source mapping, and the invocation of the consumer."""
-        deployment = self.deployment
-        messages = self.sqs.receive_message(
-            QueueUrl=deployment.source_url,
-            MaxNumberOfMessages=min(deployment.consumer_batch_size, SQS_MAX_BATCH_SIZE),
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        ).get("Messages", [])
-        now = self.clock.now_ms
-        if not messages:
-            self._empty_poll_at_ms = now
-            return
-        raised = False
-        try:
-            response = self.consumer(sqs_event(messages, deployment.source_queue_arn))
-            failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        except Exception:  # noqa: BLE001 - to Lambda, any error fails the whole invocation
-            failed = {m["MessageId"] for m in messages}
-            raised = True
-        self.metrics.invoked(error=raised)
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            self.sqs.delete_message_batch(
-                QueueUrl=deployment.source_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
-        at = self.clock.elapsed
-        # Handled is not fulfilled: the consumer kit handles a record it dead-letters itself.
-        fulfilled = self.consumer.fulfilled if isinstance(self.consumer, ReportsFulfilment) else None
-        for m in messages:
-            redrives = int(_mark(m).get("n", 0))
-            ok = m["MessageId"] not in failed and (fulfilled is None or m["MessageId"] in fulfilled)
-            self.journal.deliveries.append(Delivery(at, self._key(m["Body"]), m["MessageId"], redrives, ok))
-        self._poller_ready_ms = now + self._call_ms
+            self._event_source.poll(self.sqs)
 
     def _redriver_run(self, resume: Resume | None) -> None:
         """One invocation of the re-driver: a schedule tick's (``resume`` None) or a continuation."""
@@ -303,60 +222,14 @@ class World:
             return max(0, deadline_ms - self.clock.now_ms)
 
         report = self.redriver.run(remaining_ms, resume)
-        if report.continue_with is not None:
-            self._continuation = report.continue_with
-            self._continuation_at_ms = self.clock.now_ms + CONTINUATION_START_MS
+        self._invocations.returned(report, scheduled=resume is None)
+        state = breaker_state(self.dynamodb, self.settings.table_name, self.settings.breaker_key)
         self.journal.runs.append(
-            Run(
-                at=(started - self.clock.start_ms) / 1000,
-                seconds=(self.clock.now_ms - started) / 1000,
-                mode=report.mode.value,
-                received=report.received,
-                redriven=report.redriven,
-                parked=report.parked,
-                returned=report.returned,
-                errors=report.errors,
-                stopped_because=report.stopped_because.value,
-                breaker_state=self._breaker_state(),
-            )
+            run_record(report, started_ms=started, clock=self.clock, breaker_state=state)
         )
-        self._collect_parked()
-
-    def _breaker_state(self) -> str:
-        item = self.dynamodb.get_item(
-            TableName=self.settings.table_name,
-            Key={"pk": {"S": self.settings.breaker_key}},
-            ConsistentRead=True,
-        ).get("Item")
-        return str(item["state"]["S"]) if item else "CLOSED"
-
-    def _collect_parked(self) -> None:
-        """Take what the run parked out of the parking lot, as an operator would, into the journal."""
-        while True:
-            messages = self.sqs.receive_message(
-                QueueUrl=self.deployment.parking_lot_url,
-                MaxNumberOfMessages=SQS_MAX_BATCH_SIZE,
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not messages:
-                return
-            for m in messages:
-                mark = _mark(m)
-                parked = mark.get("parked", {})
-                redrives = int(parked.get("redrive_count", mark.get("n", 0)))
-                self.journal.parkings.append(
-                    Parking(
-                        self.clock.elapsed,
-                        self._key(m["Body"]),
-                        redrives,
-                        str(parked.get("why", "")),
-                        error=mark.get("err"),
-                    )
-                )
-            self.sqs.delete_message_batch(
-                QueueUrl=self.deployment.parking_lot_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
-            )
+        collect_parked(
+            self.sqs, self.deployment.parking_lot_url, self.journal, key=self._key, at=self.clock.elapsed
+        )
 
 
 @contextmanager
@@ -416,7 +289,9 @@ def without_consumer_verdicts(settings: Settings) -> Settings:
     return replace(settings, consumer_verdicts=False)
 
 
-def _mark(message: dict[str, Any]) -> dict[str, Any]:
-    value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue")
-    mark: dict[str, Any] = json.loads(value) if value else {}
-    return mark
+def _redriver_settings(deployment: Deployment, adjust: Callable[[Settings], Settings] | None) -> Settings:
+    """The deployed function's settings, adjusted; its batches in one worker (see the module's
+    docstring)."""
+    settings = load_settings(deployment.redriver.environment)
+    settings = adjust(settings) if adjust else settings
+    return replace(settings, parallel_batches=1)

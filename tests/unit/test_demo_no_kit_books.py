@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 from demo.no_kit_act import BreakerReading, NoKitAct, ParkedOrder, problems
-from demo.scenario import Report
+from demo.report import Report
 
 GOOD, POISON = {"o-1", "o-2"}, {"p-1"}
 WHY = "failed 3 times while the consumer processed 2 others (limit 3): poison, not an outage"

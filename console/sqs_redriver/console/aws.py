@@ -44,8 +44,9 @@ class Connection:
         return boto3.Session(profile_name=self.profile, region_name=self.region)
 
     def client(self, service: str) -> Any:
-        client: Any = self._session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)  # type: ignore[call-overload]
-        return client
+        # boto3-stubs types client() per literal service name; the tool asks for its clients by name.
+        session: Any = self._session
+        return session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)
 
 
 def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
