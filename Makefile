@@ -99,7 +99,7 @@ bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
 
-# README.md's configuration table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
+# docs/configuration.md's settings table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
 readme: $(STAMP)
 	$(BIN)/python -m sqs_redriver.cdk.readme_table
 

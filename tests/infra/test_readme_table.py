@@ -1,14 +1,21 @@
-"""README.md's configuration table is the one the settings schema renders."""
+"""docs/configuration.md's settings table is the one the settings schema renders."""
 
 from __future__ import annotations
 
-from sqs_redriver.cdk.readme_table import HOW_TO_REGENERATE, README, render_rows, render_table, table_in
+from sqs_redriver.cdk.readme_table import (
+    CONFIGURATION_PAGE,
+    HOW_TO_REGENERATE,
+    PAGE_NAME,
+    render_rows,
+    render_table,
+    table_in,
+)
 from sqs_redriver.protocol.settings.schema import SCHEMA
 
 
-def test_readme_configuration_table_is_generated_from_the_schema() -> None:
-    assert table_in(README.read_text()) == render_table(), (
-        f"README.md's configuration table differs from the settings schema: {HOW_TO_REGENERATE}"
+def test_the_configuration_table_is_generated_from_the_schema() -> None:
+    assert table_in(CONFIGURATION_PAGE.read_text(encoding="utf-8")) == render_table(), (
+        f"{PAGE_NAME}'s configuration table differs from the settings schema: {HOW_TO_REGENERATE}"
     )
 
 

@@ -1,5 +1,6 @@
-"""README.md's consumer kit section, run exactly as printed: the consumer against moto, the CDK
-one-liner against a re-driver and a consumer function."""
+"""The consumer kit's examples, run exactly as printed: the README's short one and
+docs/consumer-kit.md's, each a consumer against moto and the CDK one-liner against a re-driver and a
+consumer function."""
 
 from __future__ import annotations
 
@@ -22,40 +23,47 @@ from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUN
 from tests.conftest import MAX_RECEIVE_COUNT, Aws
 from tests.integration.test_kit import receive, send
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "### Let your consumer speak: the consumer kit"
+ROOT = Path(__file__).resolve().parents[2]
+# Each page, and the heading of its kit section (which ends at the next "## " heading).
+KIT_SECTIONS = {
+    "README.md": "## Adopt the consumer kit",
+    "docs/consumer-kit.md": "## Let your consumer speak: the consumer kit",
+}
 MODULE = "readme_consumer"
+pages = pytest.mark.parametrize("page", sorted(KIT_SECTIONS))
 
 
-def kit_section_blocks() -> list[str]:
-    """The fenced python blocks of the README's consumer kit section, in order."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index(SECTION)
+def kit_section_blocks(page: str) -> list[str]:
+    """The fenced python blocks of ``page``'s consumer kit section, in order."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    start = text.index(KIT_SECTIONS[page])
     end = text.find("\n## ", start)
     section = text[start : end if end != -1 else len(text)]
     return re.findall(r"^```python\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
 
 
-def block_with(marker: str) -> str:
-    [block] = [b for b in kit_section_blocks() if marker in b]
+def block_with(page: str, marker: str) -> str:
+    [block] = [b for b in kit_section_blocks(page) if marker in b]
     return block
 
 
-def run_block(block: str, namespace: dict[str, Any]) -> dict[str, Any]:
-    exec(compile(block, f"README.md ({MODULE})", "exec"), namespace)
+def run_block(page: str, block: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    exec(compile(block, f"{page} ({MODULE})", "exec"), namespace)
     return namespace
 
 
-def test_the_kit_section_has_the_consumer_and_the_cdk_line_and_nothing_else() -> None:
-    blocks = kit_section_blocks()
+@pages
+def test_the_kit_section_has_the_consumer_and_the_cdk_line_and_nothing_else(page: str) -> None:
+    blocks = kit_section_blocks(page)
 
     assert len(blocks) == 2
     assert "def lambda_handler(event, context):" in blocks[0]
     assert blocks[1].startswith("redriver.grant_consumer(orders_consumer)")
 
 
-def test_the_readme_consumer_dead_letters_an_invalid_order_and_fulfils_the_other(
-    aws: Aws, monkeypatch: pytest.MonkeyPatch
+@pages
+def test_the_printed_consumer_dead_letters_an_invalid_order_and_fulfils_the_other(
+    page: str, aws: Aws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN the environment grant_consumer sets, and one valid and one invalid order in the queue
     monkeypatch.setenv(ENV_DLQ_URL, aws.dlq_url)
@@ -65,8 +73,8 @@ def test_the_readme_consumer_dead_letters_an_invalid_order_and_fulfils_the_other
     send(aws, json.dumps({"id": "o-2", "lines": []}))
     event = sqs_event(receive(aws), aws.source_arn)
 
-    # WHEN the README's consumer, as printed, handles the batch
-    consumer = run_block(block_with("def lambda_handler"), {"__name__": MODULE})
+    # WHEN the page's consumer, as printed, handles the batch
+    consumer = run_block(page, block_with(page, "def lambda_handler"), {"__name__": MODULE})
     response = consumer["lambda_handler"](event, LambdaContext())
 
     # THEN no record is failed, and the invalid order is in the DLQ with the reason in its mark
@@ -81,8 +89,9 @@ def test_the_readme_consumer_dead_letters_an_invalid_order_and_fulfils_the_other
     )
 
 
-def test_the_readme_grant_consumer_line_gives_the_consumer_its_configuration() -> None:
-    # GIVEN a re-driver and a consumer function, under the names the README uses
+@pages
+def test_the_printed_grant_consumer_line_gives_the_consumer_its_configuration(page: str) -> None:
+    # GIVEN a re-driver and a consumer function, under the names the page uses
     stack = cdk.Stack(cdk.App(), "Readme")
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
     orders = sqs.Queue(stack, "Orders", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=4))
@@ -96,8 +105,10 @@ def test_the_readme_grant_consumer_line_gives_the_consumer_its_configuration() -
         code=lambda_.Code.from_inline("def lambda_handler(event, context): pass"),
     )
 
-    # WHEN the README's line runs as printed
-    run_block(block_with("grant_consumer"), {"redriver": redriver, "orders_consumer": orders_consumer})
+    # WHEN the page's line runs as printed
+    run_block(
+        page, block_with(page, "grant_consumer"), {"redriver": redriver, "orders_consumer": orders_consumer}
+    )
 
     # THEN the consumer has the kit's configuration and both layers
     [function] = (
