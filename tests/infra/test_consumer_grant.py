@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from app import build_app
+from app import STACK_NAME, build_app
 from local_aws import LAMBDAS_DIR
 from sqs_redriver.cdk.consumer_kit import (
     KIT_PACKAGE,
@@ -22,13 +22,13 @@ from sqs_redriver.cdk.consumer_kit import (
     PROTOCOL_PACKAGE,
     consumer_kit_code,
 )
-from sqs_redriver.cdk.functions import RUNTIME
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.cdk.table_access import CONSUMER_ATTRIBUTES
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.infra.test_stack import STACK, logical_id, properties, role_statements
+from tests.support.stacks import consumer_function, function_environment, redriver_environment, small_stack
+from tests.support.templates import as_list, asset_dir, logical_id, properties, role_statements, statements_on
 
 LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
 
@@ -41,7 +41,7 @@ def assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def stack(assembly_dir: Path) -> Iterator[RedriverStack]:
     app = build_app(outdir=str(assembly_dir))
-    found = app.node.find_child(STACK)
+    found = app.node.find_child(STACK_NAME)
     assert isinstance(found, RedriverStack)
     app.synth()  # writes the bundled assets to assembly_dir
     yield found
@@ -54,52 +54,6 @@ def template(stack: RedriverStack) -> Template:
 
 def consumer_statements(template: Template, stack: RedriverStack) -> list[dict[str, Any]]:
     return role_statements(template, properties(template, stack.consumer))
-
-
-def statements_on(statements: list[dict[str, Any]], resource_id: str) -> list[dict[str, Any]]:
-    """The statements whose resources include ``resource_id``'s ARN (or the resource itself)."""
-
-    def names(resource: Any) -> bool:
-        return resource_id in str(resource)
-
-    return [s for s in statements if any(names(r) for r in _as_list(s["Resource"]))]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def small_stack(app: cdk.App | None = None) -> tuple[cdk.Stack, sqs.Queue, sqs.Queue]:
-    """A stack with a source queue (maxReceiveCount 3) and its DLQ."""
-    stack = cdk.Stack(app or cdk.App(), "Small")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    source = sqs.Queue(stack, "Source", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
-    return stack, source, dlq
-
-
-def consumer_function(scope: cdk.Stack, construct_id: str = "Consumer") -> lambda_.Function:
-    return lambda_.Function(
-        scope,
-        construct_id,
-        runtime=RUNTIME,
-        architecture=lambda_.Architecture.ARM_64,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context): pass"),
-    )
-
-
-def function_environment(stack: cdk.Stack, function: lambda_.Function) -> dict[str, Any]:
-    return properties(Template.from_stack(stack), function)["Environment"]["Variables"]
-
-
-def redriver_environment(stack: cdk.Stack, redriver: SqsRedriver) -> dict[str, Any]:
-    return function_environment(stack, redriver.function)
-
-
-def asset_dir(assembly: Path, template: Template, layer: lambda_.LayerVersion) -> Path:
-    """The folder in cdk.out that the layer's S3 object is zipped from."""
-    key = properties(template, layer)["Content"]["S3Key"]
-    return assembly / f"asset.{key.removesuffix('.zip')}"
 
 
 # --- the default stack's consumer -------------------------------------------------------------
@@ -115,7 +69,7 @@ def test_consumer_may_only_send_to_the_dlq_among_the_redrivers_queues(
         {"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": [dlq, "Arn"]}}
     ]
     assert statements_on(statements, parking_lot) == []
-    assert not [s for s in statements if any(a.startswith("kms:") for a in _as_list(s["Action"]))]
+    assert not [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))]
 
 
 def test_consumer_may_only_update_verdict_and_failure_records_in_the_state_table(
@@ -358,5 +312,5 @@ def test_a_kms_encrypted_dlq_gives_the_consumer_its_key_too() -> None:
 
     template = Template.from_stack(stack)
     on_key = statements_on(role_statements(template, properties(template, consumer)), logical_id(key))
-    key_actions = {a for s in on_key for a in _as_list(s["Action"])}
+    key_actions = {a for s in on_key for a in as_list(s["Action"])}
     assert {"kms:Decrypt", "kms:GenerateDataKey"} <= key_actions and "kms:ReEncrypt*" not in key_actions

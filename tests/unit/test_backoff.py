@@ -19,7 +19,7 @@ from sqs_redriver.runtime.decide.backoff import (
 )
 from sqs_redriver.runtime.decide.identity import track
 from sqs_redriver.runtime.model.tracked import Tracked
-from tests.fakes import dlq_message, marked
+from tests.support.fakes import dlq_message, marked
 
 NOW = 1_800_000_000
 
