@@ -22,6 +22,7 @@ from sqs_redriver.cdk.consumer_kit import (
     PROTOCOL_PACKAGE,
     consumer_kit_code,
 )
+from sqs_redriver.cdk.functions import package_path
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
@@ -121,15 +122,16 @@ def test_redriver_waits_for_verdicts_once_a_consumer_is_granted(
     )
 
 
-def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_without_bytecode(
+def test_bundled_layer_holds_the_kit_and_the_protocol_under_python_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
     bundle = asset_dir(assembly_dir, template, stack.redriver.consumer_kit_layer)
-    assert (bundle / "python/redriver/model/envelope.py").is_file()
-    assert (bundle / "python/sqs_redriver.kit/kit.py").is_file()
-    assert (bundle / "python/redriver/sqs_limits.py").is_file()
+    assert (bundle / "python/sqs_redriver/protocol/envelope.py").is_file()
+    assert (bundle / "python/sqs_redriver/kit/kit.py").is_file()
+    assert (bundle / "python/sqs_redriver/protocol/sqs_limits.py").is_file()
     assert {p.name for p in bundle.iterdir()} == {"python"}
-    assert {p.name for p in (bundle / "python").iterdir()} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
+    assert {p.name for p in (bundle / "python").iterdir()} == {"sqs_redriver"}
+    assert {p.name for p in (bundle / "python/sqs_redriver").iterdir()} == {"kit", "protocol"}
     assert [p for p in bundle.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"] == []
 
 
@@ -137,15 +139,16 @@ def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_witho
 
 
 def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tmp_path: Path) -> None:
-    # GIVEN a source folder with a kit and the real re-driver package, both with bytecode caches
+    # GIVEN a source folder with a kit and the real protocol package, both with bytecode caches
     source = tmp_path / "src"
-    shutil.copytree(LAMBDAS_DIR / PROTOCOL_PACKAGE, source / PROTOCOL_PACKAGE)
-    (source / KIT_PACKAGE / "__pycache__").mkdir(parents=True)
-    (source / KIT_PACKAGE / "__init__.py").write_text("from sqs_redriver.runtime.model import envelope\n")
-    (source / KIT_PACKAGE / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
-    (source / KIT_PACKAGE / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
-    (source / PROTOCOL_PACKAGE / "model" / "__pycache__").mkdir(exist_ok=True)
-    (source / PROTOCOL_PACKAGE / "model" / "stale.pyc").write_bytes(b"\0")
+    kit, protocol = source / package_path(KIT_PACKAGE), source / package_path(PROTOCOL_PACKAGE)
+    shutil.copytree(LAMBDAS_DIR / package_path(PROTOCOL_PACKAGE), protocol)
+    (kit / "__pycache__").mkdir(parents=True)
+    (kit / "__init__.py").write_text("from sqs_redriver.protocol import envelope\n")
+    (kit / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
+    (kit / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
+    (protocol / "settings" / "__pycache__").mkdir(exist_ok=True)
+    (protocol / "settings" / "stale.pyc").write_bytes(b"\0")
     (source / "consumer").mkdir()
     (source / "consumer" / "handler.py").write_text("")
     app = cdk.App(outdir=str(tmp_path / "cdk.out"))
@@ -158,17 +161,17 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     # THEN
     bundle = asset_dir(tmp_path / "cdk.out", Template.from_stack(stack), layer)
     files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
-    assert {"python/sqs_redriver.kit/__init__.py", "python/sqs_redriver.kit/config.py"} <= files
-    assert "python/redriver/model/envelope.py" in files
-    assert {f.split("/")[1] for f in files} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
+    assert {"python/sqs_redriver/kit/__init__.py", "python/sqs_redriver/kit/config.py"} <= files
+    assert "python/sqs_redriver/protocol/envelope.py" in files
+    assert {"/".join(f.split("/")[1:3]) for f in files} == {"sqs_redriver/kit", "sqs_redriver/protocol"}
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
 @pytest.mark.parametrize("missing", [KIT_PACKAGE, PROTOCOL_PACKAGE])
 def test_a_source_folder_without_either_package_fails_at_synth(tmp_path: Path, missing: str) -> None:
     for package in {KIT_PACKAGE, PROTOCOL_PACKAGE} - {missing}:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package_path(package)).mkdir(parents=True)
+        (tmp_path / package_path(package) / "__init__.py").write_text("")
     with pytest.raises(FileNotFoundError, match=f"no {missing} package"):
         consumer_kit_code(tmp_path)
 

@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from app import STACK_NAME, build_app
-from sqs_redriver.cdk.functions import RUNTIME, package_code, package_folder, python_function
+from sqs_redriver.cdk.functions import RUNTIME, package_code, package_folder, package_path, python_function
 from sqs_redriver.cdk.stack import RedriverStack
 from tests.support.templates import asset_dir, properties
 
@@ -38,25 +38,27 @@ def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_redrive_function_code_is_the_redriver_package_alone_without_bytecode(
+def test_redrive_function_code_is_the_runtime_and_the_protocol_alone_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
     code = asset_dir(assembly_dir, template, stack.redriver.function)
     files = files_in(code)
 
-    assert {"redriver/handler.py", "redriver/settings/schema.py"} <= files
-    assert {p.name for p in code.iterdir()} == {"redriver"}  # no consumer/, no sqs_redriver.kit/
+    assert {"sqs_redriver/runtime/handler.py", "sqs_redriver/protocol/settings/schema.py"} <= files
+    assert {p.name for p in code.iterdir()} == {"sqs_redriver"}  # no consumer/
+    assert {p.name for p in (code / "sqs_redriver").iterdir()} == {"runtime", "protocol"}  # no kit/
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
-def test_redrive_function_code_is_a_copy_of_the_imported_redriver_package(
-    template: Template, stack: RedriverStack, assembly_dir: Path
+@pytest.mark.parametrize("package", ["sqs_redriver.runtime", "sqs_redriver.protocol"])
+def test_redrive_function_code_is_a_copy_of_the_imported_packages(
+    template: Template, stack: RedriverStack, assembly_dir: Path, package: str
 ) -> None:
-    source = package_folder("redriver")
-    copied = asset_dir(assembly_dir, template, stack.redriver.function) / "redriver"
+    source = package_folder(package)
+    copied = asset_dir(assembly_dir, template, stack.redriver.function) / package_path(package)
 
     assert {f for f in files_in(source) if "__pycache__" not in f} == files_in(copied)
-    assert (copied / "handler.py").read_bytes() == (source / "handler.py").read_bytes()
+    assert (copied / "__init__.py").read_bytes() == (source / "__init__.py").read_bytes()
 
 
 def test_example_consumer_code_is_its_own_package_and_the_kit_comes_from_the_layer(
@@ -78,18 +80,19 @@ def test_two_assets_of_the_same_package_laid_out_differently_stay_two(tmp_path: 
         "Function",
         runtime=RUNTIME,
         handler="sqs_redriver.runtime.handler.lambda_handler",
-        code=package_code(("redriver",)),
+        code=package_code(("sqs_redriver.runtime",)),
     )
-    layer = lambda_.LayerVersion(stack, "Layer", code=package_code(("redriver",), prefix="python"))
+    layer = lambda_.LayerVersion(
+        stack, "Layer", code=package_code(("sqs_redriver.runtime",), prefix="python")
+    )
 
     # WHEN
     app.synth()
 
     # THEN
     template = Template.from_stack(stack)
-    layer_key = properties(template, layer)["Content"]["S3Key"]
-    assert {p.name for p in asset_dir(tmp_path, template, function_code).iterdir()} == {"redriver"}
-    assert {p.name for p in (tmp_path / f"asset.{layer_key.removesuffix('.zip')}").iterdir()} == {"python"}
+    assert {p.name for p in asset_dir(tmp_path, template, function_code).iterdir()} == {"sqs_redriver"}
+    assert {p.name for p in asset_dir(tmp_path, template, layer).iterdir()} == {"python"}
 
 
 def test_a_function_without_packages_gets_its_handlers_package(tmp_path: Path) -> None:

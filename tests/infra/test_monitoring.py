@@ -23,7 +23,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from app import STACK_NAME as STACK
 from app import build_app
 from sqs_redriver.cdk.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
-from sqs_redriver.cdk.functions import RUNTIME
+from sqs_redriver.cdk.functions import RUNTIME, package_folder
 from sqs_redriver.cdk.monitoring import alarm_retention_seconds, breaker_period, schedule_seconds
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.redriver_metrics import (
@@ -41,7 +41,7 @@ from sqs_redriver.runtime.model.evidence import Evidence
 from tests.support.fakes import FakeStateStore
 from tests.support.templates import logical_id
 
-HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "redriver" / "handler.py"
+HANDLER = package_folder("sqs_redriver.runtime") / "handler.py"
 SOURCE_ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 DLQ_ARN = "arn:aws:sqs:eu-west-1:123456789012:orders-dlq"
 DAY = 86_400
