@@ -23,18 +23,10 @@ from sqs_redriver.runtime.decide.breaker import Breaker, Canary
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import StopReason
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, always, consume, order_body
-from tests.integration import test_breaker_per_source as shared_dlq
-from tests.integration.test_breaker_per_source import (
-    REMAINING,
-    fail_into_dlq,
-    near_retention_in_both_sources,
-    redriver_for,
-)
-from tests.integration.test_handlers import import_fresh
-
-payments = shared_dlq.payments  # the fixture of a second source of the shared DLQ
+from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_redriver, make_settings
+from tests.support.cold_start import import_fresh
+from tests.support.factories import FakeClock, always, consume, order_body
+from tests.support.shared_dlq import near_retention_in_both_sources, redriver_for
 
 FAR = 10**8  # seconds: a forged time, years ahead
 

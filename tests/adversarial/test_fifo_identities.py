@@ -3,29 +3,17 @@ repeated deduplication id for 5 minutes, reporting success, so a collision would
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from moto import mock_aws
-
-from tests.adversarial.ledger import (
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import FakeClock
+from tests.support.ledger import (
     SOURCE,
     assert_breaker_closed,
     assert_each_ended_once,
     mark_json,
     marked_attribute,
 )
-from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import FakeClock
-
-REMAINING = lambda: 60_000  # noqa: E731
-
-
-@pytest.fixture
-def fifo() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws(fifo=True)
 
 
 def send(aws: Aws, name: str, attributes: dict[str, Any] | None = None) -> None:

@@ -9,20 +9,14 @@ import json
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sqs_redriver.kit import ConsumerKit, TerminalError
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.adversarial.ledger import PARKING_LOT, assert_breaker_closed, assert_each_ended_once
-from tests.conftest import MAX_RECEIVE_COUNT, Aws, make_redriver, make_settings
-from tests.factories import FakeClock
-from tests.integration.test_kit import receive, run, send
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.broken_exceptions import Unprintable
+from tests.support.factories import FakeClock
+from tests.support.kit import kit_environment, receive, run, send
+from tests.support.ledger import PARKING_LOT, assert_breaker_closed, assert_each_ended_once
 
-REMAINING = lambda: 60_000  # noqa: E731
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "hunter2-s3cret", "eyJhbGciOiJIUzI1NiJ9.e30.sig")
 LEAKY = f"db login failed: postgres://admin:{SECRETS[1]}@db/orders, key {SECRETS[0]}, Bearer {SECRETS[2]}"
-
-
-class Unprintable(ValueError):
-    def __str__(self) -> str:
-        raise RuntimeError("will not print")
 
 
 def consumer(record: SQSRecord) -> str:
@@ -41,11 +35,7 @@ def test_secret_laden_and_unprintable_exceptions_are_parked_without_a_secret_and
     for body in ("leaky|", "unprintable|", "fine-1|", "fine-2|"):
         send(aws, body)
     kit = ConsumerKit.from_environment(
-        env={
-            ENV_DLQ_URL: aws.dlq_url,
-            ENV_TABLE_NAME: aws.table_name,
-            ENV_MAX_RECEIVE_COUNT: str(MAX_RECEIVE_COUNT),
-        },
+        env=kit_environment(aws),
         sqs=aws.sqs,
         dynamodb=aws.dynamodb,
         clock=clock,

@@ -6,19 +6,17 @@ from __future__ import annotations
 import pytest
 
 from local_aws.queues import peek
-from tests.adversarial.ledger import (
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, mark_of
+from tests.support.factories import LONG_AGO, FakeClock
+from tests.support.ledger import (
     SOURCE,
     assert_breaker_closed,
     assert_each_ended_once,
     label,
     mark_json,
     marked_attribute,
-    sent_mark,
 )
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock
 
-REMAINING = lambda: 60_000  # noqa: E731
 POISON = {"n": 5, "first": LONG_AGO, "at": [LONG_AGO + i for i in range(1, 6)]}
 
 
@@ -48,7 +46,7 @@ def test_a_mark_whose_identity_no_key_can_hold_is_left_out(aws: Aws, clock: Fake
 
     # THEN all five are re-driven, the hostile one as a message seen for the first time
     assert (report.redriven, report.parked, report.errors) == (5, 0, 0)
-    sent = {label(m["Body"]): sent_mark(m) for m in peek(aws.sqs, aws.source_url)}
+    sent = {label(m["Body"]): mark_of(m) for m in peek(aws.sqs, aws.source_url)}
     assert sent["hostile"].count == 1 and sent["hostile"].identity != identity
     keys = [item["pk"]["S"] for item in aws.dynamodb.scan(TableName=aws.table_name)["Items"]]
     assert f"MSG#{sent['hostile'].identity}" in keys

@@ -7,19 +7,16 @@ from local_aws.queues import peek
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.adversarial.ledger import (
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, mark_of
+from tests.support.factories import FakeClock
+from tests.support.ledger import (
     PARKING_LOT,
     SOURCE,
     assert_breaker_closed,
     assert_each_ended_once,
     mark_json,
     marked_attribute,
-    sent_mark,
 )
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock
-
-REMAINING = lambda: 60_000  # noqa: E731
 
 HOSTILE = {
     "nan": mark_json(n=float("nan")),
@@ -49,7 +46,7 @@ def test_marks_with_non_finite_numbers_or_deep_nesting_are_left_out(aws: Aws, cl
     assert (report.redriven, report.parked, report.errors, report.returned) == (10, 0, 0, 0)
     assert report.rejected_marks == len(HOSTILE)  # each counted (the RejectedMarks metric) and logged
     sent = peek(aws.sqs, aws.source_url)
-    assert all(sent_mark(m).count == 1 and sent_mark(m).identity != "forged" for m in sent)
+    assert all(mark_of(m).count == 1 and mark_of(m).identity != "forged" for m in sent)
     assert_each_ended_once(aws, dict.fromkeys([*HOSTILE, *(f"good-{i}" for i in range(4))], SOURCE))
     assert_breaker_closed(redriver, settings)
 
@@ -75,7 +72,7 @@ def test_forged_future_redrives_neither_open_the_breaker_nor_count_as_returns(
     assert (report.redriven, report.returned, report.errors, report.breaker_transitions) == (10, 0, 0, [])
     sent = peek(aws.sqs, aws.source_url)
     future = [m for m in sent if m["Body"].startswith("future")]
-    assert len(future) == 6 and all(sent_mark(m).redriven_at == (now,) for m in future)
+    assert len(future) == 6 and all(mark_of(m).redriven_at == (now,) for m in future)
     assert all(MARK_ATTRIBUTE in m["MessageAttributes"] for m in sent)
     names = [*(f"future-{i}" for i in range(6)), *(f"good-{i}" for i in range(4))]
     assert_each_ended_once(aws, dict.fromkeys(names, SOURCE))

@@ -12,11 +12,9 @@ from local_aws.clients import ClientProxy
 from local_aws.queues import peek
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, message_size
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
-from tests.adversarial.ledger import SOURCE, assert_breaker_closed, assert_each_ended_once, marked_attribute
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock
-
-REMAINING = lambda: 60_000  # noqa: E731
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import FakeClock
+from tests.support.ledger import SOURCE, assert_breaker_closed, assert_each_ended_once, marked_attribute
 
 
 class SizeLimitedSqs(ClientProxy):

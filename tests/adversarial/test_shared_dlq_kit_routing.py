@@ -14,7 +14,9 @@ from local_aws.events import LambdaContext, sqs_event
 from local_aws.resources import queue_arn
 from sqs_redriver.kit import ConsumerKit
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.adversarial.ledger import (
+from tests.support.aws import MAX_RECEIVE_COUNT, REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import FakeClock
+from tests.support.ledger import (
     PARKING_LOT,
     SOURCE,
     assert_breaker_closed,
@@ -22,10 +24,7 @@ from tests.adversarial.ledger import (
     mark_json,
     marked_attribute,
 )
-from tests.conftest import MAX_RECEIVE_COUNT, Aws, make_redriver, make_settings
-from tests.factories import FakeClock
 
-REMAINING = lambda: 60_000  # noqa: E731
 PAYMENTS = "payments"
 
 

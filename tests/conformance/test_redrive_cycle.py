@@ -16,18 +16,16 @@ from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings.schema import default
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.report import RunReport
 from sqs_redriver.runtime.run.runner import Redriver
-from tests.conformance.conftest import Rig
-from tests.conftest import make_settings
-from tests.factories import always, never, order_body
+from tests.support.aws import REMAINING, make_settings, mark_of
+from tests.support.factories import always, never, order_body
+from tests.support.localstack import Rig
 
 pytestmark = pytest.mark.conformance
 
-REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
 WAIT_SECONDS = 30
 # Re-driven messages that come back must not open the breaker here: these tests are about SQS.
 PATIENT_BREAKER = BreakerPolicy(failure_threshold=100, minimum_volume=1000)
@@ -83,10 +81,6 @@ def sqs_calls(aws: Resources) -> list[str]:
     calls: list[str] = []
     aws.sqs.meta.events.register("before-call.sqs.*", lambda model, **_: calls.append(model.name))
     return calls
-
-
-def mark_of(message: Message) -> Mark:
-    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
 
 
 def test_a_dead_lettered_message_keeps_its_count_until_the_consumer_succeeds(rig: Rig) -> None:

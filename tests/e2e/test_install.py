@@ -1,20 +1,22 @@
-"""The project as a package: its wheel, installed into a fresh venv, gives a user's CDK app the
-construct, a consumer the kit, and the operator the command-line tool, with nothing from this
-repository on the path.
+"""The project as a package: its wheel holds sqs_redriver alone, and each extra, installed into a
+clean venv with nothing from this repository on the path, gives its audience its part: the kit a
+consumer, the command-line tool the operator (neither with the CDK), the construct a user's CDK
+app, whose Lambda asset and kit layer are the repository's own sources.
 
-Slow for a test (the venv installs aws-cdk-lib; pip's cache makes repeats faster) and needs PyPI;
-`pytest -m "not install"` leaves it out of a quick run. One wheel, one venv and one synthesis for
-the whole module.
+Slow for a test and needs PyPI (pip's cache makes repeats faster); `pytest -m "not install"` leaves
+it out of a quick run. One wheel and one venv per extra for the whole run, shared by its workers.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
@@ -26,16 +28,17 @@ from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[2]
-# What the build reads. Built from a copy: setuptools' build/ would carry a deleted module into the
-# wheel, and the build writes nothing into the checkout.
-BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "sqs_redriver", "infra", "lambdas")
+# What the build reads (pyproject.toml names the part folders and the readme). Built from a copy, so
+# the build writes nothing into the checkout.
+BUILD_INPUTS = ("pyproject.toml", "README.md", "infra", "lambdas", "console")
+# sqs_redriver's parts, each in the part folder it is built from.
+PARTS = {"cdk": "infra", "runtime": "lambdas", "kit": "lambdas", "protocol": "lambdas", "console": "console"}
+NOT_PACKAGED = ("__pycache__", "*.pyc")
 STACK = "Orders"
-SOURCE_ARN = "arn:aws:sqs:eu-west-1:111122223333:orders"
-DLQ_ARN = "arn:aws:sqs:eu-west-1:111122223333:orders-dlq"
 HANDLER = "sqs_redriver.runtime.handler.lambda_handler"
 
 # A user's project, beside nothing of this repository. It has an `infra` package of its own, as CDK
-# projects often do: the construct's own infra ships as sqs_redriver.cdk and does not clash.
+# projects often do: the construct ships as sqs_redriver.cdk and does not clash.
 USER_APP = f'''
 import sys
 
@@ -48,23 +51,26 @@ stack = cdk.Stack(app, "{STACK}", env=cdk.Environment(account=ACCOUNT, region=RE
 SqsRedriver.from_queue_arns(
     stack,
     "Redriver",
-    source_queue_arn="{SOURCE_ARN}",
-    dead_letter_queue_arn="{DLQ_ARN}",
+    source_queue_arn="arn:aws:sqs:eu-west-1:111122223333:orders",
+    dead_letter_queue_arn="arn:aws:sqs:eu-west-1:111122223333:orders-dlq",
 )
 app.synth()
 '''
 USER_INFRA = 'ACCOUNT = "111122223333"\nREGION = "eu-west-1"\n'
+# Where a venv's python finds a module (without importing it) and what it cannot find.
 WHERE_FROM = """
-import json, sysconfig
-import sqs_redriver.runtime, sqs_redriver.kit, sqs_redriver, sqs_redriver.cdk
-from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
+import importlib.util, json, sys, sysconfig
+
+def origin(name):
+    spec = importlib.util.find_spec(name)
+    return spec.origin if spec else None
 
 print(json.dumps({
     "site_packages": sysconfig.get_paths()["purelib"],
-    "modules": {m.__name__: m.__file__ for m in (redriver, sqs_redriver.kit, sqs_redriver, sqs_redriver.cdk)},
-    "kit": [ConsumerKit.__name__, TerminalError.__name__, TransientError.__name__],
+    "found": {name: origin(name) for name in sys.argv[1:]},
 }))
 """
+IMPORT_THE_KIT = "from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError, fingerprint"
 
 
 def run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -82,31 +88,103 @@ def run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def made_once(shared: Path, name: str, make: Callable[[Path], None]) -> Path:
+    """``shared/name``, made by ``make`` by the first worker of the run to ask for it; the others
+    wait for it and use it."""
+    target = shared / name
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / f"{name}.done").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            make(target)
+            (shared / f"{name}.done").touch()
+    return target
+
+
+def files_of(folder: Path, prefix: str = "") -> dict[str, bytes]:
+    """Every file below ``folder``, by its path below it after ``prefix``."""
+    return {
+        prefix + path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+
+
+def repository_sources(*parts: str) -> dict[str, bytes]:
+    """The files of these parts of sqs_redriver in the repository (bytecode caches left out), by
+    their path below the part folder."""
+    found: dict[str, bytes] = {}
+    for part in parts:
+        found |= files_of(ROOT / PARTS[part] / "sqs_redriver" / part, f"sqs_redriver/{part}/")
+    return {
+        name: data for name, data in found.items() if "__pycache__/" not in name and not name.endswith(".pyc")
+    }
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source")
-    for name in BUILD_INPUTS:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(path, source / name)
-    out = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", out, source, cwd=out)
-    [built] = out.glob("sqs_smart_redriver-*.whl")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder this run's workers share (each xdist worker has its own base temp folder)."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        return tmp_path_factory.mktemp("install")
+    folder = tmp_path_factory.getbasetemp().parent / f"install-{run_id}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def wheel(shared: Path) -> Path:
+    def build(out: Path) -> None:
+        source = out / "source"
+        for name in BUILD_INPUTS:
+            path = ROOT / name
+            if path.is_dir():
+                shutil.copytree(path, source / name, ignore=shutil.ignore_patterns(*NOT_PACKAGED))
+            else:
+                source.mkdir(exist_ok=True)
+                shutil.copy2(path, source / name)
+        run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", out, source, cwd=out)
+
+    [built] = made_once(shared, "dist", build).glob("sqs_smart_redriver-*.whl")
     return built
 
 
+def venv_with(shared: Path, wheel: Path, extra: str) -> Path:
+    """A fresh venv holding ``wheel[extra]`` and its dependencies from the package index (through
+    pip's cache). No pip of its own: this pip installs into it. No byte-compiling: for aws-cdk-lib
+    it took longer than the install."""
+
+    def install(directory: Path) -> None:
+        run(sys.executable, "-m", "venv", "--without-pip", directory, cwd=directory)
+        pip = (sys.executable, "-m", "pip", "--python", directory / "bin" / "python")
+        run(*pip, "install", "--quiet", "--no-compile", f"{wheel}[{extra}]", cwd=directory)
+
+    return made_once(shared, f"venv-{extra}", install)
+
+
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
-    """A fresh venv with the wheel and its dependencies from the package index. No pip of its own:
-    this pip installs into it. No byte-compiling: for aws-cdk-lib it took longer than the install."""
-    directory = tmp_path_factory.mktemp("venv")
-    run(sys.executable, "-m", "venv", "--without-pip", directory, cwd=directory)
-    python = directory / "bin" / "python"
-    pip = (sys.executable, "-m", "pip", "--python", python)
-    run(*pip, "install", "--quiet", "--no-compile", wheel, cwd=directory)
-    return directory
+def kit_venv(shared: Path, wheel: Path) -> Path:
+    return venv_with(shared, wheel, "kit")
+
+
+@pytest.fixture(scope="module")
+def cli_venv(shared: Path, wheel: Path) -> Path:
+    return venv_with(shared, wheel, "cli")
+
+
+@pytest.fixture(scope="module")
+def cdk_venv(shared: Path, wheel: Path) -> Path:
+    return venv_with(shared, wheel, "cdk")
+
+
+def where_from(venv: Path, *modules: str, cwd: Path) -> dict[str, Any]:
+    """The venv's site-packages, and the file each of ``modules`` would be imported from (None:
+    not installed)."""
+    found: dict[str, Any] = json.loads(
+        run(venv / "bin" / "python", "-c", WHERE_FROM, *modules, cwd=cwd).stdout
+    )
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -119,15 +197,16 @@ def user_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def assembly(venv: Path, user_dir: Path) -> Path:
+def assembly(cdk_venv: Path, user_dir: Path) -> Path:
     outdir = user_dir / "cdk.out"
-    run(venv / "bin" / "python", "app.py", outdir, cwd=user_dir)
+    run(cdk_venv / "bin" / "python", "app.py", outdir, cwd=user_dir)
     return outdir
 
 
 @pytest.fixture(scope="module")
 def template(assembly: Path) -> dict[str, Any]:
-    return json.loads((assembly / f"{STACK}.template.json").read_text())
+    found: dict[str, Any] = json.loads((assembly / f"{STACK}.template.json").read_text())
+    return found
 
 
 def resources(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -142,37 +221,63 @@ def asset_dir(assembly: Path, s3_key: str) -> Path:
         for asset in manifest["files"].values()
         if any(d["objectKey"] == s3_key for d in asset["destinations"].values())
     ]
-    return assembly / source["path"]
+    return assembly / str(source["path"])
 
 
-def test_wheel_holds_the_construct_the_kit_and_the_lambda_code_and_not_the_repositorys_tools(
-    wheel: Path,
+# --- the wheel ---------------------------------------------------------------------------------
+
+
+def test_the_wheel_holds_the_five_parts_of_sqs_redriver_as_the_repository_has_them(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = [name for name in archive.namelist() if not name.endswith("/")]
+        packaged = {name: archive.read(name) for name in names if ".dist-info/" not in name}
+        [entry_points] = [archive.read(name).decode() for name in names if name.endswith("entry_points.txt")]
+
+    assert {name.split("/")[0] for name in packaged} == {"sqs_redriver"}
+    assert {name.split("/")[1] for name in packaged} == set(PARTS)
+    assert packaged == repository_sources(*PARTS)
+    assert "sqs-redriver = sqs_redriver.console.cli:main" in entry_points
+
+
+# --- each extra in a venv of its own ---------------------------------------------------------------
+
+
+def test_the_kit_extra_imports_the_kit_from_the_venv_without_the_cdk_or_the_cli(
+    kit_venv: Path, tmp_path: Path
 ) -> None:
-    names = set(zipfile.ZipFile(wheel).namelist())
-    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    run(kit_venv / "bin" / "python", "-c", IMPORT_THE_KIT, cwd=tmp_path)
+    found = where_from(kit_venv, "sqs_redriver.kit", "aws_cdk", "jsii", "constructs", "typer", cwd=tmp_path)
 
-    assert top_level == {"sqs_redriver", "redriver", "sqs_redriver.kit"}
-    assert {
-        "sqs_redriver/__init__.py",
-        "sqs_redriver/infra/redriver.py",
-        "redriver/handler.py",
-        "redriver/settings/schema.py",
-        "sqs_redriver.kit/kit.py",
-    } <= names
+    assert Path(found["found"]["sqs_redriver.kit"]).is_relative_to(found["site_packages"])
+    assert Path(found["site_packages"]).is_relative_to(kit_venv)
+    assert {name for name, origin in found["found"].items() if origin is None} == {
+        "aws_cdk",
+        "jsii",
+        "constructs",
+        "typer",
+    }
 
 
-def test_installed_packages_and_the_kit_come_from_the_venv(venv: Path, user_dir: Path) -> None:
-    found = json.loads(run(venv / "bin" / "python", "-c", WHERE_FROM, cwd=user_dir).stdout)
+def test_the_cli_extra_installs_the_command_line_tool_without_the_cdk(cli_venv: Path, tmp_path: Path) -> None:
+    done = run(cli_venv / "bin" / "sqs-redriver", "--help", cwd=tmp_path)
+    found = where_from(cli_venv, "aws_cdk", "jsii", cwd=tmp_path)
+
+    assert "status" in done.stdout
+    assert found["found"] == {"aws_cdk": None, "jsii": None}
+
+
+def test_the_cdk_extra_imports_the_construct_from_the_venv(cdk_venv: Path, user_dir: Path) -> None:
+    found = where_from(cdk_venv, "sqs_redriver.cdk", "sqs_redriver.runtime", cwd=user_dir)
 
     site_packages = Path(found["site_packages"])
-    assert site_packages.is_relative_to(venv)
-    assert {name: Path(file).is_relative_to(site_packages) for name, file in found["modules"].items()} == {
-        "redriver": True,
-        "sqs_redriver.kit": True,
-        "sqs_redriver": True,
+    assert site_packages.is_relative_to(cdk_venv)
+    assert {name: Path(origin).is_relative_to(site_packages) for name, origin in found["found"].items()} == {
         "sqs_redriver.cdk": True,
+        "sqs_redriver.runtime": True,
     }
-    assert found["kit"] == ["ConsumerKit", "TerminalError", "TransientError"]
+
+
+# --- a user's CDK app, with the construct from the venv ----------------------------------------------
 
 
 def test_user_app_synthesizes_the_redriver_on_queues_imported_by_arn(template: dict[str, Any]) -> None:
@@ -188,27 +293,20 @@ def test_user_app_synthesizes_the_redriver_on_queues_imported_by_arn(template: d
     assert len(outputs) == 1
 
 
-def test_redrive_function_asset_is_the_installed_redriver_package(
+def test_the_redrive_functions_asset_is_the_runtime_and_the_protocol_as_the_repository_has_them(
     template: dict[str, Any], assembly: Path
 ) -> None:
     [function] = [f for f in resources(template, "AWS::Lambda::Function") if f["Handler"] == HANDLER]
     code = asset_dir(assembly, function["Code"]["S3Key"])
 
-    assert (code / "redriver" / "handler.py").is_file()
-    assert {p.name for p in code.iterdir()} == {"redriver"}
+    assert files_of(code) == repository_sources("runtime", "protocol")
 
 
-def test_consumer_kit_layer_is_built_from_the_installed_packages(
+def test_the_kit_layer_is_the_kit_and_the_protocol_under_python_as_the_repository_has_them(
     template: dict[str, Any], assembly: Path
 ) -> None:
     [layer] = resources(template, "AWS::Lambda::LayerVersion")
     content = asset_dir(assembly, layer["Content"]["S3Key"])
 
-    assert (content / "python" / "sqs_redriver.kit" / "kit.py").is_file()
-    assert {p.name for p in (content / "python").iterdir()} == {"redriver", "sqs_redriver.kit"}
-
-
-def test_command_line_tool_is_installed_and_lists_its_commands(venv: Path, user_dir: Path) -> None:
-    done = run(venv / "bin" / "sqs-redriver", "--help", cwd=user_dir)
-
-    assert "status" in done.stdout
+    assert {path.name for path in content.iterdir()} == {"python"}
+    assert files_of(content / "python") == repository_sources("kit", "protocol")

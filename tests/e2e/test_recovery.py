@@ -18,7 +18,7 @@ from local_aws.consumers import Consumer
 from local_aws.recovery import outage
 from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import World, open_world
-from tests.factories import order_body
+from tests.support.factories import order_body
 
 SOURCE_VISIBILITY_TIMEOUT = 180  # the default stack's: 6 x the consumer's 30 s timeout
 OUTAGE_MINUTES = 30

@@ -15,7 +15,7 @@ from local_aws.consumers import Consumer
 from local_aws.published_metrics import DELETED, ERRORS, INVOCATIONS, RECEIVED, SENT
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
-from tests.factories import order_body
+from tests.support.factories import order_body
 
 LAG = 120  # the world's default publication lag
 

@@ -19,18 +19,17 @@ from sqs_redriver.cdk.defaults import secure_queue, secure_table
 from sqs_redriver.cdk.functions import VPC_ACCESS_ACTIONS, acknowledge
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
-from tests.infra.test_keys import (
+from tests.support.stacks import (
     ACCOUNT,
     REGION,
     app_with_nag,
     assert_nag_clean,
-    consumer,
     dead_letter_queue,
-    key_actions,
+    nag_clean_consumer,
     nag_report,
     source_queue,
 )
-from tests.infra.test_stack import _as_list, logical_id, properties, role_statements
+from tests.support.templates import as_list, key_actions, logical_id, properties, role_statements
 
 EXTENSION_LAYER = f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:extension:3"
 LOT_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/4234abcd-12ab-34cd-56ef-1234567890ab"
@@ -98,7 +97,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
             log_group=log_group,
         ),
     )
-    function = consumer(stack)
+    function = nag_clean_consumer(stack)
     redriver.grant_consumer(function)
     report = nag_report(app)
     return Built(stack, Template.from_stack(stack), redriver, parking_lot, table, log_group, function, report)
@@ -121,7 +120,7 @@ def test_an_own_parking_lot_is_used_and_none_is_created(built: Built) -> None:
 
 def test_the_function_may_send_to_the_own_parking_lot(built: Built) -> None:
     sends = [
-        s for s in built.statements(built.redriver.function) if "sqs:SendMessage" in _as_list(s["Action"])
+        s for s in built.statements(built.redriver.function) if "sqs:SendMessage" in as_list(s["Action"])
     ]
 
     assert {"Fn::GetAtt": [logical_id(built.parking_lot), "Arn"]} in [s["Resource"] for s in sends]
@@ -312,7 +311,7 @@ def test_function_props_put_the_function_in_the_vpc_and_its_role_may_attach_it(b
     eni = [
         s
         for s in built.statements(built.redriver.function)
-        if "ec2:CreateNetworkInterface" in _as_list(s["Action"])
+        if "ec2:CreateNetworkInterface" in as_list(s["Action"])
     ]
 
     assert built.function["VpcConfig"]["SubnetIds"] == [

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from app import build_app
+from app import STACK_NAME, build_app
 from local_aws import LAMBDAS_DIR
 from sqs_redriver.cdk.consumer_kit import (
     KIT_PACKAGE,
@@ -22,13 +22,14 @@ from sqs_redriver.cdk.consumer_kit import (
     PROTOCOL_PACKAGE,
     consumer_kit_code,
 )
-from sqs_redriver.cdk.functions import RUNTIME
+from sqs_redriver.cdk.functions import package_path
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.cdk.table_access import CONSUMER_ATTRIBUTES
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.infra.test_stack import STACK, logical_id, properties, role_statements
+from tests.support.stacks import consumer_function, function_environment, redriver_environment, small_stack
+from tests.support.templates import as_list, asset_dir, logical_id, properties, role_statements, statements_on
 
 LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
 
@@ -41,7 +42,7 @@ def assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def stack(assembly_dir: Path) -> Iterator[RedriverStack]:
     app = build_app(outdir=str(assembly_dir))
-    found = app.node.find_child(STACK)
+    found = app.node.find_child(STACK_NAME)
     assert isinstance(found, RedriverStack)
     app.synth()  # writes the bundled assets to assembly_dir
     yield found
@@ -54,52 +55,6 @@ def template(stack: RedriverStack) -> Template:
 
 def consumer_statements(template: Template, stack: RedriverStack) -> list[dict[str, Any]]:
     return role_statements(template, properties(template, stack.consumer))
-
-
-def statements_on(statements: list[dict[str, Any]], resource_id: str) -> list[dict[str, Any]]:
-    """The statements whose resources include ``resource_id``'s ARN (or the resource itself)."""
-
-    def names(resource: Any) -> bool:
-        return resource_id in str(resource)
-
-    return [s for s in statements if any(names(r) for r in _as_list(s["Resource"]))]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def small_stack(app: cdk.App | None = None) -> tuple[cdk.Stack, sqs.Queue, sqs.Queue]:
-    """A stack with a source queue (maxReceiveCount 3) and its DLQ."""
-    stack = cdk.Stack(app or cdk.App(), "Small")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    source = sqs.Queue(stack, "Source", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
-    return stack, source, dlq
-
-
-def consumer_function(scope: cdk.Stack, construct_id: str = "Consumer") -> lambda_.Function:
-    return lambda_.Function(
-        scope,
-        construct_id,
-        runtime=RUNTIME,
-        architecture=lambda_.Architecture.ARM_64,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(event, context): pass"),
-    )
-
-
-def function_environment(stack: cdk.Stack, function: lambda_.Function) -> dict[str, Any]:
-    return properties(Template.from_stack(stack), function)["Environment"]["Variables"]
-
-
-def redriver_environment(stack: cdk.Stack, redriver: SqsRedriver) -> dict[str, Any]:
-    return function_environment(stack, redriver.function)
-
-
-def asset_dir(assembly: Path, template: Template, layer: lambda_.LayerVersion) -> Path:
-    """The folder in cdk.out that the layer's S3 object is zipped from."""
-    key = properties(template, layer)["Content"]["S3Key"]
-    return assembly / f"asset.{key.removesuffix('.zip')}"
 
 
 # --- the default stack's consumer -------------------------------------------------------------
@@ -115,7 +70,7 @@ def test_consumer_may_only_send_to_the_dlq_among_the_redrivers_queues(
         {"Action": "sqs:SendMessage", "Effect": "Allow", "Resource": {"Fn::GetAtt": [dlq, "Arn"]}}
     ]
     assert statements_on(statements, parking_lot) == []
-    assert not [s for s in statements if any(a.startswith("kms:") for a in _as_list(s["Action"]))]
+    assert not [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))]
 
 
 def test_consumer_may_only_update_verdict_and_failure_records_in_the_state_table(
@@ -167,15 +122,16 @@ def test_redriver_waits_for_verdicts_once_a_consumer_is_granted(
     )
 
 
-def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_without_bytecode(
+def test_bundled_layer_holds_the_kit_and_the_protocol_under_python_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
     bundle = asset_dir(assembly_dir, template, stack.redriver.consumer_kit_layer)
-    assert (bundle / "python/redriver/model/envelope.py").is_file()
-    assert (bundle / "python/sqs_redriver.kit/kit.py").is_file()
-    assert (bundle / "python/redriver/sqs_limits.py").is_file()
+    assert (bundle / "python/sqs_redriver/protocol/envelope.py").is_file()
+    assert (bundle / "python/sqs_redriver/kit/kit.py").is_file()
+    assert (bundle / "python/sqs_redriver/protocol/sqs_limits.py").is_file()
     assert {p.name for p in bundle.iterdir()} == {"python"}
-    assert {p.name for p in (bundle / "python").iterdir()} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
+    assert {p.name for p in (bundle / "python").iterdir()} == {"sqs_redriver"}
+    assert {p.name for p in (bundle / "python/sqs_redriver").iterdir()} == {"kit", "protocol"}
     assert [p for p in bundle.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"] == []
 
 
@@ -183,15 +139,16 @@ def test_bundled_layer_holds_the_kit_and_the_redriver_package_under_python_witho
 
 
 def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tmp_path: Path) -> None:
-    # GIVEN a source folder with a kit and the real re-driver package, both with bytecode caches
+    # GIVEN a source folder with a kit and the real protocol package, both with bytecode caches
     source = tmp_path / "src"
-    shutil.copytree(LAMBDAS_DIR / PROTOCOL_PACKAGE, source / PROTOCOL_PACKAGE)
-    (source / KIT_PACKAGE / "__pycache__").mkdir(parents=True)
-    (source / KIT_PACKAGE / "__init__.py").write_text("from sqs_redriver.runtime.model import envelope\n")
-    (source / KIT_PACKAGE / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
-    (source / KIT_PACKAGE / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
-    (source / PROTOCOL_PACKAGE / "model" / "__pycache__").mkdir(exist_ok=True)
-    (source / PROTOCOL_PACKAGE / "model" / "stale.pyc").write_bytes(b"\0")
+    kit, protocol = source / package_path(KIT_PACKAGE), source / package_path(PROTOCOL_PACKAGE)
+    shutil.copytree(LAMBDAS_DIR / package_path(PROTOCOL_PACKAGE), protocol)
+    (kit / "__pycache__").mkdir(parents=True)
+    (kit / "__init__.py").write_text("from sqs_redriver.protocol import envelope\n")
+    (kit / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
+    (kit / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
+    (protocol / "settings" / "__pycache__").mkdir(exist_ok=True)
+    (protocol / "settings" / "stale.pyc").write_bytes(b"\0")
     (source / "consumer").mkdir()
     (source / "consumer" / "handler.py").write_text("")
     app = cdk.App(outdir=str(tmp_path / "cdk.out"))
@@ -204,17 +161,17 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     # THEN
     bundle = asset_dir(tmp_path / "cdk.out", Template.from_stack(stack), layer)
     files = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
-    assert {"python/sqs_redriver.kit/__init__.py", "python/sqs_redriver.kit/config.py"} <= files
-    assert "python/redriver/model/envelope.py" in files
-    assert {f.split("/")[1] for f in files} == {KIT_PACKAGE, PROTOCOL_PACKAGE}
+    assert {"python/sqs_redriver/kit/__init__.py", "python/sqs_redriver/kit/config.py"} <= files
+    assert "python/sqs_redriver/protocol/envelope.py" in files
+    assert {"/".join(f.split("/")[1:3]) for f in files} == {"sqs_redriver/kit", "sqs_redriver/protocol"}
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
 @pytest.mark.parametrize("missing", [KIT_PACKAGE, PROTOCOL_PACKAGE])
 def test_a_source_folder_without_either_package_fails_at_synth(tmp_path: Path, missing: str) -> None:
     for package in {KIT_PACKAGE, PROTOCOL_PACKAGE} - {missing}:
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package_path(package)).mkdir(parents=True)
+        (tmp_path / package_path(package) / "__init__.py").write_text("")
     with pytest.raises(FileNotFoundError, match=f"no {missing} package"):
         consumer_kit_code(tmp_path)
 
@@ -358,5 +315,5 @@ def test_a_kms_encrypted_dlq_gives_the_consumer_its_key_too() -> None:
 
     template = Template.from_stack(stack)
     on_key = statements_on(role_statements(template, properties(template, consumer)), logical_id(key))
-    key_actions = {a for s in on_key for a in _as_list(s["Action"])}
+    key_actions = {a for s in on_key for a in as_list(s["Action"])}
     assert {"kms:Decrypt", "kms:GenerateDataKey"} <= key_actions and "kms:ReEncrypt*" not in key_actions

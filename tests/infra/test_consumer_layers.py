@@ -16,8 +16,8 @@ from sqs_redriver.cdk.consumer_kit import KIT_RUNTIMES
 from sqs_redriver.cdk.functions import POWERTOOLS_RELEASE, powertools_layer
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
-from tests.infra.test_consumer_grant import small_stack
-from tests.infra.test_stack import logical_id, properties
+from tests.support.stacks import small_stack
+from tests.support.templates import logical_id, properties
 
 
 def python_consumer(

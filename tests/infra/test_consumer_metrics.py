@@ -13,10 +13,18 @@ from aws_cdk.assertions import Template
 
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings
-from tests.infra.test_consumer_grant import consumer_function, redriver_environment, small_stack
-from tests.infra.test_keys import app_with_nag, assert_nag_clean, dead_letter_queue, nag_report, source_queue
-from tests.infra.test_keys import consumer as nag_clean_consumer
-from tests.infra.test_stack import logical_id
+from tests.support.stacks import (
+    app_with_nag,
+    assert_nag_clean,
+    consumer_function,
+    dead_letter_queue,
+    nag_clean_consumer,
+    nag_report,
+    redriver_environment,
+    small_stack,
+    source_queue,
+)
+from tests.support.templates import logical_id
 
 NAMES = "CONSUMER_FUNCTION_NAMES"
 

@@ -9,10 +9,10 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from app import build_app
-from sqs_redriver.cdk.functions import RUNTIME, package_code, package_folder, python_function
+from app import STACK_NAME, build_app
+from sqs_redriver.cdk.functions import RUNTIME, package_code, package_folder, package_path, python_function
 from sqs_redriver.cdk.stack import RedriverStack
-from tests.infra.test_stack import STACK, properties
+from tests.support.templates import asset_dir, properties
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def assembly_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def stack(assembly_dir: Path) -> RedriverStack:
     app = build_app(outdir=str(assembly_dir))
-    found = app.node.find_child(STACK)
+    found = app.node.find_child(STACK_NAME)
     assert isinstance(found, RedriverStack)
     app.synth()  # writes the bundled assets to assembly_dir
     return found
@@ -34,41 +34,37 @@ def template(stack: RedriverStack) -> Template:
     return Template.from_stack(stack)
 
 
-def code_dir(assembly: Path, template: Template, function: lambda_.Function) -> Path:
-    """The folder in cdk.out that the function's S3 object is zipped from."""
-    key = properties(template, function)["Code"]["S3Key"]
-    return assembly / f"asset.{key.removesuffix('.zip')}"
-
-
 def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_redrive_function_code_is_the_redriver_package_alone_without_bytecode(
+def test_redrive_function_code_is_the_runtime_and_the_protocol_alone_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
-    code = code_dir(assembly_dir, template, stack.redriver.function)
+    code = asset_dir(assembly_dir, template, stack.redriver.function)
     files = files_in(code)
 
-    assert {"redriver/handler.py", "redriver/settings/schema.py"} <= files
-    assert {p.name for p in code.iterdir()} == {"redriver"}  # no consumer/, no sqs_redriver.kit/
+    assert {"sqs_redriver/runtime/handler.py", "sqs_redriver/protocol/settings/schema.py"} <= files
+    assert {p.name for p in code.iterdir()} == {"sqs_redriver"}  # no consumer/
+    assert {p.name for p in (code / "sqs_redriver").iterdir()} == {"runtime", "protocol"}  # no kit/
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
-def test_redrive_function_code_is_a_copy_of_the_imported_redriver_package(
-    template: Template, stack: RedriverStack, assembly_dir: Path
+@pytest.mark.parametrize("package", ["sqs_redriver.runtime", "sqs_redriver.protocol"])
+def test_redrive_function_code_is_a_copy_of_the_imported_packages(
+    template: Template, stack: RedriverStack, assembly_dir: Path, package: str
 ) -> None:
-    source = package_folder("redriver")
-    copied = code_dir(assembly_dir, template, stack.redriver.function) / "redriver"
+    source = package_folder(package)
+    copied = asset_dir(assembly_dir, template, stack.redriver.function) / package_path(package)
 
     assert {f for f in files_in(source) if "__pycache__" not in f} == files_in(copied)
-    assert (copied / "handler.py").read_bytes() == (source / "handler.py").read_bytes()
+    assert (copied / "__init__.py").read_bytes() == (source / "__init__.py").read_bytes()
 
 
 def test_example_consumer_code_is_its_own_package_and_the_kit_comes_from_the_layer(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
-    code = code_dir(assembly_dir, template, stack.consumer)
+    code = asset_dir(assembly_dir, template, stack.consumer)
 
     assert {"consumer/handler.py", "consumer/orders.py"} <= files_in(code)
     assert {p.name for p in code.iterdir()} == {"consumer"}
@@ -84,18 +80,19 @@ def test_two_assets_of_the_same_package_laid_out_differently_stay_two(tmp_path: 
         "Function",
         runtime=RUNTIME,
         handler="sqs_redriver.runtime.handler.lambda_handler",
-        code=package_code(("redriver",)),
+        code=package_code(("sqs_redriver.runtime",)),
     )
-    layer = lambda_.LayerVersion(stack, "Layer", code=package_code(("redriver",), prefix="python"))
+    layer = lambda_.LayerVersion(
+        stack, "Layer", code=package_code(("sqs_redriver.runtime",), prefix="python")
+    )
 
     # WHEN
     app.synth()
 
     # THEN
     template = Template.from_stack(stack)
-    layer_key = properties(template, layer)["Content"]["S3Key"]
-    assert {p.name for p in code_dir(tmp_path, template, function_code).iterdir()} == {"redriver"}
-    assert {p.name for p in (tmp_path / f"asset.{layer_key.removesuffix('.zip')}").iterdir()} == {"python"}
+    assert {p.name for p in asset_dir(tmp_path, template, function_code).iterdir()} == {"sqs_redriver"}
+    assert {p.name for p in asset_dir(tmp_path, template, layer).iterdir()} == {"python"}
 
 
 def test_a_function_without_packages_gets_its_handlers_package(tmp_path: Path) -> None:
@@ -116,7 +113,7 @@ def test_a_function_without_packages_gets_its_handlers_package(tmp_path: Path) -
 
     app.synth()
 
-    code = code_dir(tmp_path, Template.from_stack(stack), function)
+    code = asset_dir(tmp_path, Template.from_stack(stack), function)
     assert {p.name for p in code.iterdir()} == {"consumer"}
 
 

@@ -2,108 +2,42 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Validations
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from sqs_redriver.cdk.defaults import secure_queue
-from sqs_redriver.cdk.functions import acknowledge, powertools_layer, python_function
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
-from tests.infra.test_consumer_grant import statements_on
-from tests.infra.test_stack import logical_id, properties, role_statements
+from tests.support.stacks import (
+    ACCOUNT,
+    REGION,
+    app_with_nag,
+    assert_nag_clean,
+    dead_letter_queue,
+    nag_clean_consumer,
+    nag_report,
+    source_queue,
+)
+from tests.support.templates import (
+    arn_of,
+    as_list,
+    key_actions,
+    properties,
+    role_statements,
+    statements_on,
+)
 
-ACCOUNT, REGION = "123456789012", "eu-west-1"
 DLQ_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 SOURCE_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/2234abcd-12ab-34cd-56ef-1234567890ab"
 OTHER_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/3234abcd-12ab-34cd-56ef-1234567890ab"
 # What sending to a KMS-encrypted queue uses of its key; what item access to a KMS-encrypted table does.
 SEND_KEY_ACTIONS = {"kms:Decrypt", "kms:GenerateDataKey"}
 TABLE_KEY_ACTIONS = {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"}
-
-
-def app_with_nag(outdir: Path) -> cdk.App:
-    app = cdk.App(outdir=str(outdir))
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
-    return app
-
-
-def nag_report(app: cdk.App) -> dict[str, Any]:
-    """Synthesizes ``app`` (which raises on any unacknowledged finding) and returns the nag report."""
-    assembly = app.synth()
-    report: dict[str, Any] = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
-    return report
-
-
-def assert_nag_clean(report: dict[str, Any]) -> None:
-    plugins = {plugin["pluginName"]: plugin for plugin in report["pluginReports"]}
-    assert set(plugins) == {"AwsSolutions", "Serverless"}
-    for plugin in plugins.values():
-        assert (plugin["conclusion"], plugin["violations"]) == ("success", [])
-        for suppressed in plugin["suppressedViolations"]:
-            assert len(suppressed["reason"]) > 40, suppressed["ruleName"]
-
-
-def dead_letter_queue(scope: cdk.Stack, key: kms.IKey | None = None) -> sqs.Queue:
-    dlq = secure_queue(scope, "Dlq", retention_period=cdk.Duration.days(14), encryption_key=key)
-    acknowledge(
-        dlq,
-        "Serverless::Serverless-SQSRedrivePolicy",
-        "The test's DLQ: the re-driver drains it, and its parking lot plays the role of its DLQ.",
-    )
-    return dlq
-
-
-def source_queue(scope: cdk.Stack, dlq: sqs.IQueue) -> sqs.Queue:
-    return secure_queue(
-        scope, "Source", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3)
-    )
-
-
-def consumer(scope: cdk.Stack) -> lambda_.Function:
-    function = python_function(
-        scope,
-        "Consumer",
-        handler="consumer.handler.lambda_handler",
-        environment={},
-        timeout=cdk.Duration.seconds(30),
-        memory_size=256,
-        layer=powertools_layer(scope),
-    )
-    acknowledge(
-        function,
-        "Serverless::Serverless-LambdaDLQ",
-        "The test's consumer would be invoked synchronously by an SQS event source mapping.",
-    )
-    return function
-
-
-def key_actions(statements: list[dict[str, Any]], key_ref: Any) -> set[str]:
-    """Every action ``statements`` allow on the key ``key_ref`` (a GetAtt or an ARN)."""
-    return {
-        action
-        for statement in statements
-        if key_ref in _as_list(statement["Resource"])
-        for action in _as_list(statement["Action"])
-    }
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def key_ref(key: kms.Key) -> dict[str, Any]:
-    return {"Fn::GetAtt": [logical_id(key), "Arn"]}
 
 
 @dataclass
@@ -130,7 +64,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Bui
     dlq_key = kms.Key(stack, "DlqKey", enable_key_rotation=True)
     dlq = dead_letter_queue(stack, dlq_key)
     redriver = SqsRedriver(stack, "Redriver", source_queue=source_queue(stack, dlq), dead_letter_queue=dlq)
-    function = consumer(stack)
+    function = nag_clean_consumer(stack)
     redriver.grant_consumer(function)
     result["lent"] = (stack, redriver, function, dlq_key, None)
 
@@ -145,7 +79,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Bui
         dead_letter_queue=dlq,
         encryption_key=data_key,
     )
-    function = consumer(stack)
+    function = nag_clean_consumer(stack)
     redriver.grant_consumer(function)
     result["own"] = (stack, redriver, function, dlq_key, data_key)
 
@@ -160,7 +94,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Bui
         dead_letter_queue_key_arn=DLQ_KEY_ARN,
         other_source_queue_key_arns=[OTHER_KEY_ARN],
     )
-    function = consumer(stack)
+    function = nag_clean_consumer(stack)
     redriver.grant_consumer(function, max_receive_count=5)
     result["imported"] = (stack, redriver, function, None, None)
 
@@ -191,7 +125,7 @@ def test_the_parking_lot_of_a_kms_dlq_uses_the_dlqs_key_not_sqs_managed_encrypti
     lent = built["lent"]
     parking_lot = properties(lent.template, lent.redriver.parking_lot)
 
-    assert parking_lot["KmsMasterKeyId"] == key_ref(lent.dlq_key)
+    assert parking_lot["KmsMasterKeyId"] == arn_of(lent.dlq_key)
     assert "SqsManagedSseEnabled" not in parking_lot
     assert lent.redriver.encryption_key is lent.dlq_key
 
@@ -207,13 +141,13 @@ def test_the_archive_and_table_of_a_kms_dlq_use_the_dlqs_key_too(built: dict[str
         {
             "BucketKeyEnabled": True,
             "ServerSideEncryptionByDefault": {
-                "KMSMasterKeyID": key_ref(lent.dlq_key),
+                "KMSMasterKeyID": arn_of(lent.dlq_key),
                 "SSEAlgorithm": "aws:kms",
             },
         }
     ]
     assert table["SSESpecification"] == {
-        "KMSMasterKeyId": key_ref(lent.dlq_key),
+        "KMSMasterKeyId": arn_of(lent.dlq_key),
         "SSEEnabled": True,
         "SSEType": "KMS",
     }
@@ -224,7 +158,7 @@ def test_the_redrive_function_may_decrypt_the_dlq_and_encrypt_into_the_parking_l
 ) -> None:
     lent = built["lent"]
 
-    actions = key_actions(lent.statements(lent.redriver.function), key_ref(lent.dlq_key))
+    actions = key_actions(lent.statements(lent.redriver.function), arn_of(lent.dlq_key))
 
     assert actions == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS  # no kms:ReEncrypt*, no wildcard
 
@@ -241,11 +175,11 @@ def test_an_encryption_key_encrypts_the_parking_lot_archive_and_table_instead_of
 
     parking_lot, bucket, table = (properties(own.template, resource) for resource in resources)
 
-    assert parking_lot["KmsMasterKeyId"] == key_ref(own.data_key)
+    assert parking_lot["KmsMasterKeyId"] == arn_of(own.data_key)
     [rule] = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == key_ref(own.data_key)
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == arn_of(own.data_key)
     assert rule["BucketKeyEnabled"] is True
-    assert table["SSESpecification"]["KMSMasterKeyId"] == key_ref(own.data_key)
+    assert table["SSESpecification"]["KMSMasterKeyId"] == arn_of(own.data_key)
     assert own.redriver.encryption_key is own.data_key
 
 
@@ -257,8 +191,8 @@ def test_with_an_encryption_key_the_function_gets_both_keys_for_what_it_does_wit
     statements = own.statements(own.redriver.function)
 
     # the DLQ's key: only to read (consume) the DLQ; the data key: the lot, the table, the archive
-    assert key_actions(statements, key_ref(own.dlq_key)) == {"kms:Decrypt"}
-    assert key_actions(statements, key_ref(own.data_key)) == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS
+    assert key_actions(statements, arn_of(own.dlq_key)) == {"kms:Decrypt"}
+    assert key_actions(statements, arn_of(own.data_key)) == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS
 
 
 def test_a_granted_consumer_gets_the_dlq_key_and_the_tables_key(built: dict[str, Built]) -> None:
@@ -267,8 +201,8 @@ def test_a_granted_consumer_gets_the_dlq_key_and_the_tables_key(built: dict[str,
     statements = own.statements(own.consumer)
 
     # the DLQ's for its dead-lettering, the table's for its verdict and failure records
-    assert key_actions(statements, key_ref(own.dlq_key)) == SEND_KEY_ACTIONS
-    assert key_actions(statements, key_ref(own.data_key)) == TABLE_KEY_ACTIONS
+    assert key_actions(statements, arn_of(own.dlq_key)) == SEND_KEY_ACTIONS
+    assert key_actions(statements, arn_of(own.data_key)) == TABLE_KEY_ACTIONS
 
 
 # --- queues imported with their keys -------------------------------------------------------------
@@ -327,7 +261,7 @@ def test_imported_queues_without_keys_grant_no_kms_and_keep_sqs_managed_encrypti
     template = Template.from_stack(stack)
 
     statements = role_statements(template, properties(template, redriver.function))
-    assert [s for s in statements if any(a.startswith("kms:") for a in _as_list(s["Action"]))] == []
+    assert [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))] == []
     assert properties(template, redriver.parking_lot)["SqsManagedSseEnabled"] is True
     assert redriver.encryption_key is None
 

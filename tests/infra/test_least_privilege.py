@@ -22,10 +22,20 @@ from app import STACK_NAME, build_app
 from sqs_redriver.cdk.defaults import secure_queue
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.stack import RedriverStack
-from tests.infra.test_keys import assert_nag_clean, consumer, dead_letter_queue, nag_report, source_queue
-from tests.infra.test_operator_grant import QUEUE_ACTIONS as OPERATOR_QUEUE
-from tests.infra.test_operator_grant import TABLE_ACTIONS as OPERATOR_TABLE
-from tests.infra.test_stack import logical_id
+from tests.support.stacks import (
+    assert_nag_clean,
+    dead_letter_queue,
+    nag_clean_consumer,
+    nag_report,
+    source_queue,
+)
+from tests.support.templates import (
+    OPERATOR_QUEUE_ACTIONS,
+    OPERATOR_TABLE_ACTIONS,
+    arn_of,
+    as_list,
+    logical_id,
+)
 
 Statement = dict[str, Any]
 CONSUMER_ATTRIBUTES = [
@@ -83,7 +93,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, De
         other_source_queues=[other],
         dead_letter_queue=dlq,
     )
-    function = consumer(keyed)
+    function = nag_clean_consumer(keyed)
     redriver.grant_consumer(function)
     operator = iam.Role(keyed, "Operator", assumed_by=iam.AccountRootPrincipal())
     redriver.grant_operator(operator)
@@ -115,7 +125,7 @@ def statements_of(deployment: Deployment, role: iam.IRole) -> list[Statement]:
 
 
 def normalized(statement: Statement) -> Statement:
-    listed = {name: sorted(_as_list(statement[name]), key=_order) for name in ("Action", "Resource")}
+    listed = {name: sorted(as_list(statement[name]), key=_order) for name in ("Action", "Resource")}
     return {**statement, **listed}
 
 
@@ -125,14 +135,6 @@ def expected(*statements: Statement) -> list[Statement]:
 
 def _order(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def arn(construct: Construct) -> dict[str, Any]:
-    return {"Fn::GetAtt": [logical_id(construct), "Arn"]}
 
 
 def keyed_on(prefix: str, queue: sqs.IQueue) -> dict[str, Any]:
@@ -148,14 +150,14 @@ def table(deployment: Deployment, action: str, *keys: Any) -> Statement:
     """One table operation on the records whose keys match ``keys``."""
     return {
         "Action": action,
-        "Resource": arn(deployment.redriver.state_table),
+        "Resource": arn_of(deployment.redriver.state_table),
         "Condition": leading_keys(*keys),
     }
 
 
 def archive_objects(redriver: SqsRedriver) -> dict[str, Any]:
     assert redriver.archive is not None
-    return {"Fn::Join": ["", [arn(redriver.archive), "/parked/*"]]}
+    return {"Fn::Join": ["", [arn_of(redriver.archive), "/parked/*"]]}
 
 
 def role_of(function: lambda_.Function) -> iam.IRole:
@@ -174,7 +176,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     continuation = keyed_on("CONTINUATION#", dlq)
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
     idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
-    key = [{"Action": TABLE_KEY, "Resource": arn(deployment.key)}] if deployment.key else []
+    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
 
     assert statements_of(deployment, role_of(redriver.function)) == expected(
         {
@@ -182,8 +184,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
             "Resource": log_group_arn(redriver.function),
         },
         {"Action": ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], "Resource": "*"},
-        {"Action": DLQ_CONSUME, "Resource": arn(dlq)},
-        {"Action": QUEUE_SEND, "Resource": [arn(queue) for queue in (*sources, redriver.parking_lot)]},
+        {"Action": DLQ_CONSUME, "Resource": arn_of(dlq)},
+        {"Action": QUEUE_SEND, "Resource": [arn_of(queue) for queue in (*sources, redriver.parking_lot)]},
         # its own records by key; message, kit and group records by kind; no operator record written
         table(deployment, "dynamodb:GetItem", *own, keyed_on("PAUSE#", dlq), "VERDICTS#*", idempotency),
         table(deployment, "dynamodb:PutItem", *own, continuation, idempotency),
@@ -192,7 +194,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         table(deployment, "dynamodb:BatchGetItem", "MSG#*", "FAILURE#*", "RETRY#*", "PARK#*"),
         table(deployment, "dynamodb:BatchWriteItem", "MSG#*"),
         {"Action": "s3:PutObject", "Resource": archive_objects(redriver)},
-        {"Action": "lambda:InvokeFunction", "Resource": arn(redriver.function)},
+        {"Action": "lambda:InvokeFunction", "Resource": arn_of(redriver.function)},
         # its consumers' metrics (queue_metrics): GetMetricData has no resource-level permissions
         {"Action": "cloudwatch:GetMetricData", "Resource": "*"},
         *key,
@@ -202,7 +204,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
 def log_group_arn(function: lambda_.Function) -> dict[str, Any]:
     logs = function.node.scope.node.find_child("Logs")  # type: ignore[union-attr]
     assert isinstance(logs, Construct)
-    return arn(logs)
+    return arn_of(logs)
 
 
 # --- a consumer granted by grant_consumer ----------------------------------------------------------
@@ -211,12 +213,12 @@ def log_group_arn(function: lambda_.Function) -> dict[str, Any]:
 def consumer_grant(deployment: Deployment) -> list[Statement]:
     """What grant_consumer gives: send to the DLQ, update the kit's records, the DLQ key if any."""
     redriver = deployment.redriver
-    key = [{"Action": TABLE_KEY, "Resource": arn(deployment.key)}] if deployment.key else []
+    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
     return [
-        {"Action": "sqs:SendMessage", "Resource": arn(redriver.dead_letter_queue)},
+        {"Action": "sqs:SendMessage", "Resource": arn_of(redriver.dead_letter_queue)},
         {
             "Action": "dynamodb:UpdateItem",
-            "Resource": arn(redriver.state_table),
+            "Resource": arn_of(redriver.state_table),
             "Condition": {
                 **leading_keys("VERDICTS#*", "FAILURE#*"),
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": CONSUMER_ATTRIBUTES},
@@ -244,9 +246,9 @@ def test_a_granted_consumer_has_exactly_the_grant_and_its_own_statements(deploym
                     "dynamodb:PutItem",
                     "dynamodb:UpdateItem",
                 ],
-                "Resource": arn(stack.idempotency_table),
+                "Resource": arn_of(stack.idempotency_table),
             },
-            {"Action": DLQ_CONSUME, "Resource": arn(stack.source_queue)},
+            {"Action": DLQ_CONSUME, "Resource": arn_of(stack.source_queue)},
         ]
 
     assert statements_of(deployment, role_of(function)) == expected(*own, *consumer_grant(deployment))
@@ -257,22 +259,25 @@ def test_a_granted_consumer_has_exactly_the_grant_and_its_own_statements(deploym
 
 def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> None:
     redriver = deployment.redriver
-    key = [{"Action": TABLE_KEY, "Resource": arn(deployment.key)}] if deployment.key else []
+    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
 
     assert statements_of(deployment, deployment.operator) == expected(
-        {"Action": OPERATOR_QUEUE, "Resource": [arn(redriver.dead_letter_queue), arn(redriver.parking_lot)]},
+        {
+            "Action": OPERATOR_QUEUE_ACTIONS,
+            "Resource": [arn_of(redriver.dead_letter_queue), arn_of(redriver.parking_lot)],
+        },
         {
             "Action": ["sqs:GetQueueAttributes", "sqs:SendMessage"],
-            "Resource": [arn(q) for q in redriver.source_queues],
+            "Resource": [arn_of(q) for q in redriver.source_queues],
         },
         # the operator is the table's trusted writer: any record, item by item, no Scan, no Query
-        {"Action": OPERATOR_TABLE, "Resource": arn(redriver.state_table)},
+        {"Action": OPERATOR_TABLE_ACTIONS, "Resource": arn_of(redriver.state_table)},
         {"Action": "cloudformation:DescribeStacks", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},
         {"Action": "s3:GetObject", "Resource": archive_objects(redriver)},
         {
             "Action": "s3:ListBucket",
-            "Resource": arn(redriver.archive),
+            "Resource": arn_of(redriver.archive),
             "Condition": {"StringLike": {"s3:prefix": ["parked/*"]}},
         },
         *key,
@@ -288,7 +293,7 @@ def test_no_policy_grants_a_wildcard_action_or_kms_reencrypt(deployment: Deploym
         action
         for policy in template.find_resources("AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        for action in _as_list(statement["Action"])
+        for action in as_list(statement["Action"])
     }
 
     assert [action for action in actions if "*" in action or action.startswith("kms:ReEncrypt")] == []

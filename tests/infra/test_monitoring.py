@@ -19,13 +19,12 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from aws_lambda_powertools import Logger
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-from constructs import Construct
 
 from app import STACK_NAME as STACK
 from app import build_app
 from sqs_redriver.cdk.alarms import alarm_retention_seconds, breaker_period, schedule_seconds
 from sqs_redriver.cdk.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
-from sqs_redriver.cdk.functions import RUNTIME
+from sqs_redriver.cdk.functions import RUNTIME, package_folder
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.redriver_metrics import (
     BREAKER_STATE,
@@ -39,9 +38,10 @@ from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.fakes import FakeStateStore
+from tests.support.fakes import FakeStateStore
+from tests.support.templates import logical_id
 
-HANDLER = Path(__file__).resolve().parents[2] / "lambdas" / "redriver" / "handler.py"
+HANDLER = package_folder("sqs_redriver.runtime") / "handler.py"
 SOURCE_ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 DLQ_ARN = "arn:aws:sqs:eu-west-1:123456789012:orders-dlq"
 DAY = 86_400
@@ -101,12 +101,6 @@ def redriver_of(app: cdk.App, stack_id: str) -> SqsRedriver:
     found = app.node.find_child(stack_id).node.find_child("Redriver")
     assert isinstance(found, SqsRedriver)
     return found
-
-
-def logical_id(construct: Construct) -> str:
-    child = construct.node.default_child
-    assert isinstance(child, cdk.CfnElement)
-    return cdk.Stack.of(construct).get_logical_id(child)
 
 
 def dashboard_body(template: Template) -> dict[str, Any]:

@@ -13,27 +13,18 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
-from constructs import Construct
 
 from app import STACK_NAME, build_app
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
-
-QUEUE_ACTIONS = [
-    "sqs:ChangeMessageVisibility",
-    "sqs:DeleteMessage",
-    "sqs:GetQueueAttributes",
-    "sqs:ReceiveMessage",
-    "sqs:SendMessage",
-]
-TABLE_ACTIONS = [
-    "dynamodb:BatchGetItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-]
+from tests.support.templates import (
+    OPERATOR_QUEUE_ACTIONS,
+    OPERATOR_TABLE_ACTIONS,
+    arn_of,
+    as_list,
+    logical_id,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +45,10 @@ def stack(app: cdk.App) -> RedriverStack:
     return found
 
 
-def logical_id(construct: Construct) -> str:
-    child = construct.node.default_child
-    assert isinstance(child, cdk.CfnElement)
-    return cdk.Stack.of(construct).get_logical_id(child)
-
-
-def arn_of(construct: Construct) -> dict[str, Any]:
-    return {"Fn::GetAtt": [logical_id(construct), "Arn"]}
-
-
 def statements_of(template: Template, role_id: str) -> list[dict[str, Any]]:
     """Every statement of every policy attached to the role, sorted for comparison."""
     found = [
-        {**statement, "Action": sorted(_as_list(statement["Action"]))}
+        {**statement, "Action": sorted(as_list(statement["Action"]))}
         for policy in template.find_resources("AWS::IAM::Policy").values()
         if {"Ref": role_id} in policy["Properties"].get("Roles", [])
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
@@ -75,15 +56,11 @@ def statements_of(template: Template, role_id: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda statement: json.dumps(statement, sort_keys=True))
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
 def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, Any]]:
     redriver = stack.redriver
     statements = [
         {
-            "Action": QUEUE_ACTIONS,
+            "Action": OPERATOR_QUEUE_ACTIONS,
             "Effect": "Allow",
             "Resource": [arn_of(redriver.dead_letter_queue), arn_of(redriver.parking_lot)],
         },
@@ -92,7 +69,7 @@ def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, An
             "Effect": "Allow",
             "Resource": arn_of(stack.source_queue),
         },
-        {"Action": TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
+        {"Action": OPERATOR_TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
         {"Action": ["cloudformation:DescribeStacks"], "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": ["cloudwatch:GetMetricStatistics"], "Effect": "Allow", "Resource": "*"},
     ]
@@ -166,7 +143,7 @@ def test_without_an_archive_the_operator_gets_no_s3_access() -> None:
         for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
         if p["Properties"].get("Users") == [{"Ref": logical_id(user)}]
     ]
-    actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"] for a in _as_list(s["Action"])}
+    actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"] for a in as_list(s["Action"])}
     assert not [action for action in actions if action.startswith("s3:")]
     assert "cloudwatch:GetMetricStatistics" in actions
 
@@ -185,9 +162,9 @@ def test_kms_encrypted_queues_give_the_operator_decrypt_and_generate_data_key_on
         if p["Properties"].get("Groups") == [{"Ref": logical_id(group)}]
     ]
     kms_statements = {
-        tuple(_as_list(s["Action"])): s["Resource"]
+        tuple(as_list(s["Action"])): s["Resource"]
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
-        if "kms:Decrypt" in _as_list(s["Action"])
+        if "kms:Decrypt" in as_list(s["Action"])
     }
     assert kms_statements[("kms:Decrypt", "kms:GenerateDataKey")] == arn_of(key)
     # The DLQ's key also encrypts the table and archive the construct made: the operator uses it there.

@@ -11,16 +11,14 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
-from constructs import Construct
 
-from app import build_app
+from app import STACK_NAME, build_app
 from sqs_redriver.cdk.functions import powertools_layer_parameter
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.runtime.settings import load_settings
-
-STACK = "SqsSmartRedriver"
+from tests.support.templates import as_list, logical_id, properties, role_statements
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +28,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cdk.App]:
 
 @pytest.fixture(scope="module")
 def stack(app: cdk.App) -> RedriverStack:
-    found = app.node.find_child(STACK)
+    found = app.node.find_child(STACK_NAME)
     assert isinstance(found, RedriverStack)
     return found
 
@@ -40,35 +38,12 @@ def template(stack: cdk.Stack) -> Template:
     return Template.from_stack(stack)
 
 
-def logical_id(construct: Construct) -> str:
-    """The template's name for the resource behind ``construct``."""
-    child = construct.node.default_child
-    assert isinstance(child, cdk.CfnElement)
-    return cdk.Stack.of(construct).get_logical_id(child)
-
-
-def properties(template: Template, construct: Construct) -> dict[str, Any]:
-    return template.to_json()["Resources"][logical_id(construct)]["Properties"]
-
-
 def redrive_function(template: Template) -> dict[str, Any]:
     functions = template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Handler": "sqs_redriver.runtime.handler.lambda_handler"}}
     )
     [(_, function)] = functions.items()
     return function["Properties"]
-
-
-def role_statements(template: Template, function: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every statement of the policies attached to ``function``'s role."""
-    role_ref = function["Role"]["Fn::GetAtt"][0]
-    policies = template.find_resources("AWS::IAM::Policy")
-    return [
-        statement
-        for policy in policies.values()
-        if {"Ref": role_ref} in policy["Properties"]["Roles"]
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-    ]
 
 
 def redrive_policy_statements(template: Template) -> list[dict[str, Any]]:
@@ -158,7 +133,7 @@ def test_consumer_has_unrestricted_item_access_to_its_idempotency_table_only(
     dynamodb = [
         statement
         for statement in role_statements(template, consumer)
-        if any(action.startswith("dynamodb:") for action in _as_list(statement["Action"]))
+        if any(action.startswith("dynamodb:") for action in as_list(statement["Action"]))
         and "Condition" not in statement
     ]
 
@@ -251,7 +226,7 @@ def test_redrive_function_environment_passes_the_lambdas_own_validation(
 
 def test_redrive_role_has_least_privilege(template: Template) -> None:
     statements = redrive_policy_statements(template)
-    actions = {action for statement in statements for action in _as_list(statement["Action"])}
+    actions = {action for statement in statements for action in as_list(statement["Action"])}
     assert {
         "sqs:ReceiveMessage",
         "sqs:DeleteMessage",
@@ -266,7 +241,7 @@ def test_redrive_role_has_least_privilege(template: Template) -> None:
     } <= actions
     assert not {"dynamodb:Scan", "dynamodb:Query", "sqs:PurgeQueue", "sqs:*", "dynamodb:*"} & actions
     wildcard = [s for s in statements if s["Resource"] == "*"]
-    assert {a for s in wildcard for a in _as_list(s["Action"])} == {
+    assert {a for s in wildcard for a in as_list(s["Action"])} == {
         "xray:PutTraceSegments",
         "xray:PutTelemetryRecords",
         "cloudwatch:GetMetricData",  # queue_metrics: no resource-level permissions
@@ -277,7 +252,7 @@ def test_redrive_role_may_invoke_its_own_function_and_no_other(
     template: Template, stack: RedriverStack
 ) -> None:
     invokes = [
-        s for s in redrive_policy_statements(template) if "lambda:InvokeFunction" in _as_list(s["Action"])
+        s for s in redrive_policy_statements(template) if "lambda:InvokeFunction" in as_list(s["Action"])
     ]
 
     assert [s["Resource"] for s in invokes] == [{"Fn::GetAtt": [logical_id(stack.redriver.function), "Arn"]}]
@@ -296,7 +271,7 @@ def test_redrive_role_consumes_only_the_dlq_and_sends_only_to_source_and_parking
         resources = (
             statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
         )
-        for action in _as_list(statement["Action"]):
+        for action in as_list(statement["Action"]):
             queues_of.setdefault(action, set()).update(
                 r["Fn::GetAtt"][0]
                 for r in resources
@@ -354,7 +329,7 @@ def test_redrive_role_may_only_put_objects_under_the_archive_prefix(
     s3_statements = [
         s
         for s in role_statements(template, redrive_function(template))
-        if any(a.startswith("s3:") for a in _as_list(s["Action"]))
+        if any(a.startswith("s3:") for a in as_list(s["Action"]))
     ]
     assert s3_statements == [
         {
@@ -392,10 +367,6 @@ def test_archive_lifecycle_is_a_prop_and_the_archive_can_be_turned_off() -> None
     functions = template.find_resources("AWS::Lambda::Function")
     env = {name: f["Properties"]["Environment"]["Variables"] for name, f in functions.items()}
     assert [v["ARCHIVE_BUCKET"] for k, v in sorted(env.items()) if k.startswith("Off")] == [""]
-
-
-def _as_list(value: str | list[str]) -> list[str]:
-    return value if isinstance(value, list) else [value]
 
 
 def test_consumer_reports_partial_batch_failures(template: Template, stack: RedriverStack) -> None:
@@ -449,7 +420,7 @@ def test_context_settings_reach_the_template(tmp_path: Any) -> None:
 
 def test_the_demo_profile_compresses_the_same_settings(tmp_path: Any) -> None:
     app = build_app(outdir=str(tmp_path), context={"redriver-profile": "demo"})
-    template = Template.from_stack(app.node.find_child(STACK))
+    template = Template.from_stack(app.node.find_child(STACK_NAME))
 
     template.has_resource_properties(
         "AWS::SQS::Queue",
@@ -561,7 +532,7 @@ def test_a_shared_dlq_knows_every_source_and_may_send_to_each() -> None:
         r["Fn::GetAtt"][0]
         for policy in template.find_resources("AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if "sqs:SendMessage" in _as_list(statement["Action"])
+        if "sqs:SendMessage" in as_list(statement["Action"])
         for r in (
             statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
         )

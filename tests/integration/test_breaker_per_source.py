@@ -3,59 +3,29 @@ source's re-drives."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from local_aws.queues import depth, drain
-from local_aws.resources import queue_arn
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary
 from sqs_redriver.runtime.decide.fairness import turn_order
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.continuation import Resume
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import RunReport
-from sqs_redriver.runtime.run.runner import Redriver
-from sqs_redriver.runtime.settings import Settings
-from tests.conftest import (
+from tests.support.aws import (
     CANARY_WINDOW,
-    MAX_RECEIVE_COUNT,
-    SOURCE_VISIBILITY_TIMEOUT,
+    REMAINING,
     Aws,
+    fail_into_dlq,
     make_redriver,
     make_settings,
+    mark_of,
 )
-from tests.factories import FakeClock, NamesTheSource, always, consume, never
-
-REMAINING = lambda: 60_000  # noqa: E731
-SOURCES = {"orders": "orders", "payments": "payments"}
-
-
-@pytest.fixture
-def payments(aws: Aws) -> str:
-    """A second source queue whose RedrivePolicy points at the same DLQ."""
-    policy = {
-        "deadLetterTargetArn": queue_arn(aws.sqs, aws.dlq_url),
-        "maxReceiveCount": str(MAX_RECEIVE_COUNT),
-    }
-    attributes = {"VisibilityTimeout": str(SOURCE_VISIBILITY_TIMEOUT), "RedrivePolicy": json.dumps(policy)}
-    return str(aws.sqs.create_queue(QueueName="payments", Attributes=attributes)["QueueUrl"])
-
-
-def redriver_for(aws: Aws, payments: str, clock: FakeClock) -> Redriver:
-    settings = make_settings(aws, other_source_queue_urls=(payments,), max_redrives=10)
-    return make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
-
-
-def fail_into_dlq(aws: Aws, queue_url: str, *bodies: str) -> None:
-    """Send to a source queue and let its consumer fail them into the shared DLQ."""
-    for body in bodies:
-        aws.sqs.send_message(QueueUrl=queue_url, MessageBody=body)
-    consume(aws.sqs, queue_url, always)
+from tests.support.factories import FakeClock, NamesTheSource, always, consume, never
+from tests.support.shared_dlq import SOURCES, near_retention_in_both_sources, redriver_for
 
 
 def peek(aws: Aws) -> list[dict[str, Any]]:
@@ -64,10 +34,6 @@ def peek(aws: Aws) -> list[dict[str, Any]]:
         QueueUrl=aws.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
     )
     return list(response.get("Messages", []))
-
-
-def mark_of(message: dict[str, Any]) -> Mark:
-    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
 
 
 def by_source(report: RunReport, aws: Aws, payments: str) -> dict[str, tuple[Mode, State]]:
@@ -228,18 +194,6 @@ def test_a_backlogged_source_holds_back_only_its_own_redrives(
     stops = {str(p.source): p.stopped_because for p in report.parts}
     assert stops == {aws.source_url: "source backlog", payments: "DLQ empty"}
     assert report.redriven == 2 and [m["Body"] for m in peek(aws)] == ["orders:1"]
-
-
-def near_retention_in_both_sources(aws: Aws, payments: str, clock: FakeClock) -> tuple[Settings, Redriver]:
-    """A DLQ retention of 600 s and a margin of 120 s, a message of each source 500 s old, and the
-    re-driver of both sources."""
-    aws.sqs.set_queue_attributes(QueueUrl=aws.dlq_url, Attributes={"MessageRetentionPeriod": "600"})
-    settings = make_settings(aws, other_source_queue_urls=(payments,), expiry_margin_seconds=120)
-    redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
-    for body in ("payments:old", "orders:old"):
-        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
-    clock.advance(500)
-    return settings, redriver
 
 
 def test_a_part_parks_another_sources_expiring_message_and_no_sweep_is_needed(

@@ -14,7 +14,7 @@ from local_aws import ACCOUNT, REGION
 from local_aws.compose import local_redriver
 from sqs_redriver.runtime.adapters.cloudwatch_activity import CloudWatchActivity
 from sqs_redriver.runtime.model.activity import Minute, QueueActivity, WatchedQueue
-from tests.conftest import Aws, make_settings
+from tests.support.aws import Aws, make_settings
 
 T0 = 1_795_000_020  # a minute's start
 ORDERS = WatchedQueue(f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/orders", "orders-consumer")

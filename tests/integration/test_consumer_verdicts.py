@@ -19,13 +19,12 @@ from local_aws.queues import depth, drain
 from sqs_redriver.kit import ConsumerKit
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import retry_record_key
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.run.runner import Redriver
-from tests.conftest import MAX_RECEIVE_COUNT, Aws, make_settings
-from tests.factories import FakeClock, order_body
-from tests.integration.test_redrive_cycle import REMAINING, fail_into_dlq, stored_breaker
+from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_settings, stored_breaker
+from tests.support.factories import FakeClock, order_body
+from tests.support.kit import kit_environment
 
 POISON = json.dumps({"order_id": "p-1", "customer_id": "c", "currency": "EUR", "items": []})
 
@@ -39,15 +38,10 @@ class OrderConsumer:
         self.healthy = True
         self.deliveries = 0
         self.fulfilled: list[str] = []
-        env = {
-            ENV_DLQ_URL: aws.dlq_url,
-            ENV_TABLE_NAME: aws.table_name,
-            ENV_MAX_RECEIVE_COUNT: str(MAX_RECEIVE_COUNT),
-        }
         self.kit = ConsumerKit.from_environment(
             terminal=[InvalidOrder],
             transient=[DownstreamUnavailable],
-            env=env,
+            env=kit_environment(aws),
             sqs=aws.sqs,
             dynamodb=aws.dynamodb,
             clock=clock,
@@ -180,7 +174,7 @@ def test_a_probe_waits_for_the_canarys_verdict_then_closes_and_drains_in_the_sam
     # GIVEN 6 orders a broken consumer failed into the DLQ, an OPEN breaker past its cooldown,
     # and a consumer that has recovered
     consumer.healthy = False
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(6)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(6)))
     open_breaker(aws, clock)
     consumer.healthy = True
 
@@ -199,7 +193,7 @@ def test_a_canary_the_consumer_still_fails_reopens_the_breaker_after_one_deliver
     aws: Aws, clock: FakeClock, consumer: OrderConsumer
 ) -> None:
     consumer.healthy = False
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(4)))
     open_breaker(aws, clock)
     delivered_before = consumer.deliveries
 
@@ -215,7 +209,7 @@ def test_without_a_verdict_the_canary_waits_for_its_window_and_nothing_is_scanne
     aws: Aws, clock: FakeClock, consumer: OrderConsumer
 ) -> None:
     # GIVEN a consumer whose verdicts never arrive (the kit's write fails, or no kit)
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(4)))
     open_breaker(aws, clock)
     redriver = redriver_hearing(aws, clock, consumer, listening=False)
     # the retention sweep is not due (it scans WATCH runs twice per EXPIRY_MARGIN_SECONDS)
@@ -235,7 +229,7 @@ def test_a_broken_consumer_trips_the_breaker_on_the_first_probes_of_a_wave(
 ) -> None:
     # GIVEN 20 orders in the DLQ, a CLOSED breaker, and a consumer that is still broken
     consumer.healthy = False
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(20)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(20)))
     delivered_before = consumer.deliveries
 
     report = redriver_hearing(aws, clock, consumer).run(REMAINING)
@@ -250,7 +244,7 @@ def test_a_healthy_consumer_answers_the_probes_and_the_run_drains_at_full_rate(
     aws: Aws, clock: FakeClock, consumer: OrderConsumer
 ) -> None:
     consumer.healthy = False
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(25)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(25)))
     consumer.healthy = True
     started = clock()
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from local_aws.queues import depth
 from sqs_redriver.runtime.run.continuation import CONTINUATION_STALE_SECONDS
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock
-
-REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import FakeClock
 
 
 def fill_dlq(aws: Aws, count: int) -> None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
-from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
@@ -16,16 +12,8 @@ from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.conftest import CANARY_WINDOW, Aws, create_aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
-
-REMAINING = lambda: 60_000  # noqa: E731
-
-
-@pytest.fixture
-def fifo() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws(fifo=True)
+from tests.support.aws import CANARY_WINDOW, REMAINING, Aws, make_redriver, make_settings, mark_of
+from tests.support.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
 
 
 def marked(mark: Mark) -> dict[str, Any]:
@@ -75,7 +63,7 @@ def test_fifo_gets_a_fresh_deduplication_id_on_every_redrive(fifo: Aws, clock: F
         [message] = fifo.sqs.receive_message(
             QueueUrl=fifo.source_url, MessageAttributeNames=["All"], VisibilityTimeout=0
         )["Messages"]
-        counts.append(Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"]).count)
+        counts.append(mark_of(message).count)
         consume(fifo.sqs, fifo.source_url, always)
         clock.advance(60)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain, queue_counts
@@ -14,25 +13,9 @@ from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock, order_body
-from tests.faults import Faults
-
-REMAINING = lambda: 60_000  # noqa: E731
-TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
-
-
-def client_error(code: str, operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": code}}, operation)
-
-
-def raising(code: str, operation: str) -> Any:
-    """A client method that always fails with this error code."""
-
-    def call(**_: Any) -> Any:
-        raise client_error(code, operation)
-
-    return call
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import LONG_AGO, TEN_ATTRIBUTES, FakeClock, order_body
+from tests.support.faults import Faults, client_error, raising
 
 
 def fill_dlq(aws: Aws, count: int) -> None:

@@ -36,9 +36,9 @@ from sqs_redriver.runtime.decide.backoff import backoff_step
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.decide.fairness import turn_order
 from sqs_redriver.runtime.model.breaker_state import State
-from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock, NamesTheSource
-from tests.faults import (
+from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings
+from tests.support.factories import LONG_AGO, TEN_ATTRIBUTES, FakeClock, NamesTheSource
+from tests.support.faults import (
     BATCH_ENTRY_OPERATIONS,
     BATCH_ITEM_OPERATIONS,
     FIGURES,
@@ -48,12 +48,10 @@ from tests.faults import (
     SimulatedCrash,
     breaker_problems,
 )
-from tests.lockstep import Lockstep
+from tests.support.lockstep import Lockstep
 
-REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
 HEALTHY_RUNS = 8
-TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 DYNAMODB_OPERATIONS = {"get_item", "put_item", "delete_item", "batch_get_item", "batch_write_item"}
 # A chain: the faulted run stops at this per-run limit and hands over to continuations.
 CHAIN_LIMIT = 5

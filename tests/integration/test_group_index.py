@@ -3,21 +3,13 @@ operator, and what it does when the race never ends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from sqs_redriver.console.group_index import INDEX_WRITE_ATTEMPTS, GroupIndex
 from sqs_redriver.runtime.adapters import AwsCallError
-from tests.conftest import Aws, create_aws
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
+from tests.support.aws import Aws
 
 
 class Racing:

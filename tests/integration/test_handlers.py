@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 import time
 from types import ModuleType
 from typing import Any
@@ -16,18 +14,14 @@ from local_aws.events import LambdaContext, scheduled_event, sqs_event
 from local_aws.queues import depth, drain
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.settings import ConfigError
-from tests.conftest import MAX_RECEIVE_COUNT, Aws
-from tests.factories import LONG_AGO, order_body
-
-
-def import_fresh(name: str) -> ModuleType:
-    sys.modules.pop(name, None)
-    return importlib.import_module(name)
+from tests.support.aws import Aws
+from tests.support.cold_start import import_fresh
+from tests.support.factories import LONG_AGO, order_body
+from tests.support.kit import kit_environment
 
 
 @pytest.fixture
@@ -48,9 +42,8 @@ def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 @pytest.fixture(autouse=True)
 def consumer_kit_environment(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     """What grant_consumer sets on the consumer function."""
-    monkeypatch.setenv(ENV_DLQ_URL, aws.dlq_url)
-    monkeypatch.setenv(ENV_TABLE_NAME, aws.table_name)
-    monkeypatch.setenv(ENV_MAX_RECEIVE_COUNT, str(MAX_RECEIVE_COUNT))
+    for name, value in kit_environment(aws).items():
+        monkeypatch.setenv(name, value)
 
 
 def test_scheduled_invocation_redrives_and_emits_metrics(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,22 +13,21 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, Sqs
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.events import LambdaContext
 from local_aws.events import sqs_event as lambda_event
-from local_aws.queues import drain, make_visible
+from local_aws.queues import drain
 from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure, FailureKind
 from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.conftest import MAX_RECEIVE_COUNT, Aws, create_aws
-from tests.factories import FakeClock
+from tests.support.aws import MAX_RECEIVE_COUNT, Aws, mark_of, stored_item
+from tests.support.factories import FakeClock
+from tests.support.kit import NOW, Calls, kit_environment, receive, run, send
 
-NOW = 1_800_000_000
 TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
 
 
@@ -63,25 +62,6 @@ class Consumer:
         return "done"
 
 
-class Calls(ClientProxy):
-    """Counts the client's operations (and forwards them)."""
-
-    def __init__(self, client: Any, **overrides: Callable[..., Any]) -> None:
-        super().__init__(client, **overrides)
-        self.counts: Counter[str] = Counter()
-
-    def __getattr__(self, name: str) -> Any:
-        operation = super().__getattr__(name)
-        if not callable(operation):
-            return operation
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.counts[name] += 1
-            return operation(*args, **kwargs)
-
-        return counted
-
-
 def fails(*_: Any, **__: Any) -> Any:
     raise ClientError({"Error": {"Code": "InternalError", "Message": "boom"}}, "Operation")
 
@@ -91,74 +71,19 @@ def body(do: str, n: int = 0) -> str:
 
 
 def make_kit(aws: Aws, *, sqs: Any = None, dynamodb: Any = None, **rules: Any) -> ConsumerKit:
-    env = {
-        ENV_DLQ_URL: aws.dlq_url,
-        ENV_TABLE_NAME: aws.table_name,
-        ENV_MAX_RECEIVE_COUNT: str(MAX_RECEIVE_COUNT),
-    }
     rules.setdefault("terminal", [InvalidOrder])
     rules.setdefault("transient", [DownstreamUnavailable])
     return ConsumerKit.from_environment(
-        env=env, sqs=sqs or aws.sqs, dynamodb=dynamodb or aws.dynamodb, clock=FakeClock(NOW), **rules
-    )
-
-
-def receive(aws: Aws, times: int = 1) -> list[dict[str, Any]]:
-    """What the event source mapping would hand the function on the ``times``-th delivery."""
-    messages: list[dict[str, Any]] = []
-    for _ in range(times):
-        make_visible(aws.source_url)
-        messages = aws.sqs.receive_message(
-            QueueUrl=aws.source_url,
-            MaxNumberOfMessages=10,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        )["Messages"]
-    return messages
-
-
-def send(aws: Aws, text: str, attributes: dict[str, Any] | None = None, **extra: Any) -> None:
-    aws.sqs.send_message(
-        QueueUrl=aws.source_url, MessageBody=text, MessageAttributes=attributes or {}, **extra
+        env=kit_environment(aws),
+        sqs=sqs or aws.sqs,
+        dynamodb=dynamodb or aws.dynamodb,
+        clock=FakeClock(NOW),
+        **rules,
     )
 
 
 def redriven(mark: Mark) -> dict[str, Any]:
     return {MARK_ATTRIBUTE: string_attribute(mark.to_json())}
-
-
-def run(
-    kit: ConsumerKit, aws: Aws, consumer: Consumer, messages: list[dict[str, Any]], processor: Any = None
-) -> list[str]:
-    """One invocation; the MessageIds it fails (all of them when Powertools fails the invocation
-    because every record failed)."""
-    try:
-        response = kit.process_partial_response(
-            event=lambda_event(messages, aws.source_arn),
-            record_handler=consumer,
-            processor=processor or BatchProcessor(event_type=EventType.SQS),
-            context=LambdaContext(),
-        )
-    except BatchProcessingError:
-        return [m["MessageId"] for m in messages]
-    return [item["itemIdentifier"] for item in response["batchItemFailures"]]
-
-
-def mark_of(message: dict[str, Any]) -> Mark:
-    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
-
-
-def item(aws: Aws, key: str) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = aws.dynamodb.get_item(
-        TableName=aws.table_name, Key={"pk": {"S": key}}
-    ).get("Item")
-    return found
-
-
-@pytest.fixture
-def fifo_aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws(fifo=True)
 
 
 # -- terminal failures --------------------------------------------------------------------------
@@ -222,7 +147,7 @@ def test_a_terminal_failure_with_no_room_for_the_mark_goes_unchanged_with_a_fail
     assert failed == []
     [dead] = drain(aws.sqs, aws.dlq_url)
     assert dead["Body"] == body("terminal") and dead["MessageAttributes"] == attributes
-    record = item(aws, failure_record_key(from_sqs(dead).content_identity))
+    record = stored_item(aws, failure_record_key(from_sqs(dead).content_identity))
     assert record is not None
     failure = Failure.from_dict(json.loads(record["failure"]["S"]))
     assert (failure.kind, failure.error_class, failure.attempt) == (
@@ -241,7 +166,7 @@ def test_a_too_large_message_also_goes_unchanged_with_a_failure_record(aws: Aws)
 
     [dead] = drain(aws.sqs, aws.dlq_url)
     assert MARK_ATTRIBUTE not in dead.get("MessageAttributes", {})
-    assert item(aws, failure_record_key(from_sqs(dead).content_identity)) is not None
+    assert stored_item(aws, failure_record_key(from_sqs(dead).content_identity)) is not None
 
 
 def test_a_failed_dlq_send_leaves_the_record_failed_for_sqs_to_retry(aws: Aws) -> None:
@@ -368,7 +293,7 @@ def test_verdicts_of_a_wave_are_one_update_with_counts_and_fingerprints(aws: Aws
     run(kit, aws, Consumer(), receive(aws))
 
     # THEN one UpdateItem holds the counts and both failures' fingerprints
-    record = item(aws, verdict_record_key("w-1"))
+    record = stored_item(aws, verdict_record_key("w-1"))
     assert record is not None
     assert dynamodb.counts == Counter({"update_item": 1})
     assert {name: record[name]["N"] for name in ("ok", "transient", "terminal")} == {
@@ -388,7 +313,7 @@ def test_ten_redriven_messages_of_one_wave_cost_one_table_call(aws: Aws) -> None
     run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws))
 
     assert dynamodb.counts == Counter({"update_item": 1})
-    assert item(aws, verdict_record_key("w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
 
 
 def test_verdicts_add_up_across_batches_and_waves_are_kept_apart(aws: Aws) -> None:
@@ -398,8 +323,8 @@ def test_verdicts_add_up_across_batches_and_waves_are_kept_apart(aws: Aws) -> No
         run(kit, aws, Consumer(), receive(aws))
         drain(aws.sqs, aws.source_url)
 
-    assert item(aws, verdict_record_key("w-1"))["ok"] == {"N": "2"}  # type: ignore[index]
-    assert item(aws, verdict_record_key("w-2"))["ok"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-1"))["ok"] == {"N": "2"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-2"))["ok"] == {"N": "1"}  # type: ignore[index]
 
 
 def test_a_later_delivery_of_a_redriven_message_gives_no_verdict(aws: Aws) -> None:
@@ -408,7 +333,7 @@ def test_a_later_delivery_of_a_redriven_message_gives_no_verdict(aws: Aws) -> No
 
     run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws, times=2))
 
-    assert item(aws, verdict_record_key("w-1")) is None and dynamodb.counts == Counter()
+    assert stored_item(aws, verdict_record_key("w-1")) is None and dynamodb.counts == Counter()
 
 
 def test_messages_never_redriven_give_no_verdict_and_cost_no_table_call(aws: Aws) -> None:
@@ -446,7 +371,7 @@ def test_verdicts_are_written_even_when_the_whole_batch_fails(aws: Aws) -> None:
             processor=BatchProcessor(event_type=EventType.SQS),
         )
 
-    assert item(aws, verdict_record_key("w-1"))["transient"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-1"))["transient"] == {"N": "1"}  # type: ignore[index]
 
 
 # -- FIFO -----------------------------------------------------------------------------------------
@@ -458,9 +383,9 @@ def send_group(aws: Aws, outcomes: list[str], group: str = "g-1") -> None:
 
 
 def test_fifo_a_terminal_failure_mid_group_is_dead_lettered_and_the_rest_processed_in_order(
-    fifo_aws: Aws,
+    fifo: Aws,
 ) -> None:
-    aws = fifo_aws
+    aws = fifo
     send_group(aws, ["ok", "terminal", "ok"])
     consumer = Consumer()
 
@@ -473,8 +398,8 @@ def test_fifo_a_terminal_failure_mid_group_is_dead_lettered_and_the_rest_process
     assert mark_of(dead).failure is not None
 
 
-def test_fifo_a_transient_failure_fails_the_rest_unprocessed(fifo_aws: Aws) -> None:
-    aws = fifo_aws
+def test_fifo_a_transient_failure_fails_the_rest_unprocessed(fifo: Aws) -> None:
+    aws = fifo
     send_group(aws, ["ok", "transient", "ok"])
     messages = receive(aws)
     consumer = Consumer()
@@ -486,8 +411,8 @@ def test_fifo_a_transient_failure_fails_the_rest_unprocessed(fifo_aws: Aws) -> N
     assert drain(aws.sqs, aws.dlq_url) == []
 
 
-def test_fifo_skip_group_on_error_fails_only_the_group_of_a_transient_failure(fifo_aws: Aws) -> None:
-    aws = fifo_aws
+def test_fifo_skip_group_on_error_fails_only_the_group_of_a_transient_failure(fifo: Aws) -> None:
+    aws = fifo
     send_group(aws, ["transient", "ok"], group="g-1")
     send_group(aws, ["terminal", "ok"], group="g-2")
     messages = receive(aws)
@@ -501,8 +426,8 @@ def test_fifo_skip_group_on_error_fails_only_the_group_of_a_transient_failure(fi
     assert dead["Attributes"]["MessageGroupId"] == "g-2"
 
 
-def test_fifo_a_retried_dead_letter_send_is_deduplicated(fifo_aws: Aws) -> None:
-    aws = fifo_aws
+def test_fifo_a_retried_dead_letter_send_is_deduplicated(fifo: Aws) -> None:
+    aws = fifo
     send_group(aws, ["terminal"])
     messages = receive(aws)
     kit = make_kit(aws)
@@ -555,4 +480,4 @@ def test_wrap_and_flush_work_without_process_partial_response(aws: Aws) -> None:
     written = kit.flush_verdicts()
 
     assert processor.response() == {"batchItemFailures": []} and written == 1
-    assert item(aws, verdict_record_key("w-1"))["terminal"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-1"))["terminal"] == {"N": "1"}  # type: ignore[index]

@@ -18,10 +18,9 @@ from sqs_redriver.protocol.failure import (
 )
 from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
-from tests.conftest import Aws
-from tests.integration.test_kit import Calls, item
+from tests.support.aws import Aws, stored_item
+from tests.support.kit import NOW, Calls
 
-NOW = 1_800_000_000
 IDENTITY = "content-identity-1"
 
 
@@ -54,7 +53,7 @@ def test_a_failure_record_is_one_update_of_the_kits_own_attributes_read_by_the_r
 
     kit.put_failure(IDENTITY, failure(NOW), NOW)
 
-    record = item(aws, failure_record_key(IDENTITY))
+    record = stored_item(aws, failure_record_key(IDENTITY))
     assert record is not None
     assert calls.counts == Counter({"update_item": 1})
     assert set(record) <= set(FAILURE_RECORD_ATTRIBUTES)
@@ -94,7 +93,7 @@ def test_verdicts_are_one_update_of_the_kits_own_attributes(aws: Aws) -> None:
     kit.add_verdicts("w-1", tally, NOW)
     kit.add_verdicts("w-1", tally, NOW + 10)
 
-    record = item(aws, verdict_record_key("w-1"))
+    record = stored_item(aws, verdict_record_key("w-1"))
     assert record is not None
     assert calls.counts == Counter({"update_item": 2})
     assert set(record) <= set(VERDICT_RECORD_ATTRIBUTES)
@@ -109,7 +108,7 @@ def test_verdicts_never_revive_an_expired_record(aws: Aws) -> None:
     with pytest.raises(KitAwsError, match="ConditionalCheckFailed"):
         kit.add_verdicts("w-1", Tally(ok=1), past_expiry)
 
-    assert item(aws, verdict_record_key("w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, verdict_record_key("w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
 
 
 def test_a_failure_record_write_that_fails_otherwise_raises(aws: Aws) -> None:

@@ -16,34 +16,20 @@ from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import failure_record_key
 from sqs_redriver.protocol.settings.kit import (
-    ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,
-    ENV_MAX_RECEIVE_COUNT,
     ENV_REDACT_PATTERNS,
-    ENV_TABLE_NAME,
 )
-from tests.conftest import MAX_RECEIVE_COUNT, Aws
-from tests.factories import FakeClock
-from tests.integration.test_kit import NOW, item, mark_of, receive, run, send
+from tests.support.aws import Aws, mark_of, stored_item
+from tests.support.broken_exceptions import Nameless, Unprintable
+from tests.support.factories import FakeClock
+from tests.support.kit import NOW, kit_environment, receive, run, send
 
 SECRETS = ("AKIAIOSFODNN7EXAMPLE", "hunter2-s3cret", "eyJhbGciOiJIUzI1NiJ9.e30.sig", "4111111111111111")
 LEAKY = (
     f"login as admin with password={SECRETS[1]} via key {SECRETS[0]} "
     f"(Authorization: Bearer {SECRETS[2]}), card {SECRETS[3]}"
 )
-
-
-class Unprintable(ValueError):
-    def __str__(self) -> str:
-        raise RuntimeError("will not print")
-
-
-class Nameless(type):
-    def __getattribute__(cls, name: str) -> Any:
-        if name in ("__qualname__", "__name__"):
-            raise RuntimeError("no name")
-        return super().__getattribute__(name)
 
 
 class Anonymous(TerminalError, metaclass=Nameless):
@@ -53,12 +39,7 @@ class Anonymous(TerminalError, metaclass=Nameless):
 
 def kit_with(aws: Aws, **env: str) -> ConsumerKit:
     return ConsumerKit.from_environment(
-        env={
-            ENV_DLQ_URL: aws.dlq_url,
-            ENV_TABLE_NAME: aws.table_name,
-            ENV_MAX_RECEIVE_COUNT: str(MAX_RECEIVE_COUNT),
-            **env,
-        },
+        env=kit_environment(aws, **env),
         sqs=aws.sqs,
         dynamodb=aws.dynamodb,
         clock=FakeClock(NOW),
@@ -107,7 +88,7 @@ def test_secrets_never_reach_the_failure_record_of_a_message_with_no_room_for_th
     run(kit_with(aws), aws, raising(TerminalError(LEAKY)), receive(aws))
 
     [dead] = drain(aws.sqs, aws.dlq_url)
-    record = item(aws, failure_record_key(from_sqs(dead).content_identity))
+    record = stored_item(aws, failure_record_key(from_sqs(dead).content_identity))
     assert record is not None
     stored = record["failure"]["S"]
     assert "password=<redacted>" in stored
@@ -155,7 +136,7 @@ def test_an_exception_that_will_not_print_is_dead_lettered_with_a_placeholder(aw
     send(aws, "{}")
     kit = ConsumerKit.from_environment(
         terminal=[Unprintable],
-        env={ENV_DLQ_URL: aws.dlq_url, ENV_TABLE_NAME: aws.table_name, ENV_MAX_RECEIVE_COUNT: "2"},
+        env=kit_environment(aws),
         sqs=aws.sqs,
         dynamodb=aws.dynamodb,
         clock=FakeClock(NOW),
@@ -167,7 +148,10 @@ def test_an_exception_that_will_not_print_is_dead_lettered_with_a_placeholder(aw
     # THEN the record is handled, and the DLQ has it with a placeholder for the reason
     assert failed == []
     failure = dead_lettered_failure(aws)
-    assert (failure.error_class, failure.message) == (f"{__name__}.Unprintable", "<unprintable Unprintable>")
+    assert (failure.error_class, failure.message) == (
+        "tests.support.broken_exceptions.Unprintable",
+        "<unprintable Unprintable>",
+    )
 
 
 def test_an_exception_whose_class_will_not_give_its_name_is_dead_lettered_too(aws: Aws) -> None:

@@ -18,7 +18,7 @@ from local_aws.cloudformation import deploy
 from local_aws.server import speed_up_moto_sqs
 from sqs_redriver.cdk.functions import powertools_layer_parameter
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.conftest import Aws
+from tests.support.aws import Aws
 
 KIT_ENV = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)
 

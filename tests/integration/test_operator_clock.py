@@ -5,10 +5,6 @@ more than a second ahead of AWS's clock (the Date of its latest response)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-import pytest
-from moto import mock_aws
 
 from local_aws import REGION
 from sqs_redriver.console.aws import Connection
@@ -18,15 +14,9 @@ from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.conftest import Aws, create_aws
+from tests.support.aws import Aws
 
 AN_HOUR_FAST = 3600
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
 
 
 def fast_tool(aws: Aws) -> Tool:

@@ -4,10 +4,6 @@ line and an exit code (setups that do not work: test_operator_setup.py), never a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-
-import pytest
-from moto import mock_aws
 
 from local_aws.queues import queue_counts
 from sqs_redriver.console.group_index import GroupIndex
@@ -16,8 +12,8 @@ from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.groups import GroupAction
-from tests.conftest import Aws, create_aws
-from tests.integration.test_operator_tool import FIRST_FAILED, park, parked_fixture, tool
+from tests.support.aws import Aws
+from tests.support.operator import FIRST_FAILED, park, park_groups, tool
 
 HOSTILE_MESSAGE = (
     "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07 \x1b[2J\r\u202eevil [link=https://x/]y[/link]"
@@ -26,12 +22,6 @@ HOSTILE_MESSAGE = (
 # consumer may write any text: the error's class and message.
 HOSTILE_FINGERPRINT = "fp-hostile"
 HOSTILE_CLASS = "Err\x9b[/oops]\x1b[31m"
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
 
 
 def park_hostile(aws: Aws) -> None:
@@ -82,7 +72,7 @@ def test_json_keeps_hostile_text_faithfully(aws: Aws) -> None:
 
 
 def test_a_replay_or_purge_of_an_unknown_group_exits_1_naming_the_groups_there_are(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     replayed = tool(aws, "replay", "--group", "nosuchgroup", "--yes")
     dry_run = tool(aws, "replay", "--group", "fp-bad", "--group", "nosuchgroup", "--dry-run", "--json")
@@ -122,7 +112,7 @@ def test_show_of_an_unknown_id_names_the_messages_there_are(aws: Aws) -> None:
 
 
 def test_retry_of_an_unknown_fingerprint_exits_1_and_writes_nothing_unless_forced(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
 
     refused = tool(aws, "retry-group", "fp-typo", "--reason", "fixed")

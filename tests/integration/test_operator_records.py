@@ -22,11 +22,9 @@ from sqs_redriver.runtime.model.continuation import Resume
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
 from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH, RunSummary
 from sqs_redriver.runtime.model.pause import Pause
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, order_body
-from tests.faults import Fault, Faults
-
-REMAINING = lambda: 60_000  # noqa: E731
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, stored_item
+from tests.support.factories import FakeClock, order_body
+from tests.support.faults import Fault, Faults
 
 
 def table(aws: Aws, dynamodb: Any = None) -> StateTable:
@@ -53,13 +51,6 @@ def marks_in(aws: Aws, queue_url: str) -> dict[str, dict[str, Any]]:
         json.loads(m["Body"])["order_id"]: json.loads(m["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
         for m in drain(aws.sqs, queue_url)
     }
-
-
-def item(aws: Aws, key: str) -> dict[str, Any] | None:
-    found: dict[str, Any] | None = aws.dynamodb.get_item(
-        TableName=aws.table_name, Key={"pk": {"S": key}}, ConsistentRead=True
-    ).get("Item")
-    return found
 
 
 # -- failure groups -------------------------------------------------------------------------------
@@ -106,8 +97,8 @@ def test_saving_a_groups_mark_replaces_its_other_action_and_clearing_removes_bot
 
     state.save_group_mark(park)
     assert state.load_group_marks(["fp-1"]) == {"fp-1": park}
-    assert item(aws, retry_record_key("fp-1")) is None
-    assert item(aws, park_record_key("fp-1")) == {
+    assert stored_item(aws, retry_record_key("fp-1")) is None
+    assert stored_item(aws, park_record_key("fp-1")) == {
         "pk": {"S": "PARK#fp-1"},
         "fingerprint": {"S": "fp-1"},
         "reason": {"S": "not fixed after all"},
@@ -117,11 +108,11 @@ def test_saving_a_groups_mark_replaces_its_other_action_and_clearing_removes_bot
 
     state.save_group_mark(retry)
     assert state.load_group_marks(["fp-1"]) == {"fp-1": retry}
-    assert item(aws, park_record_key("fp-1")) is None
+    assert stored_item(aws, park_record_key("fp-1")) is None
 
     state.clear_group_mark("fp-1")
     assert state.load_group_marks(["fp-1"]) == {}
-    assert item(aws, retry_record_key("fp-1")) is None
+    assert stored_item(aws, retry_record_key("fp-1")) is None
 
 
 def test_a_group_with_both_records_put_by_hand_is_parked_and_it_is_logged(

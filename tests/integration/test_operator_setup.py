@@ -5,14 +5,13 @@ says what to do and exit code 1, never a traceback. No network: a closed local p
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
-from moto import mock_aws
 from typer.testing import CliRunner
 
 from sqs_redriver.console import aws as tool_aws
@@ -20,15 +19,9 @@ from sqs_redriver.console.cli import app
 from sqs_redriver.console.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
-from tests.conftest import Aws, create_aws
+from tests.support.aws import Aws
 
 CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens: the connection is refused at once
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
 
 
 def explicit(*args: str, endpoint: str | None = None) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -15,70 +14,16 @@ from typer.testing import CliRunner
 
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console.cli import app
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
-from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key, pause_key
-from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.groups import GroupAction
-from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
-from tests.conftest import Aws, create_aws
-
-FIRST_FAILED = 1_700_000_000
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
-
-
-def tool(aws: Aws, *args: str, input: str | None = None) -> Any:
-    """Run ``sqs-redriver`` on ``aws``'s resources, named explicitly."""
-    target = [
-        "--dlq-url",
-        aws.dlq_url,
-        "--source-url",
-        aws.source_url,
-        "--parking-lot-url",
-        aws.parking_lot_url,
-        "--table",
-        aws.table_name,
-    ]
-    return CliRunner().invoke(app, [*target, *args], input=input)
-
-
-def failure(fingerprint: str) -> Failure:
-    return Failure(
-        FailureKind.TERMINAL, "orders.InvalidOrder", "no items", fingerprint, FIRST_FAILED, 1, "arn"
-    )
-
-
-def park(aws: Aws, body: str, *, count: int = 5, fingerprint: str | None = None, **attributes: str) -> None:
-    """A message as the re-driver parks it: its attributes and its mark with the parking reason."""
-    mark = Mark(
-        identity=f"id-{body}",
-        count=count,
-        first_failed_at=FIRST_FAILED,
-        redriven_at=(FIRST_FAILED + 60,),
-        failure=failure(fingerprint) if fingerprint else None,
-    )
-    cause = ParkCause.TERMINAL if fingerprint else ParkCause.OVER_LIMIT
-    reason = ParkReason(cause, "test", count, FIRST_FAILED, FIRST_FAILED + 90, aws.source_url, "m-1")
-    message_attributes = {name: string_attribute(value) for name, value in attributes.items()}
-    message_attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
-    aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=message_attributes)
-
-
-def parked_fixture(aws: Aws) -> None:
-    for n in range(3):
-        park(aws, f"bad-{n}", fingerprint="fp-bad")
-    park(aws, "poison")
-    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="waiting")
+from tests.support.aws import Aws, create_aws
+from tests.support.operator import FIRST_FAILED, park, park_groups, tool
 
 
 def marks(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -90,7 +35,7 @@ def marks(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_groups_reads_both_queues_grouped_and_consumes_nothing(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     result = tool(aws, "groups", "--json")
 
@@ -125,7 +70,7 @@ def test_show_prints_one_message_with_its_mark_and_reason(aws: Aws) -> None:
 
 
 def test_a_dry_run_prints_the_histogram_and_moves_nothing(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     result = tool(aws, "replay", "--group", "fp-bad", "--dry-run", "--json")
 
@@ -138,7 +83,7 @@ def test_a_dry_run_prints_the_histogram_and_moves_nothing(aws: Aws) -> None:
 
 
 def test_replay_sends_a_group_back_with_its_count_reset_and_the_replay_in_its_history(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     result = tool(aws, "replay", "--group", "fp-bad", "--yes", "--json", "--rate", "1000")
 
@@ -167,7 +112,7 @@ def test_replay_keeps_the_message_attributes_and_honours_the_limit(aws: Aws) -> 
 
 
 def test_replay_asks_before_moving_and_moves_nothing_on_no(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     result = tool(aws, "replay", "--all", input="n\n")
 
@@ -194,7 +139,7 @@ def test_a_command_line_that_does_not_say_enough_exits_2_and_says_what_to_do(
 
 
 def test_purge_deletes_only_the_chosen_group(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
 
     result = tool(aws, "purge", "--group", "cause:over_limit", "--yes")
 
@@ -244,7 +189,7 @@ def test_retry_and_park_group_set_the_one_record_of_a_fingerprint(aws: Aws) -> N
 
 
 def test_status_shows_breakers_queues_and_exits_1_when_messages_are_parked(aws: Aws) -> None:
-    parked_fixture(aws)
+    park_groups(aws)
     tool(aws, "pause", "--reason", "investigating")
 
     result = tool(aws, "status", "--json")

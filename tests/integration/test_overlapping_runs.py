@@ -17,12 +17,11 @@ from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import RunReport
-from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock
-from tests.faults import Faults, breaker_problems
-from tests.lockstep import Lockstep
+from tests.support.aws import CANARY_WINDOW, REMAINING, Aws, make_redriver, make_settings, mark_of
+from tests.support.factories import LONG_AGO, FakeClock
+from tests.support.faults import Faults, breaker_problems
+from tests.support.lockstep import Lockstep
 
-REMAINING = lambda: 60_000  # noqa: E731
 MAX_REDRIVES = 3
 
 
@@ -82,7 +81,7 @@ def test_overlapping_runs_share_the_dlq_without_double_handling(
     assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
     assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
     for message in in_source:
-        mark = Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+        mark = mark_of(message)
         assert mark.count == counts[message["Body"]] + 1 <= MAX_REDRIVES
     assert drain(aws.sqs, aws.dlq_url) == []
 
@@ -111,7 +110,7 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
     assert sum(r.canaries for r in reports) == 1
     in_source = drain(aws.sqs, aws.source_url)
     assert len(in_source) == 1
-    canary = Mark.from_json(in_source[0]["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    canary = mark_of(in_source[0])
     assert canary.count == counts[in_source[0]["Body"]] + 1
     # and the stored breaker carries that canary, written once after the transition (version 3)
     stored = state.load_breaker(settings.breaker_key)

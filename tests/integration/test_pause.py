@@ -13,10 +13,8 @@ from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.pause import Pause
 from sqs_redriver.runtime.settings import Settings
-from tests.conftest import Aws, make_redriver, make_settings
-from tests.factories import FakeClock, order_body
-
-REMAINING = lambda: 60_000  # noqa: E731
+from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
+from tests.support.factories import FakeClock, order_body
 
 
 def table(aws: Aws) -> StateTable:

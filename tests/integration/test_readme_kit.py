@@ -17,11 +17,9 @@ from aws_cdk.assertions import Template
 
 from local_aws.events import LambdaContext, sqs_event
 from sqs_redriver.cdk.redriver import SqsRedriver
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.conftest import MAX_RECEIVE_COUNT, Aws
-from tests.integration.test_kit import receive, send
+from sqs_redriver.protocol.settings.kit import ENV_MAX_RECEIVE_COUNT
+from tests.support.aws import Aws, mark_of
+from tests.support.kit import kit_environment, receive, send
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each page, and the heading of its kit section (which ends at the next "## " heading).
@@ -66,9 +64,8 @@ def test_the_printed_consumer_dead_letters_an_invalid_order_and_fulfils_the_othe
     page: str, aws: Aws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN the environment grant_consumer sets, and one valid and one invalid order in the queue
-    monkeypatch.setenv(ENV_DLQ_URL, aws.dlq_url)
-    monkeypatch.setenv(ENV_TABLE_NAME, aws.table_name)
-    monkeypatch.setenv(ENV_MAX_RECEIVE_COUNT, str(MAX_RECEIVE_COUNT))
+    for name, value in kit_environment(aws).items():
+        monkeypatch.setenv(name, value)
     send(aws, json.dumps({"id": "o-1", "lines": [{"sku": "tea", "quantity": 1}]}))
     send(aws, json.dumps({"id": "o-2", "lines": []}))
     event = sqs_event(receive(aws), aws.source_arn)
@@ -81,7 +78,7 @@ def test_the_printed_consumer_dead_letters_an_invalid_order_and_fulfils_the_othe
     assert response == {"batchItemFailures": []}
     [dead] = aws.sqs.receive_message(QueueUrl=aws.dlq_url, MessageAttributeNames=["All"])["Messages"]
     assert json.loads(dead["Body"])["id"] == "o-2"
-    mark = Mark.from_json(dead["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+    mark = mark_of(dead)
     assert mark.failure is not None
     assert (mark.failure.error_class, mark.failure.message) == (
         f"{MODULE}.InvalidOrder",

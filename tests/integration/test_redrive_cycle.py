@@ -17,10 +17,17 @@ from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.settings import Settings
-from tests.conftest import CANARY_WINDOW, Aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock, always, consume, never, order_body
-
-REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
+from tests.support.aws import (
+    CANARY_WINDOW,
+    REMAINING,
+    Aws,
+    fail_into_dlq,
+    make_redriver,
+    make_settings,
+    mark_of,
+    stored_breaker,
+)
+from tests.support.factories import LONG_AGO, FakeClock, always, consume, never, order_body
 
 
 def message_records(aws: Aws) -> list[dict[str, Any]]:
@@ -34,22 +41,6 @@ def send_to_dlq(aws: Aws, body: str, attributes: dict | None = None) -> str:
     if attributes:
         kwargs["MessageAttributes"] = attributes
     return aws.sqs.send_message(**kwargs)["MessageId"]
-
-
-def fail_into_dlq(aws: Aws, *bodies: str) -> None:
-    """Send orders to the source queue and let a broken consumer fail them into the DLQ."""
-    for body in bodies:
-        aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody=body)
-    consume(aws.sqs, aws.source_url, always)
-
-
-def mark_of(message: dict) -> Mark:
-    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
-
-
-def stored_breaker(aws: Aws) -> dict | None:
-    item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"pk": {"S": f"BREAKER#{aws.source_url}"}})
-    return item.get("Item")
 
 
 def test_empty_dlq_is_a_noop(aws: Aws, clock: FakeClock) -> None:
@@ -85,7 +76,7 @@ def test_redrive_count_survives_round_trips_until_the_message_is_parked(aws: Aws
         aws, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
     redriver = make_redriver(aws, settings, clock)
-    fail_into_dlq(aws, order_body("poison"))
+    fail_into_dlq(aws, aws.source_url, order_body("poison"))
     identities = set()
 
     # WHEN the re-driver and the consumer take turns
@@ -135,7 +126,7 @@ def test_state_table_records_count_and_history_when_asked_to(aws: Aws, clock: Fa
 
 
 def test_a_message_that_succeeds_after_a_redrive_is_consumed_once(aws: Aws, clock: FakeClock) -> None:
-    fail_into_dlq(aws, order_body("o-1"))
+    fail_into_dlq(aws, aws.source_url, order_body("o-1"))
 
     make_redriver(aws, make_settings(aws), clock).run(REMAINING)
     processed, _ = consume(aws.sqs, aws.source_url, never)
@@ -234,7 +225,7 @@ def test_a_wait_longer_than_sqs_lets_a_message_hide_is_renewed_when_it_reappears
 
 def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, make_settings(aws), clock)
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(5)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(5)))
 
     reports = []
     for _ in range(2):
@@ -252,7 +243,7 @@ def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeCl
 
 def test_a_lone_message_that_keeps_failing_never_opens_the_breaker(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, make_settings(aws, max_redrives=4), clock)
-    fail_into_dlq(aws, order_body("poison"))
+    fail_into_dlq(aws, aws.source_url, order_body("poison"))
 
     reports = []
     for _ in range(5):
@@ -266,7 +257,7 @@ def test_a_lone_message_that_keeps_failing_never_opens_the_breaker(aws: Aws, clo
 
 def test_open_breaker_blocks_redrive(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, single_message_breaker(aws), clock)
-    fail_into_dlq(aws, order_body("o-1"))
+    fail_into_dlq(aws, aws.source_url, order_body("o-1"))
     for _ in range(4):
         redriver.run(REMAINING)
         consume(aws.sqs, aws.source_url, always)
@@ -294,7 +285,7 @@ def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: 
     # GIVEN an open breaker over 4 failed orders, and a consumer that has recovered
     settings = make_settings(aws, max_redrives=10)
     redriver = make_redriver(aws, settings, clock)
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(4)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(4)))
     open_the_breaker(aws, clock, redriver)
 
     # WHEN the cooldown ends: one canary goes out, and is consumed
@@ -325,7 +316,7 @@ def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: 
 def test_a_canary_found_back_when_its_window_ends_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
     # GIVEN a canary that failed, but no run looked at the DLQ before its window ended
     redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(3)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(3)))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
     assert redriver.run(REMAINING).canaries == 1
@@ -343,7 +334,7 @@ def test_a_canary_that_came_back_is_found_when_its_window_ends_not_by_scans_befo
     aws: Aws, clock: FakeClock
 ) -> None:
     redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
-    fail_into_dlq(aws, *(order_body(f"o-{i}") for i in range(3)))
+    fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(3)))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
     assert redriver.run(REMAINING).canaries == 1
@@ -368,7 +359,7 @@ def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
 ) -> None:
     # GIVEN max 2 re-drives: 1 happens before the breaker opens, the 2nd is the canary
     redriver = make_redriver(aws, single_message_breaker(aws, max_redrives=2), clock)
-    fail_into_dlq(aws, order_body("o-1"))
+    fail_into_dlq(aws, aws.source_url, order_body("o-1"))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
     assert redriver.run(REMAINING).canaries == 1
@@ -383,7 +374,7 @@ def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
 
 def test_an_empty_dlq_does_not_close_a_half_open_breaker(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, single_message_breaker(aws), clock)
-    fail_into_dlq(aws, order_body("o-1"))
+    fail_into_dlq(aws, aws.source_url, order_body("o-1"))
     open_the_breaker(aws, clock, redriver)
     drain(aws.sqs, aws.dlq_url)
 

@@ -5,11 +5,9 @@ message in both was reported as sent but not deleted (or the replay was killed b
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
@@ -21,8 +19,8 @@ from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
-from tests.conftest import Aws, create_aws
-from tests.faults import Fault, Faults, SimulatedCrash
+from tests.support.aws import Aws
+from tests.support.faults import Fault, Faults, SimulatedCrash
 
 MESSAGES = 13  # a batch and a part, one of them too crowded for a mark
 UNCHOSEN = (11, 12)
@@ -32,12 +30,6 @@ FAULTS = (Fault.THROTTLE, Fault.SERVER_ERROR, Fault.TIMEOUT, Fault.PARTIAL, Faul
 # delete the first 10; two receives (the second finds nothing), the coverage's GetQueueAttributes,
 # send and delete the last one; give back the two not chosen. A test below checks the count.
 CALLS = range(1, 11)
-
-
-@pytest.fixture
-def aws() -> Iterator[Aws]:
-    with mock_aws():
-        yield create_aws()
 
 
 class Interrupted(ClientProxy):

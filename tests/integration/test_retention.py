@@ -22,12 +22,17 @@ from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import Mode, State
-from tests.conftest import Aws, create_aws, make_redriver, make_settings
-from tests.factories import LONG_AGO, FakeClock
-from tests.faults import BATCH_ENTRY_OPERATIONS, BATCH_ITEM_OPERATIONS, Fault, Faults, SimulatedCrash
-from tests.integration.test_failure_paths import raising
+from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings
+from tests.support.factories import LONG_AGO, FakeClock
+from tests.support.faults import (
+    BATCH_ENTRY_OPERATIONS,
+    BATCH_ITEM_OPERATIONS,
+    Fault,
+    Faults,
+    SimulatedCrash,
+    raising,
+)
 
-REMAINING = lambda: 60_000  # noqa: E731
 RETENTION = 600  # the DLQ's MessageRetentionPeriod in these tests
 MARGIN = 120  # EXPIRY_MARGIN_SECONDS: parked from 480 s of age on
 ATTRIBUTES = {

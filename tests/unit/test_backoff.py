@@ -14,7 +14,7 @@ from sqs_redriver.protocol.sqs_limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime.decide.backoff import dlq_waits, due_at, redrive_delay, waits_in_dlq
 from sqs_redriver.runtime.decide.identity import track
 from sqs_redriver.runtime.model.tracked import Tracked
-from tests.fakes import dlq_message, marked
+from tests.support.fakes import dlq_message, marked
 
 NOW = 1_800_000_000
 

@@ -23,7 +23,7 @@ from sqs_redriver.runtime.decide.breaker import (
 from sqs_redriver.runtime.decide.canary import after_consumer_verdicts
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
-from tests.record_strategies import robust
+from tests.support.record_strategies import robust
 
 policies = st.builds(
     BreakerPolicy,

@@ -9,7 +9,7 @@ from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.decide.canary import Verdict, after_consumer_verdicts, claim, judge
 from sqs_redriver.runtime.decide.identity import track
 from sqs_redriver.runtime.model.breaker_state import State
-from tests.fakes import dlq_message
+from tests.support.fakes import dlq_message
 
 NOW = 1_800_000_000
 CANARY = Canary(("id-1",), verdict_at=NOW, groups=("g",), sent_at=NOW - 90)

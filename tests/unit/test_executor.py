@@ -22,10 +22,10 @@ from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.intents import BatchPlan, Hold, Park, Redrive
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.tracked import Tracked
-from tests.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
+from tests.support.factories import TEN_ATTRIBUTES
+from tests.support.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 
 NOW = 1_800_000_000
-TEN_ATTRIBUTES = {f"a{i}": string_attribute(str(i)) for i in range(10)}
 REFUSED = EntryFailure("InvalidParameterValue", "no", sender_fault=True)
 SERVER_FAULT = EntryFailure("InternalError", "try again", sender_fault=False)
 SILENT = logging.getLogger("executor-tests")

@@ -7,7 +7,7 @@ from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.backoff import due_at
 from sqs_redriver.runtime.decide.fifo import deduplication_id, send_rounds
 from sqs_redriver.runtime.decide.identity import track
-from tests.fakes import dlq_message
+from tests.support.fakes import dlq_message
 
 NOW = 1_800_000_000
 

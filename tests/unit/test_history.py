@@ -12,7 +12,7 @@ from sqs_redriver.protocol.message_limits import MAX_EPOCH_SECONDS
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.history import RunSummary, run_summary
 from sqs_redriver.runtime.model.report import RunReport, StopReason, Tally, combine
-from tests.fakes import queue_url
+from tests.support.fakes import queue_url
 
 ORDERS = queue_url("orders")
 PAYMENTS = queue_url("payments")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sqs_redriver.protocol.envelope import string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
@@ -12,10 +11,10 @@ from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.decide.identity import counted_in_table, track
 from sqs_redriver.runtime.decide.identity import screened as screened_message
 from sqs_redriver.runtime.decide.routing import Routes
-from tests.fakes import dlq_message, queue_url
+from tests.support.factories import TEN_ATTRIBUTES
+from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000
-TEN_ATTRIBUTES = {f"a{i}": string_attribute(str(i)) for i in range(10)}
 
 
 def test_a_marked_message_keeps_the_identity_and_count_it_carries() -> None:

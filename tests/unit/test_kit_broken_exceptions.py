@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sqs_redriver.kit.classify import TRANSIENT_ERROR_CODES, Classifier, TransientError
 from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint
 from sqs_redriver.protocol.failure import FailureKind
+from tests.support.broken_exceptions import Nameless
 
 TERMINAL, TRANSIENT = FailureKind.TERMINAL, FailureKind.TRANSIENT
 
@@ -34,13 +35,6 @@ class NotAString(Exception):
 class Refuses:
     def __str__(self) -> str:
         raise RuntimeError("the argument will not print")
-
-
-class Nameless(type):
-    def __getattribute__(cls, name: str) -> Any:
-        if name in ("__qualname__", "__name__"):
-            raise RuntimeError("no name")
-        return super().__getattribute__(name)
 
 
 class Anonymous(Exception, metaclass=Nameless):

@@ -6,22 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sqs_redriver.kit.fingerprint import error_class, fingerprint, normalize_message, place
+from tests.support.fingerprinted import InvalidOrder, caught, validate
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class InvalidOrder(Exception):
-    pass
-
-
-def validate(message: str) -> None:
-    raise InvalidOrder(message)
 
 
 def validate_elsewhere(message: str) -> None:
@@ -30,14 +22,6 @@ def validate_elsewhere(message: str) -> None:
 
 def parse(body: str) -> object:
     return json.loads(body)
-
-
-def caught(call: Callable[[str], object], argument: str) -> BaseException:
-    try:
-        call(argument)
-    except Exception as exc:
-        return exc
-    raise AssertionError("expected the call to raise")
 
 
 def test_a_fingerprint_is_sixteen_hex_characters() -> None:
@@ -75,7 +59,7 @@ def test_the_place_is_the_innermost_application_frame_not_the_library_one() -> N
 
 
 def test_the_place_leaves_line_numbers_out() -> None:
-    assert place(caught(validate, "bad")) == f"{__name__}:validate"
+    assert place(caught(validate, "bad")) == "tests.support.fingerprinted:validate"
 
 
 def test_an_exception_never_raised_has_no_place_and_still_a_fingerprint() -> None:
@@ -83,7 +67,7 @@ def test_an_exception_never_raised_has_no_place_and_still_a_fingerprint() -> Non
 
 
 def test_error_class_names_the_module_except_for_builtins() -> None:
-    assert error_class(InvalidOrder()) == f"{__name__}.InvalidOrder"
+    assert error_class(InvalidOrder()) == "tests.support.fingerprinted.InvalidOrder"
     assert error_class(ValueError()) == "ValueError"
 
 
@@ -107,7 +91,7 @@ def test_normalize_message_replaces_ids_numbers_and_quoted_values(message: str, 
 def test_the_fingerprint_is_the_same_in_another_process_with_another_hash_seed() -> None:
     here = fingerprint(caught(validate, "order 'o-1' is invalid"))
     script = (
-        "from tests.unit.test_kit_fingerprint import caught, validate\n"
+        "from tests.support.fingerprinted import caught, validate\n"
         "from sqs_redriver.kit.fingerprint import fingerprint\n"
         "print(fingerprint(caught(validate, \"order 'o-2' is invalid\")))\n"
     )

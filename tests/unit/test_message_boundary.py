@@ -32,7 +32,7 @@ from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.intents import Park
 from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 from sqs_redriver.runtime.model.tracked import Tracked
-from tests.fakes import ACCOUNT, dlq_message, queue_url
+from tests.support.fakes import ACCOUNT, dlq_message, queue_url
 
 NOW = 1_800_000_000
 identities = st.from_regex(IDENTITY_PATTERN, fullmatch=True).filter(lambda i: len(i) <= MAX_IDENTITY_CHARS)

@@ -18,7 +18,7 @@ from consumer.orders import (
     parse_order,
     parse_outage_windows,
 )
-from tests.factories import order_body
+from tests.support.factories import order_body
 
 
 def body(**changes: Any) -> str:

@@ -21,7 +21,7 @@ from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
 from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import StopReason, Tally
-from tests.fakes import dlq_message, marked, queue_url
+from tests.support.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000
 ORDERS = queue_url("orders")

@@ -28,7 +28,7 @@ from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
 from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import Tally
-from tests.fakes import dlq_message, queue_url
+from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000
 ORDERS, PAYMENTS = queue_url("orders"), queue_url("payments")

@@ -20,7 +20,7 @@ from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.intents import BatchPlan
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import StopReason, Tally
-from tests.fakes import dlq_message, queue_url
+from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000 - 1_800_000_000 % 60
 SENT = NOW - 1200  # sent 20 minutes ago: its span (delay + 18 minutes) is over

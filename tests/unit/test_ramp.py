@@ -11,7 +11,7 @@ from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.decide.ramp import Phase, judge_probes, seconds_until_allowed, time_allowance
 from sqs_redriver.runtime.model.intents import WaveTag
 from sqs_redriver.runtime.run.wave import VERDICT_CHECK_EVERY, Admission, SlowStart, Wave
-from tests.fakes import FakeStateStore
+from tests.support.fakes import FakeStateStore
 
 POLICY = BreakerPolicy(failure_ratio=0.5, minimum_volume=3)
 KEY = "run/1/abc"

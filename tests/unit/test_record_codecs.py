@@ -55,7 +55,7 @@ from sqs_redriver.runtime.record_limits import (
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
     RECORD_MAX_VERDICTS,
 )
-from tests.record_strategies import NOW, items_of, robust
+from tests.support.record_strategies import NOW, items_of, robust
 
 PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {
     RecordKind.BREAKER: (lambda item: breaker_from_item(item, now=NOW), Breaker),

@@ -19,7 +19,7 @@ from sqs_redriver.runtime.model.intents import BatchPlan
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import Tally
 from sqs_redriver.runtime.model.tracked import Tracked
-from tests.fakes import dlq_message, marked, queue_url
+from tests.support.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000
 DAY = 86_400

@@ -1,11 +1,10 @@
 """Fault injection: wrap the re-driver's boto3 clients and make the k-th AWS call fail, or crash.
 
 One ``Faults`` plan is shared by the wrapped SQS and DynamoDB clients, so "the k-th call" counts
-every AWS call of the run in order (parallel batches take turns at each call, tests/lockstep.py, so
-the order is the same in every run). A
-crash raises ``SimulatedCrash`` (a BaseException, as a killed Lambda would not run any
-except-clause) *before* the k-th call, and every later call of any thread raises it too: the
-environment is gone, so the run stops between two steps everywhere.
+every AWS call of the run in order (parallel batches take turns at each call, lockstep.py, so the
+order is the same in every run). A crash raises ``SimulatedCrash`` (a BaseException, as a killed
+Lambda would not run any except-clause) *before* the k-th call, and every later call of any thread
+raises it too: the environment is gone, so the run stops between two steps everywhere.
 """
 
 from __future__ import annotations
@@ -145,6 +144,19 @@ class Faults:
                 if "delete_message_batch" not in own[last_send:]:
                     return True
         return False
+
+
+def client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, operation)
+
+
+def raising(code: str, operation: str) -> Any:
+    """A client method that always fails with this error code."""
+
+    def call(**_: Any) -> Any:
+        raise client_error(code, operation)
+
+    return call
 
 
 class FaultyClient(ClientProxy):

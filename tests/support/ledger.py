@@ -10,11 +10,10 @@ from typing import Any
 from local_aws.queues import drain, make_visible
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.run.runner import Redriver
 from sqs_redriver.runtime.settings import Settings
-from tests.conftest import Aws
+from tests.support.aws import Aws
 
 SOURCE, DLQ, PARKING_LOT = "source", "dlq", "parking lot"
 
@@ -54,8 +53,3 @@ def marked_attribute(text: str) -> dict[str, Any]:
 def mark_json(**fields: Any) -> str:
     """A mark's JSON with ``fields`` over a valid fresh mark; NaN and Infinity written as JSON allows."""
     return json.dumps({"id": "forged", "n": 0, "first": 1_700_000_000, "at": [], **fields}, allow_nan=True)
-
-
-def sent_mark(message: dict[str, Any]) -> Mark:
-    """The mark a message received from a queue carries (the re-driver's, so valid)."""
-    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])

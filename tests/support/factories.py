@@ -1,6 +1,6 @@
-"""Test-only builders: a controllable clock, order bodies, a consumer that fails on demand. The
-Lambda context, events, queue helpers and client proxies the demo and the bench use too are in
-`local_aws`."""
+"""Test-only builders: a controllable clock, order bodies, a consumer that fails on demand, a DLQ
+that knows each message's source. The Lambda context, events, queue helpers and client proxies the
+demo and the bench use too are in `local_aws`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from local_aws.clients import ClientProxy
 
 # A time a test's mark may hold for "long ago": marks are held to 2000..now (model/mark.py).
 LONG_AGO = 1_700_000_000
+# As many message attributes as SQS allows: no room left for the re-driver's mark.
+TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 
 
 @dataclass

@@ -1,0 +1,103 @@
+"""The moto world the integration tests run in: its resources, a re-driver and its settings over
+them, and readers of what the queues and the table hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local_aws.compose import local_redriver
+from local_aws.resources import Resources, create_resources, create_table
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
+from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.decide.breaker import BreakerPolicy
+from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.settings import Settings
+from tests.support.factories import FakeClock, always, consume
+
+IDEMPOTENCY_TABLE = "orders-idempotency"
+MAX_RECEIVE_COUNT = 2
+SOURCE_VISIBILITY_TIMEOUT = 30
+# How long a failing canary takes to come back, as the re-driver computes it from the queue.
+CANARY_WINDOW = SOURCE_VISIBILITY_TIMEOUT * (MAX_RECEIVE_COUNT + 1)
+Aws = Resources  # what the `aws` fixture yields
+REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
+
+
+def create_aws(*, fifo: bool = False) -> Aws:
+    """A source queue with its DLQ (maxReceiveCount 2), a parking lot, the state table and the
+    consumer's idempotency table; inside mock_aws."""
+    aws = create_resources(
+        fifo=fifo, max_receive_count=MAX_RECEIVE_COUNT, source_visibility_timeout=SOURCE_VISIBILITY_TIMEOUT
+    )
+    create_table(aws.dynamodb, IDEMPOTENCY_TABLE, "id")
+    return aws
+
+
+def make_settings(aws: Aws, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "dlq_url": aws.dlq_url,
+        "source_queue_url": aws.source_url,
+        "parking_lot_url": aws.parking_lot_url,
+        "table_name": aws.table_name,
+        "archive_bucket": aws.archive_bucket,
+        "base_delay_seconds": 0,
+        "max_delay_seconds": 0,
+        "receive_wait_seconds": 0,
+        "max_redrives_per_second": 500,  # the limiter has tests of its own; here it must not slow runs
+        # moto's in-process receive is not atomic across threads (SQS's is): parallel batches are
+        # tested on their own, with receives serialized as SQS does.
+        "parallel_batches": 1,
+        # Slow start paces by time; it has tests of its own (tests/unit/test_ramp.py, the e2e recovery).
+        "slow_start_seconds": 0,
+        "breaker": BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2),
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def make_redriver(
+    aws: Aws,
+    settings: Settings,
+    clock: FakeClock,
+    sqs: Any = None,
+    dynamodb: Any = None,
+    limiter: TokenBucket | None = None,
+    s3: Any = None,
+) -> Redriver:
+    """A re-driver on the fake clock (its pauses move it), over ``aws``'s clients or the proxies given."""
+    return local_redriver(
+        settings,
+        sqs=sqs or aws.sqs,
+        dynamodb=dynamodb or aws.dynamodb,
+        s3=s3 or aws.s3,
+        clock=clock,
+        pause=clock.advance,
+        logger_name="redriver-tests",
+        limiter=limiter,
+    )
+
+
+def fail_into_dlq(aws: Aws, queue_url: str, *bodies: str) -> None:
+    """Send to a source queue and let its broken consumer fail the messages into the DLQ."""
+    for body in bodies:
+        aws.sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+    consume(aws.sqs, queue_url, always)
+
+
+def mark_of(message: dict[str, Any]) -> Mark:
+    """The mark a message received from a queue carries."""
+    return Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+
+
+def stored_item(aws: Aws, key: str) -> dict[str, Any] | None:
+    """The state table's item under ``key``, read consistently; None if there is none."""
+    found: dict[str, Any] | None = aws.dynamodb.get_item(
+        TableName=aws.table_name, Key={"pk": {"S": key}}, ConsistentRead=True
+    ).get("Item")
+    return found
+
+
+def stored_breaker(aws: Aws) -> dict[str, Any] | None:
+    """The breaker record of ``aws``'s source queue, as stored."""
+    return stored_item(aws, breaker_key(aws.source_url))

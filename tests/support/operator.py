@@ -1,0 +1,61 @@
+"""The operator's command-line tool on moto: run it on the world's resources, and park messages as
+the re-driver would have for it to find."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typer.testing import CliRunner
+
+from sqs_redriver.console.cli import app
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
+from tests.support.aws import Aws
+
+FIRST_FAILED = 1_700_000_000
+
+
+def tool(aws: Aws, *args: str, input: str | None = None) -> Any:
+    """Run ``sqs-redriver`` on ``aws``'s resources, named explicitly."""
+    target = [
+        "--dlq-url",
+        aws.dlq_url,
+        "--source-url",
+        aws.source_url,
+        "--parking-lot-url",
+        aws.parking_lot_url,
+        "--table",
+        aws.table_name,
+    ]
+    return CliRunner().invoke(app, [*target, *args], input=input)
+
+
+def failure(fingerprint: str) -> Failure:
+    return Failure(
+        FailureKind.TERMINAL, "orders.InvalidOrder", "no items", fingerprint, FIRST_FAILED, 1, "arn"
+    )
+
+
+def park(aws: Aws, body: str, *, count: int = 5, fingerprint: str | None = None, **attributes: str) -> None:
+    """A message as the re-driver parks it: its attributes and its mark with the parking reason."""
+    mark = Mark(
+        identity=f"id-{body}",
+        count=count,
+        first_failed_at=FIRST_FAILED,
+        redriven_at=(FIRST_FAILED + 60,),
+        failure=failure(fingerprint) if fingerprint else None,
+    )
+    cause = ParkCause.TERMINAL if fingerprint else ParkCause.OVER_LIMIT
+    reason = ParkReason(cause, "test", count, FIRST_FAILED, FIRST_FAILED + 90, aws.source_url, "m-1")
+    message_attributes = {name: string_attribute(value) for name, value in attributes.items()}
+    message_attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
+    aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=message_attributes)
+
+
+def park_groups(aws: Aws) -> None:
+    """Three messages parked for one bug (fp-bad), one parked over the limit, one waiting in the DLQ."""
+    for n in range(3):
+        park(aws, f"bad-{n}", fingerprint="fp-bad")
+    park(aws, "poison")
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="waiting")
