@@ -60,16 +60,14 @@ USER_INFRA = 'ACCOUNT = "111122223333"\nREGION = "eu-west-1"\n'
 # Where a venv's python finds a module (without importing it) and what it cannot find.
 WHERE_FROM = """
 import importlib.util, json, sys, sysconfig
-
-def origin(name):
-    spec = importlib.util.find_spec(name)
-    return spec.origin if spec else None
-
+specs = {name: importlib.util.find_spec(name) for name in sys.argv[1:]}
 print(json.dumps({
     "site_packages": sysconfig.get_paths()["purelib"],
-    "found": {name: origin(name) for name in sys.argv[1:]},
+    "found": {name: spec.origin if spec else None for name, spec in specs.items()},
 }))
 """
+# What the construct's extra alone installs.
+THE_CDK = ("aws_cdk", "jsii", "constructs")
 IMPORT_THE_KIT = "from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError, fingerprint"
 
 
@@ -164,16 +162,6 @@ def venv_with(shared: Path, wheel: Path, extra: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def kit_venv(shared: Path, wheel: Path) -> Path:
-    return venv_with(shared, wheel, "kit")
-
-
-@pytest.fixture(scope="module")
-def cli_venv(shared: Path, wheel: Path) -> Path:
-    return venv_with(shared, wheel, "cli")
-
-
-@pytest.fixture(scope="module")
 def cdk_venv(shared: Path, wheel: Path) -> Path:
     return venv_with(shared, wheel, "cdk")
 
@@ -243,27 +231,26 @@ def test_the_wheel_holds_the_five_parts_of_sqs_redriver_as_the_repository_has_th
 
 
 def test_the_kit_extra_imports_the_kit_from_the_venv_without_the_cdk_or_the_cli(
-    kit_venv: Path, tmp_path: Path
+    shared: Path, wheel: Path, tmp_path: Path
 ) -> None:
+    kit_venv = venv_with(shared, wheel, "kit")
     run(kit_venv / "bin" / "python", "-c", IMPORT_THE_KIT, cwd=tmp_path)
-    found = where_from(kit_venv, "sqs_redriver.kit", "aws_cdk", "jsii", "constructs", "typer", cwd=tmp_path)
+    found = where_from(kit_venv, "sqs_redriver.kit", *THE_CDK, "typer", cwd=tmp_path)
 
-    assert Path(found["found"]["sqs_redriver.kit"]).is_relative_to(found["site_packages"])
+    assert Path(found["found"].pop("sqs_redriver.kit")).is_relative_to(found["site_packages"])
     assert Path(found["site_packages"]).is_relative_to(kit_venv)
-    assert {name for name, origin in found["found"].items() if origin is None} == {
-        "aws_cdk",
-        "jsii",
-        "constructs",
-        "typer",
-    }
+    assert found["found"] == dict.fromkeys((*THE_CDK, "typer"))
 
 
-def test_the_cli_extra_installs_the_command_line_tool_without_the_cdk(cli_venv: Path, tmp_path: Path) -> None:
+def test_the_cli_extra_installs_the_command_line_tool_without_the_cdk(
+    shared: Path, wheel: Path, tmp_path: Path
+) -> None:
+    cli_venv = venv_with(shared, wheel, "cli")
     done = run(cli_venv / "bin" / "sqs-redriver", "--help", cwd=tmp_path)
-    found = where_from(cli_venv, "aws_cdk", "jsii", cwd=tmp_path)
+    found = where_from(cli_venv, *THE_CDK, cwd=tmp_path)
 
     assert "status" in done.stdout
-    assert found["found"] == {"aws_cdk": None, "jsii": None}
+    assert found["found"] == dict.fromkeys(THE_CDK)
 
 
 def test_the_cdk_extra_imports_the_construct_from_the_venv(cdk_venv: Path, user_dir: Path) -> None:

@@ -99,7 +99,9 @@ def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_publis
     assert deployment.redriver.environment["CONSUMER_VERDICTS"] == "true"
     assert buckets - {bucket} == {deployment.redriver.environment["ARCHIVE_BUCKET"]}  # the archive
     assert "RedriverConsumerKitLayer" in kit_layer["LayerName"]
-    [layer_files] = [names for names in zipped.values() if "python/redriver/model/envelope.py" in names]
+    [layer_files] = [
+        names for names in zipped.values() if "python/sqs_redriver/protocol/envelope.py" in names
+    ]
     assert [name for name in layer_files if "__pycache__" in name or name.endswith(".pyc")] == []
 
 
