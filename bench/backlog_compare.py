@@ -71,7 +71,7 @@ def run(sizes: list[int], *, progress: bool = True) -> dict[str, Any]:
 
 
 def _target(messages: int) -> float:
-    """The issue's bound on the re-driver's drain: 1.1 x backlog / rate, plus the ramp."""
+    """The issue's bound on the re-driver's drain: 1.1 x backlog / rate, plus the slow start."""
     return 1.1 * messages / RATE + float(default("slow_start_seconds"))
 
 

@@ -58,7 +58,7 @@ def drain_with_published(resources: Resources, meter: Meter) -> None:
 def drain_with_redriver(resources: Resources, meter: Meter, messages: int, rate: int = 500) -> None:
     """Run this re-driver (default settings but the rate limit, no long poll, one run for the whole
     DLQ, a 1-day state TTL, no slow start) until the DLQ is empty. Slow start is a deliberate wait
-    at the start of a wave, measured with the recovery scenarios (`--recovery`); here the
+    at the start of a run, measured with the recovery scenarios (`--recovery`); here the
     steady-state cost and throughput are measured."""
     settings = Settings(
         dlq_url=resources.dlq_url,

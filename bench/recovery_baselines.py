@@ -115,7 +115,7 @@ def move_task(world: World, *, rate: int = MOVE_TASK_MAX_RATE) -> set[str]:
             QueueUrl=deployment.dlq_url,
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
         )
-        world.pause(len(messages) / rate)
+        world.sleep(len(messages) / rate)
     world.journal.runs.append(
         Run(
             at=(started - world.clock.start_ms) / 1000,

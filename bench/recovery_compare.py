@@ -39,13 +39,13 @@ REDRIVER = Drainer(
     rate=default("max_redrives_per_second"),
     schedule_seconds=None,
     continuation_seconds=CONTINUATION_SECONDS,
-    # Without the kit, the backlog's first wave went into the outage: recovery re-drives it a
+    # Without the kit, the backlog's first re-drives went into the outage: recovery re-drives it a
     # second time, with the second backoff step.
     delay_step_seconds=2 * default("base_delay_seconds"),
     slow_start_seconds=default("slow_start_seconds"),
     budget_seconds=_BUDGET_SECONDS,
 )
-# Assumption: the probe step's verdicts are heard about 2 s after it is sent (a 1 s consumer call,
+# Assumption: the trial's verdicts are heard about 2 s after it is sent (a 1 s consumer call,
 # the re-driver's 1 s verdict poll).
 _REDRIVER_KIT = Drainer(
     per_run=default("max_messages_per_run"),
@@ -53,7 +53,7 @@ _REDRIVER_KIT = Drainer(
     schedule_seconds=None,
     continuation_seconds=CONTINUATION_SECONDS,
     delay_step_seconds=default("base_delay_seconds"),
-    probe_seconds=2.0,
+    trial_seconds=2.0,
     budget_seconds=_BUDGET_SECONDS,
 )
 

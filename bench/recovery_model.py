@@ -4,14 +4,14 @@ at sizes moto handles and used for sizes it does not (40,000).
 
 Runs start every ``schedule_seconds`` (today) or back to back (``schedule_seconds=None``: run
 continuation, each run followed by the next after ``continuation_seconds``). A run re-drives up to
-``per_run`` messages: after ``probe_seconds`` (the kit's probe step waiting for its verdicts), at
-``rate`` a second, or along the slow start's time allowance (``sqs_redriver.runtime.decide.ramp``) when
+``per_run`` messages: after ``trial_seconds`` (the kit's trial waiting for its verdicts), at
+``rate`` a second, or along the slow start's time allowance (``sqs_redriver.runtime.decide.slow_start``) when
 ``slow_start_seconds`` is set, within ``budget_seconds``. A re-driven message is visible after its
 DelaySeconds, between half its backoff step and the step (equal jitter; a fixed delay when
 ``jitter`` is off). The consumer takes visible messages at ``consumer_rate`` a second. Assumed:
 the whole backlog is in the DLQ when the first of these runs starts, and nothing fails any more.
-A continued run inherits its predecessor's finished ramp: only the chain's first run probes or
-slow-starts; a run a tick starts ramps again.
+A continued run inherits its predecessor's finished slow start: only the chain's first run sends a
+trial or slow-starts; a run a tick starts slow-starts again.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sqs_redriver.runtime.decide.ramp import seconds_until_allowed, time_allowance
+from sqs_redriver.runtime.decide.slow_start import seconds_until_allowed, time_allowance
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Drainer:
     schedule_seconds: float | None  # between runs' starts; None: back to back (continuation)
     delay_step_seconds: float  # the re-drive's backoff step
     jitter: bool = True  # the delay is between half the step and the step
-    probe_seconds: float = 0.0
+    trial_seconds: float = 0.0
     slow_start_seconds: float = 0.0
     continuation_seconds: float = 0.0  # back to back: from a run's end to the next one's start
     budget_seconds: float = math.inf  # a run's time to re-drive in (its timeout minus the margin)
@@ -49,14 +49,14 @@ def run_seconds(messages: float, drainer: Drainer) -> float:
         )
     else:
         sending = messages / drainer.rate
-    return drainer.probe_seconds + sending
+    return drainer.trial_seconds + sending
 
 
 def run_capacity(drainer: Drainer) -> float:
     """Messages a run can re-drive: its per-run limit, or what its time budget allows."""
     if math.isinf(drainer.budget_seconds):
         return drainer.per_run
-    sending = max(0.0, drainer.budget_seconds - drainer.probe_seconds)
+    sending = max(0.0, drainer.budget_seconds - drainer.trial_seconds)
     if drainer.slow_start_seconds > 0:
         allowed = time_allowance(
             sending, max_rate=drainer.rate, slow_start_seconds=drainer.slow_start_seconds
@@ -72,7 +72,7 @@ def drain_seconds(backlog: int, drainer: Drainer, *, consumer_rate: float) -> fl
     start, consumed = 0.0, 0.0
     for share, run in _runs(backlog, drainer):
         took = run_seconds(share, run)
-        first_visible = start + run.probe_seconds + low
+        first_visible = start + run.trial_seconds + low
         last_visible = start + took + drainer.delay_step_seconds
         consumed = max(last_visible, max(consumed, first_visible) + share / consumer_rate)
         if drainer.schedule_seconds is None:
@@ -101,11 +101,11 @@ def runs_needed(backlog: int, drainer: Drainer) -> int:
 
 def _runs(backlog: int, drainer: Drainer) -> list[tuple[float, Drainer]]:
     """Each run's share of the backlog, and how it re-drives: a continued run at full rate."""
-    ramped = replace(drainer, probe_seconds=0.0, slow_start_seconds=0.0)
+    at_full_rate = replace(drainer, trial_seconds=0.0, slow_start_seconds=0.0)
     runs: list[tuple[float, Drainer]] = []
     left = float(backlog)
     while left > 0:
-        run = drainer if not runs or drainer.schedule_seconds is not None else ramped
+        run = drainer if not runs or drainer.schedule_seconds is not None else at_full_rate
         share = min(left, run_capacity(run))
         runs.append((share, run))
         left -= share

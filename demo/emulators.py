@@ -51,18 +51,18 @@ class InProcessFunction:
 DeliveryObserver = Callable[[list[dict[str, Any]], set[str]], None]
 
 
-def wait_with(redriver: InProcessFunction, pause: Callable[[float], None]) -> None:
+def wait_with(redriver: InProcessFunction, sleep: Callable[[float], None]) -> None:
     """Make the re-driver's waits (a probe waiting for the canary's verdict, slow start waiting for
-    the verdicts of a re-drive step) call ``pause`` instead of sleeping.
+    the trial's verdicts) call the ``sleep`` given here instead of ``time.sleep``.
 
     In AWS the consumer runs in its own execution environments while a re-driver run waits; here
     both share one thread, so the run's waits must let the event source poll, or no verdict could
     ever come. The handler composes its re-driver on the first invocation with
-    ``sqs_redriver.runtime.wiring.compose_redriver``; its ``pause`` is the seam (tests use it the same way).
+    ``sqs_redriver.runtime.wiring.compose_redriver``; its ``sleep`` is the seam (tests use it the same way).
     Call this before the first invocation.
     """
     namespace = vars(redriver.module)  # KeyError: the handler no longer composes its re-driver so
-    namespace["compose_redriver"] = functools.partial(namespace["compose_redriver"], pause=pause)
+    namespace["compose_redriver"] = functools.partial(namespace["compose_redriver"], sleep=sleep)
 
 
 def _forget_function_code() -> None:

@@ -30,7 +30,7 @@ from local_aws.cloudformation import Deployment
 from local_aws.queues import drain, peek, queue_counts
 from local_aws.resources import breaker_state
 
-POLL_PAUSE_SECONDS = 0.05
+POLL_SLEEP_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class KitAct:
             self._observe()
             if not self.pending and self._settled():
                 return True
-            time.sleep(POLL_PAUSE_SECONDS)
+            time.sleep(POLL_SLEEP_SECONDS)
         return False
 
     def _show_command(self, command: str) -> None:
@@ -145,7 +145,7 @@ class KitAct:
             left = until - time.monotonic()
             if left <= 0:
                 return
-            time.sleep(min(POLL_PAUSE_SECONDS, left))
+            time.sleep(min(POLL_SLEEP_SECONDS, left))
 
     def _produce(self) -> None:
         """Send the orders due by now: evenly over ``produce_seconds``."""

@@ -24,7 +24,7 @@ def local_redriver(
     s3: Any = None,
     cloudwatch: Any = None,
     clock: Callable[[], float] = time.time,
-    pause: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = time.sleep,
     seed: int = 7,
     logger_name: str = "redriver-local",
     limiter: TokenBucket | None = None,
@@ -32,7 +32,7 @@ def local_redriver(
     """A Redriver over these clients (real, moto's, or proxies of them; ``s3`` when the settings
     name an archive bucket; ``cloudwatch`` to judge consumers by their queues' metrics, read only
     when ``queue_metrics`` is on), its jitter drawn from a
-    ``seed``ed generator so runs repeat; ``clock``, ``pause`` and ``limiter`` let a test move time
+    ``seed``ed generator so runs repeat; ``clock``, ``sleep`` and ``limiter`` let a test move time
     itself."""
     return compose_redriver(
         settings,
@@ -40,6 +40,6 @@ def local_redriver(
         logger=logging.getLogger(logger_name),
         clock=clock,
         rng=random.Random(seed),
-        pause=pause,
+        sleep=sleep,
         limiter=limiter,
     )

@@ -94,9 +94,10 @@ class PlainOrderConsumer:
 class KitOrderConsumer(PlainOrderConsumer):
     """The same order logic with the consumer kit, as the example consumer uses it: an invalid
     order (InvalidOrder) is terminal: the kit sends it to the DLQ at once, its error in the mark;
-    a downstream outage (DownstreamUnavailable) is transient: left to SQS, except on a probe or the
-    last attempt, which the kit dead-letters itself; re-driven messages' verdicts go to the state
-    table after each batch. No idempotency layer, as the plain one (duplicates stay visible)."""
+    a downstream outage (DownstreamUnavailable) is transient: left to SQS, except on a canary, a
+    trial message or the last attempt, which the kit dead-letters itself; re-driven messages'
+    verdicts go to the state table after each batch. No idempotency layer, as the plain one
+    (duplicates stay visible)."""
 
     def __init__(self, downstream: SimulatedDownstream, kit: ConsumerKit) -> None:
         super().__init__(downstream)

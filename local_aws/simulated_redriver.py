@@ -30,10 +30,10 @@ def simulated_redriver(
     s3: Any,
     cloudwatch: Any,
     clock: SimulatedClock,
-    pause: Callable[[float], None],
+    sleep: Callable[[float], None],
     seed: int,
 ) -> Redriver:
-    """The re-driver over the world's clients, on its clock: its waits call ``pause``."""
+    """The re-driver over the world's clients, on its clock: its waits call ``sleep``."""
     quiet = logging.getLogger(QUIET_LOGGER)
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
@@ -44,12 +44,12 @@ def simulated_redriver(
         s3=s3,
         cloudwatch=cloudwatch,
         clock=clock,
-        pause=pause,
+        sleep=sleep,
         seed=seed,
         logger_name=quiet.name,
         # The default limiter reads the real monotonic clock and sleeps for real.
         limiter=TokenBucket(
-            settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE, clock=clock, sleep=pause
+            settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE, clock=clock, sleep=sleep
         ),
     )
 

@@ -72,16 +72,16 @@ class SimulatedLongPoll(ClientProxy):
     never ends on a frozen one). An empty receive that asked to wait lets the world move for the
     wait, then looks once more (SQS would answer as soon as a message arrives)."""
 
-    def __init__(self, client: Any, pause: Callable[[float], None]) -> None:
+    def __init__(self, client: Any, sleep: Callable[[float], None]) -> None:
         super().__init__(client)
-        self._pause = pause
+        self._sleep = sleep
 
     def receive_message(self, **kwargs: Any) -> Any:
         wait = int(kwargs.pop("WaitTimeSeconds", 0))
         response = self._client.receive_message(WaitTimeSeconds=0, **kwargs)
         if response.get("Messages") or not wait:
             return response
-        self._pause(wait)
+        self._sleep(wait)
         return self._client.receive_message(WaitTimeSeconds=0, **kwargs)
 
 

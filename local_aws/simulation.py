@@ -7,13 +7,13 @@ follow the simulated clock. In the world:
 
 - the **real re-driver** (local_aws.simulated_redriver), composed from the deployed function's
   settings on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
-  budget that counts down on the simulated clock. Its waits (``pause``, the rate limiter's sleep,
+  budget that counts down on the simulated clock. Its waits (its ``sleep``, the rate limiter's,
   the long poll of an empty receive) advance the world, so the consumer runs while it waits. A run
   that hands over a continuation is followed by it a second later, as Lambda retries an
   asynchronous invocation it throttled (the function's concurrency is 1). Its
   batches run in one worker (``parallel_batches=1``): a wait moves the clock at once, so with
   parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
-  another was still mid-batch in real time (seen: a probe batch starved for a whole run). In
+  another was still mid-batch in real time (seen: a trial batch starved for a whole run). In
   simulated time parallel workers add no throughput: the rate limiter and the clock decide;
 - **the consumer**, played as the SQS event source mapping plays it
   (local_aws.simulated_event_source): one poller receives up to the
@@ -105,7 +105,7 @@ class World:
         queue_calls = self.metrics.queue_client(AtomicQueueCalls(boto3.client("sqs", region_name=REGION)))
         self.sqs: Any = queue_calls
         self.dynamodb: Any = boto3.client("dynamodb", region_name=REGION)
-        self.redriver_sqs = Counted(SimulatedLongPoll(queue_calls, self.pause))
+        self.redriver_sqs = Counted(SimulatedLongPoll(queue_calls, self.sleep))
         self.redriver_dynamodb = Counted(self.dynamodb)
         self.redriver_cloudwatch = Counted(boto3.client("cloudwatch", region_name=REGION))
         self.consumer_sqs = Counted(queue_calls)
@@ -124,7 +124,7 @@ class World:
             s3=boto3.client("s3", region_name=REGION),
             cloudwatch=self.redriver_cloudwatch,
             clock=clock,
-            pause=self.pause,
+            sleep=self.sleep,
             seed=seed,
         )
         self._event_source = SimulatedEventSource(
@@ -180,7 +180,7 @@ class World:
             if self.clock.now_ms >= start_ms:
                 self._redriver_run(self._invocations.take())
 
-    def pause(self, seconds: float) -> None:
+    def sleep(self, seconds: float) -> None:
         """The re-driver waits: the world moves on (the consumer runs, no schedule tick fires: a
         run is in progress and the function's concurrency is 1). Waits that overlap in parallel
         workers end together."""

@@ -231,7 +231,7 @@ def test_a_message_that_keeps_failing_is_parked_with_its_reason(rig: Rig) -> Non
         QueueUrl=aws.source_url, MessageBody=poison, MessageGroupId="g", MessageDeduplicationId="p"
     )
     consume(aws, aws.source_url, always)
-    redriver = redriver_for(aws, max_redrives=1)
+    redriver = redriver_for(aws, max_redrive_count=1)
 
     # WHEN its one re-drive fails too
     assert redriver.run(REMAINING).redriven == 1

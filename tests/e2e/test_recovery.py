@@ -145,7 +145,7 @@ def test_the_world_wakes_when_a_visibility_timeout_ends(failing_world: World) ->
 def test_a_wait_of_the_redriver_lets_the_consumer_run(healthy_world: World) -> None:
     healthy_world.send([order_body("o-1")])
 
-    healthy_world.pause(2.5)
+    healthy_world.sleep(2.5)
 
     assert [json.loads(order_body("o-1"))["order_id"]] == [d.key for d in healthy_world.journal.deliveries]
     assert healthy_world.clock.elapsed == 2.5

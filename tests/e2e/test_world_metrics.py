@@ -96,7 +96,7 @@ def test_the_world_publishes_while_the_redriver_waits() -> None:
     with _world(succeeds) as world:
         world.send([order_body("o-1")])
 
-        world.pause(60 + LAG)
+        world.sleep(60 + LAG)
 
         assert world.metrics.sums(SENT, world.deployment.source_url.rsplit("/", 1)[-1]) == {SIM_EPOCH: 1}
         assert not world.journal.runs

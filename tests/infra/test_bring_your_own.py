@@ -373,8 +373,8 @@ def test_function_props_keep_the_constructs_limits(built: Built) -> None:
         ({"retry_attempts": 2}, "function_props.retry_attempts is set by the construct"),
         ({"log_retention": logs.RetentionDays.ONE_DAY}, r"function_props.log_retention .*pass log_group"),
         (
-            {"environment": {"MAX_REDRIVES": "9", "EXTRA": "1"}},
-            r"function_props.environment must not set the re-driver's own variables \['MAX_REDRIVES'\]",
+            {"environment": {"MAX_REDRIVE_COUNT": "9", "EXTRA": "1"}},
+            r"function_props.environment must not set the re-driver's own variables \['MAX_REDRIVE_COUNT'\]",
         ),
     ],
 )

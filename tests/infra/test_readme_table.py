@@ -22,8 +22,9 @@ def test_the_configuration_table_is_generated_from_the_schema() -> None:
 def test_every_setting_has_a_row_with_its_variable_default_and_range() -> None:
     rows = dict(zip((s.name for s in SCHEMA), render_rows(), strict=True))
 
-    assert rows["max_redrives"] == (
-        "| `max_redrives` | `MAX_REDRIVES` | 5 | re-drives before a message is parked (1-50) |"
+    assert rows["max_redrive_count"] == (
+        "| `max_redrive_count` (formerly `max_redrives`, read until the next release) "
+        "| `MAX_REDRIVE_COUNT` (formerly `MAX_REDRIVES`) | 5 | re-drives before a message is parked (1-50) |"
     )
     assert rows["schedule"].startswith("| `schedule` | – | `rate(5 minutes)` |")
     assert rows["record_every_redrive"].startswith(

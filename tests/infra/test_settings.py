@@ -10,6 +10,7 @@ import pytest
 
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.protocol.settings.kinds import BoolSetting, IntSetting, RatioSetting, Setting
+from sqs_redriver.protocol.settings.renamed import RENAMED
 from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, SCHEMA
 from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
 
@@ -125,8 +126,8 @@ def test_a_rule_between_settings_refuses_the_same_values_on_both_sides(values: d
 @pytest.mark.parametrize(
     ("context", "named"),
     [
-        ({"max_redrives": 0}, "max_redrives must be an integer from 1 to 50"),
-        ({"max_redrives": 2.5}, "max_redrives must be an integer"),
+        ({"max_redrive_count": 0}, "max_redrive_count must be an integer from 1 to 50"),
+        ({"max_redrive_count": 2.5}, "max_redrive_count must be an integer"),
         ({"schedule": "every 5 minutes"}, "schedule"),
         ({"base_delay_seconds": 120, "max_delay_seconds": 60}, "max_delay_seconds"),
         ({"breaker_failure_ratio": 1.5}, "breaker_failure_ratio"),
@@ -151,10 +152,10 @@ def test_bad_settings_fail_at_synth_naming_the_setting(context: dict[str, Any], 
 def test_context_text_is_parsed_as_the_lambda_parses_its_environment() -> None:
     # `cdk synth -c 'redriver={...}'` may carry numbers and flags as text
     settings = RedriverSettings.from_context(
-        {"max_redrives": " 7 ", "record_every_redrive": "TRUE", "breaker_failure_ratio": "1"}
+        {"max_redrive_count": " 7 ", "record_every_redrive": "TRUE", "breaker_failure_ratio": "1"}
     )
 
-    assert (settings.max_redrives, settings.record_every_redrive, settings.breaker_failure_ratio) == (
+    assert (settings.max_redrive_count, settings.record_every_redrive, settings.breaker_failure_ratio) == (
         7,
         True,
         1.0,
@@ -171,5 +172,7 @@ def test_the_dataclass_has_a_typed_field_for_each_setting_a_deployment_may_set()
     # a setting added to the schema needs its field in RedriverSettings, and a field its setting
     types = get_type_hints(RedriverSettings)
     declared = [(f.name, types[f.name], f.default) for f in fields(RedriverSettings)]
+    # and a renamed setting's old name a field too, for one release (protocol.settings.renamed)
+    former = [(r.old_name, int | None, None) for r in RENAMED]
 
-    assert declared == [(s.name, type(s.default), s.default) for s in CONTEXT_SETTINGS]
+    assert declared == [(s.name, type(s.default), s.default) for s in CONTEXT_SETTINGS] + former

@@ -219,7 +219,7 @@ def test_redrive_function_environment_passes_the_lambdas_own_validation(
 
     settings = load_settings(resolved)
 
-    assert settings.max_redrives == 5 and settings.dlq_visibility_timeout_seconds == 150
+    assert settings.max_redrive_count == 5 and settings.dlq_visibility_timeout_seconds == 150
     assert environment["CONSUMER_FUNCTION_NAMES"] == {"Ref": logical_id(stack.consumer)}
     assert {"DLQ_URL", "SOURCE_QUEUE_URL", "PARKING_LOT_URL", "DYNAMODB_TABLE_NAME"} <= set(environment)
 
@@ -399,7 +399,7 @@ def test_cdk_nag_packs_find_nothing_unacknowledged_and_every_acknowledgment_has_
 def test_context_settings_reach_the_template(tmp_path: Any) -> None:
     app = cdk.App(
         outdir=str(tmp_path),
-        context={"redriver": {"schedule": "rate(1 minute)", "max_redrives": 7, "max_receive_count": 3}},
+        context={"redriver": {"schedule": "rate(1 minute)", "max_redrive_count": 7, "max_receive_count": 3}},
     )
     from sqs_redriver.cdk.stack import RedriverStack
 
@@ -414,7 +414,7 @@ def test_context_settings_reach_the_template(tmp_path: Any) -> None:
     )
     template.has_resource_properties(
         "AWS::Lambda::Function",
-        {"Environment": {"Variables": Match.object_like({"MAX_REDRIVES": "7"})}},
+        {"Environment": {"Variables": Match.object_like({"MAX_REDRIVE_COUNT": "7"})}},
     )
 
 

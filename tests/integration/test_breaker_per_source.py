@@ -1,4 +1,4 @@
-"""A DLQ shared by two sources, each with its own breaker: one broken consumer pauses only its own
+"""A DLQ shared by two sources, each with its own breaker: one broken consumer stops only its own
 source's re-drives."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def by_source(report: RunReport, aws: Aws, payments: str) -> dict[str, tuple[Mod
 
 
 @pytest.mark.parametrize("leader", [0, 1], ids=["orders-first", "payments-first"])
-def test_a_broken_consumer_pauses_only_its_own_source_and_recovers_by_its_own_canary(
+def test_a_broken_consumer_stops_only_its_own_source_and_recovers_by_its_own_canary(
     aws: Aws, payments: str, clock: FakeClock, leader: int
 ) -> None:
     # GIVEN a shared DLQ with failures of both sources (the minute decides which source goes first)
@@ -98,7 +98,7 @@ def test_a_broken_consumer_pauses_only_its_own_source_and_recovers_by_its_own_ca
     assert depth(aws.sqs, aws.dlq_url) == 0
 
 
-def test_a_message_without_a_named_source_follows_the_first_sources_breaker(
+def test_a_message_without_a_named_source_follows_the_source_queues_breaker(
     aws: Aws, payments: str, clock: FakeClock
 ) -> None:
     # GIVEN orders' breaker open, payments' closed, and a message SQS names no source for
@@ -173,7 +173,7 @@ def test_a_source_whose_breaker_closes_in_a_continuation_starts_slowly(
     # WHEN the continuation runs: the verdict scan closes payments' breaker, and it re-drives
     report = redriver.run(REMAINING, Resume(token="t-1", generation=1, full_rate=True))
 
-    # THEN its re-drives ramp up from 1/s (the chain's full rate was orders', not payments')
+    # THEN its re-drives slow-start from 1/s (the chain's full rate was orders', not payments')
     assert report.breaker_transitions == ["payments: HALF_OPEN->CLOSED"] and report.redriven == 10
     assert clock.now - started > 3
 

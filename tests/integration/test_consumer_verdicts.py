@@ -1,5 +1,5 @@
 """The re-driver hearing the consumer: the real consumer kit in a Powertools consumer and the real
-re-driver, in-process against moto, on a clock the test moves. A run's waits (``pause``) let the
+re-driver, in-process against moto, on a clock the test moves. A run's waits (``sleep``) let the
 consumer work, as they do in Lambda while the consumer runs elsewhere."""
 
 from __future__ import annotations
@@ -92,16 +92,16 @@ class OrderConsumer:
 def redriver_hearing(
     aws: Aws, clock: FakeClock, consumer: OrderConsumer, *, listening: bool = True, **overrides: Any
 ) -> Redriver:
-    """A re-driver with consumer verdicts on; its pauses move the clock and, while ``listening``,
+    """A re-driver with consumer verdicts on; its sleeps move the clock and, while ``listening``,
     let the consumer work."""
 
-    def pause(seconds: float) -> None:
+    def sleep(seconds: float) -> None:
         clock.advance(seconds)
         if listening:
             consumer.poll()
 
     settings = make_settings(aws, consumer_verdicts=True, verdict_wait_seconds=10, **overrides)
-    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock, pause=pause)
+    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock, sleep=sleep)
 
 
 def open_breaker(aws: Aws, clock: FakeClock) -> None:
@@ -224,7 +224,7 @@ def test_without_a_verdict_the_canary_waits_for_its_window_and_nothing_is_scanne
     assert (watch.mode, watch.received) == (Mode.WATCH, 0)
 
 
-def test_a_broken_consumer_trips_the_breaker_on_the_first_probes_of_a_wave(
+def test_a_broken_consumer_trips_the_breaker_on_the_trial(
     aws: Aws, clock: FakeClock, consumer: OrderConsumer
 ) -> None:
     # GIVEN 20 orders in the DLQ, a CLOSED breaker, and a consumer that is still broken

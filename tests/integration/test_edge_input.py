@@ -52,7 +52,7 @@ def test_fifo_redrive_keeps_the_group_and_sends_no_per_message_delay(fifo: Aws, 
 def test_fifo_gets_a_fresh_deduplication_id_on_every_redrive(fifo: Aws, clock: FakeClock) -> None:
     # GIVEN a FIFO consumer that keeps failing: a reused deduplication id would be dropped silently
     settings = make_settings(
-        fifo, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+        fifo, max_redrive_count=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
     redriver = make_redriver(fifo, settings, clock)
     send_fifo(fifo, "order-1", group="g")
@@ -162,7 +162,7 @@ def test_two_different_fifo_messages_with_one_content_identity_are_both_parked(
             MessageAttributes=ten,
         )
     settings = make_settings(
-        fifo, max_redrives=1, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+        fifo, max_redrive_count=1, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
     identity = DlqMessage("x", "r", "refresh", ten).content_identity
     make_redriver(fifo, settings, clock).state.save_records(

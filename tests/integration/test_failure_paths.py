@@ -226,7 +226,7 @@ def test_copies_of_one_identity_in_a_batch_are_handled_one_per_run(aws: Aws, clo
 
 
 def test_a_canary_whose_send_call_fails_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
-    settings = make_settings(aws, max_redrives=20)
+    settings = make_settings(aws, max_redrive_count=20)
     state = make_redriver(aws, settings, clock).state
     state.save_breaker(
         settings.breaker_key, Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0

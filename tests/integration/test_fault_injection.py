@@ -50,7 +50,7 @@ from tests.support.faults import (
 )
 from tests.support.lockstep import Lockstep
 
-MAX_REDRIVES = 3
+MAX_REDRIVE_COUNT = 3
 HEALTHY_RUNS = 8
 DYNAMODB_OPERATIONS = {"get_item", "put_item", "delete_item", "batch_get_item", "batch_write_item"}
 # A chain: the faulted run stops at this per-run limit and hands over to continuations.
@@ -87,13 +87,13 @@ def seed_messages(fresh: int = 7, long_holds: bool = False, shared: bool = False
     seeded = [Seeded(f"fresh-{i}", 0) for i in range(fresh)]
     if shared:
         seeded += [Seeded(f"{OTHER_SOURCE}:fresh-{i}", 0) for i in range(3)]
-        seeded += [Seeded(f"{OTHER_SOURCE}:again", 2), Seeded(f"{OTHER_SOURCE}:poison", MAX_REDRIVES)]
+        seeded += [Seeded(f"{OTHER_SOURCE}:again", 2), Seeded(f"{OTHER_SOURCE}:poison", MAX_REDRIVE_COUNT)]
     seeded += [Seeded(f"again-{i}", 2) for i in range(2)]
-    seeded.append(Seeded("poison", MAX_REDRIVES))
+    seeded.append(Seeded("poison", MAX_REDRIVE_COUNT))
     seeded.append(Seeded("ten-attributes", 0, dict(TEN_ATTRIBUTES)))
     seeded.append(Seeded("unicode-✓-東京-🙂", 1))
     if long_holds:
-        seeded += [Seeded(f"held-{count}", count, last_at=START) for count in (1, MAX_REDRIVES - 1)]
+        seeded += [Seeded(f"held-{count}", count, last_at=START) for count in (1, MAX_REDRIVE_COUNT - 1)]
     return seeded
 
 
@@ -115,7 +115,7 @@ def fault_settings(aws: Aws, parallel_batches: int = 1, *, long_holds: bool = Fa
     delays = {"base_delay_seconds": BASE_DELAY, "max_delay_seconds": MAX_DELAY} if long_holds else {}
     return make_settings(
         aws,
-        max_redrives=MAX_REDRIVES,
+        max_redrive_count=MAX_REDRIVE_COUNT,
         parallel_batches=parallel_batches,
         breaker=BreakerPolicy(failure_threshold=100, failure_ratio=0.2, minimum_volume=1000),
         **delays,
@@ -140,9 +140,10 @@ def shared_sources(aws: Aws, shared: bool) -> dict[str, Any]:
     return {"other_source_queue_urls": (aws.sqs.create_queue(QueueName=OTHER_SOURCE)["QueueUrl"],)}
 
 
-def first_source_leads(clock: FakeClock) -> None:
-    """Move the clock (at most minutes) to the start of a minute whose scheduled run takes the first
-    source first: the faulted run's calls are then those of the healthy run measured before it."""
+def source_queue_leads(clock: FakeClock) -> None:
+    """Move the clock (at most minutes) to the start of a minute whose scheduled run takes the source
+    queue (SOURCE_QUEUE_URL's first) first: the faulted run's calls are then those of the healthy
+    run measured before it."""
     clock.advance(60 - clock.now % 60)
     while turn_order(2, generation=0, now=int(clock.now))[0] != 0:
         clock.advance(60)
@@ -173,7 +174,7 @@ def run_with_faults(
         seeded_breaker = seed_breaker(aws, fault_settings(aws, **sources))
         clock = FakeClock()
         if shared:
-            first_source_leads(clock)
+            source_queue_leads(clock)
         faults = Faults(plan=dict(plan))
         # Parallel workers take turns at every AWS call (tests/lockstep.py), so call k is the same
         # call in every run of a case, however busy the machine is.
@@ -275,7 +276,7 @@ def check_books(
         mark = Mark.from_json(mark_value["StringValue"])
         if mark.count < item.count:
             outcome.problems.append(f"{item.body}: count went back from {item.count} to {mark.count}")
-        if mark.count > MAX_REDRIVES:
+        if mark.count > MAX_REDRIVE_COUNT:
             outcome.problems.append(f"{item.body}: re-driven {mark.count} times, past the limit")
         if item.last_at and mark.count > item.count:
             # Equal jitter keeps at least half of the step.

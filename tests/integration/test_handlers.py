@@ -129,9 +129,9 @@ def test_a_duplicate_scheduled_event_does_not_run_twice(aws: Aws, redriver_handl
 def test_bad_configuration_fails_at_cold_start_naming_the_variable(
     aws: Aws, redriver_handler: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MAX_REDRIVES", "0")
+    monkeypatch.setenv("MAX_REDRIVE_COUNT", "0")
 
-    with pytest.raises(ConfigError, match="MAX_REDRIVES must be an integer from 1 to 50"):
+    with pytest.raises(ConfigError, match="MAX_REDRIVE_COUNT must be an integer from 1 to 50"):
         import_fresh("sqs_redriver.runtime.handler")
 
 

@@ -282,8 +282,8 @@ def test_successes_and_failures_share_a_batch(aws: Aws) -> None:
 # -- verdicts of re-driven messages -------------------------------------------------------------
 
 
-def test_verdicts_of_a_wave_are_one_update_with_counts_and_fingerprints(aws: Aws) -> None:
-    # GIVEN first deliveries of re-driven messages of one wave: 2 succeed, 1 transient, 1 terminal
+def test_verdicts_of_a_run_are_one_update_with_counts_and_fingerprints(aws: Aws) -> None:
+    # GIVEN first deliveries of re-driven messages of one run: 2 succeed, 1 transient, 1 terminal
     for n, outcome in enumerate(("ok", "ok", "transient", "terminal")):
         send(aws, body(outcome, n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
     dynamodb = Calls(aws.dynamodb)
@@ -305,7 +305,7 @@ def test_verdicts_of_a_wave_are_one_update_with_counts_and_fingerprints(aws: Aws
     assert int(record["expires_at"]["N"]) == NOW + VERDICT_RECORD_TTL_SECONDS
 
 
-def test_ten_redriven_messages_of_one_wave_cost_one_table_call(aws: Aws) -> None:
+def test_ten_redriven_messages_of_one_run_cost_one_table_call(aws: Aws) -> None:
     for n in range(10):
         send(aws, body("ok", n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
     dynamodb = Calls(aws.dynamodb)
@@ -316,10 +316,10 @@ def test_ten_redriven_messages_of_one_wave_cost_one_table_call(aws: Aws) -> None
     assert stored_item(aws, verdict_record_key("w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
 
 
-def test_verdicts_add_up_across_batches_and_waves_are_kept_apart(aws: Aws) -> None:
+def test_verdicts_add_up_across_batches_and_runs_are_kept_apart(aws: Aws) -> None:
     kit = make_kit(aws)
-    for wave in ("w-1", "w-2", "w-1"):
-        send(aws, body("ok"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key=wave)))
+    for verdict_key in ("w-1", "w-2", "w-1"):
+        send(aws, body("ok"), redriven(Mark("id-1", count=1, redriven_at=(100,), verdict_key=verdict_key)))
         run(kit, aws, Consumer(), receive(aws))
         drain(aws.sqs, aws.source_url)
 

@@ -26,12 +26,12 @@ KIT_ENV = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)
 @pytest.fixture(autouse=True)
 def restore_stock_moto(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rest of the suite runs on stock moto: undo the speed-up after each test."""
-    for owner, name in (
+    for target, name in (
         (SQSBackend, "is_message_valid_based_on_retention_period"),
         (moto_sqs_models, "unix_time"),
         (moto_sqs_models, "unix_time_millis"),
     ):
-        monkeypatch.setattr(owner, name, getattr(owner, name))
+        monkeypatch.setattr(target, name, getattr(target, name))
 
 
 def test_speed_up_keeps_which_messages_are_within_retention(aws: Aws) -> None:

@@ -22,13 +22,13 @@ from tests.support.factories import LONG_AGO, FakeClock
 from tests.support.faults import Faults, breaker_problems
 from tests.support.lockstep import Lockstep
 
-MAX_REDRIVES = 3
+MAX_REDRIVE_COUNT = 3
 
 
 def seed(aws: Aws) -> dict[str, int]:
     """40 messages: fresh ones, ones at their last allowed re-drive, and poison at the limit."""
     counts = {f"fresh-{i}": 0 for i in range(30)} | {f"last-{i}": 2 for i in range(6)}
-    counts |= {f"poison-{i}": MAX_REDRIVES for i in range(4)}
+    counts |= {f"poison-{i}": MAX_REDRIVE_COUNT for i in range(4)}
     for body, count in counts.items():
         attributes = {}
         if count:
@@ -51,7 +51,7 @@ def run_together(
     the others start. One thread runs at a time, so moto's receives and conditional writes are
     atomic, as SQS's and DynamoDB's are."""
     lockstep = Lockstep()
-    settings = make_settings(aws, max_redrives=MAX_REDRIVES, **overrides)
+    settings = make_settings(aws, max_redrive_count=MAX_REDRIVE_COUNT, **overrides)
     sqs, writes = lockstep.client(aws.sqs), lockstep.client(dynamodb or aws.dynamodb)
     redrivers = [make_redriver(aws, settings, clock, sqs=sqs, dynamodb=writes) for _ in range(runs)]
     with lockstep.pool(runs) as pool:
@@ -78,11 +78,13 @@ def test_overlapping_runs_share_the_dlq_without_double_handling(
     # each message was handled by exactly one run: the DLQ visibility timeout hides it from the others
     assert all(r.received >= 10 for r in reports), [r.received for r in reports]
     assert sum(r.received for r in reports) == len(counts)
-    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
-    assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
+    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVE_COUNT)
+    assert sorted(m["Body"] for m in in_source) == sorted(
+        b for b, c in counts.items() if c < MAX_REDRIVE_COUNT
+    )
     for message in in_source:
         mark = mark_of(message)
-        assert mark.count == counts[message["Body"]] + 1 <= MAX_REDRIVES
+        assert mark.count == counts[message["Body"]] + 1 <= MAX_REDRIVE_COUNT
     assert drain(aws.sqs, aws.dlq_url) == []
 
 
@@ -126,7 +128,7 @@ def test_overlapping_runs_move_an_open_breaker_once_and_send_one_canary(
     make_visible(aws.dlq_url)
     left = [m["Body"] for m in drain(aws.sqs, aws.dlq_url)]
     parked = [m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)]
-    assert set(parked) <= {body for body, count in counts.items() if count >= MAX_REDRIVES}
+    assert set(parked) <= {body for body, count in counts.items() if count >= MAX_REDRIVE_COUNT}
     assert sorted(left + parked + [in_source[0]["Body"]]) == sorted(counts)
 
 
@@ -134,7 +136,7 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
     counts = seed(aws)
     settings = make_settings(
         aws,
-        max_redrives=MAX_REDRIVES,
+        max_redrive_count=MAX_REDRIVE_COUNT,
         parallel_batches=4,
         breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )
@@ -147,15 +149,17 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
     in_source = drain(aws.sqs, aws.source_url)
     parked = drain(aws.sqs, aws.parking_lot_url)
     assert (report.received, report.redriven, report.parked) == (40, 36, 4)
-    assert sorted(m["Body"] for m in in_source) == sorted(b for b, c in counts.items() if c < MAX_REDRIVES)
-    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVES)
+    assert sorted(m["Body"] for m in in_source) == sorted(
+        b for b, c in counts.items() if c < MAX_REDRIVE_COUNT
+    )
+    assert sorted(m["Body"] for m in parked) == sorted(b for b, c in counts.items() if c >= MAX_REDRIVE_COUNT)
     assert drain(aws.sqs, aws.dlq_url) == []
 
 
 def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, clock: FakeClock) -> None:
     # GIVEN two failed runs behind us, and a DLQ of messages that all came back: three batches
     # for each of four workers
-    settings = make_settings(aws, parallel_batches=4, max_redrives=10)
+    settings = make_settings(aws, parallel_batches=4, max_redrive_count=10)
     lockstep = Lockstep()  # one worker at a time: the breaker writes atomic, as in DynamoDB
     dynamodb = lockstep.client(aws.dynamodb)
     state = make_redriver(aws, settings, clock, dynamodb=dynamodb).state

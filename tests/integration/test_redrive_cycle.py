@@ -73,7 +73,7 @@ def test_redrive_returns_body_and_attributes_unchanged_plus_the_mark(aws: Aws, c
 def test_redrive_count_survives_round_trips_until_the_message_is_parked(aws: Aws, clock: FakeClock) -> None:
     # GIVEN a consumer that always fails one order, and a breaker that will not get in the way
     settings = make_settings(
-        aws, max_redrives=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+        aws, max_redrive_count=3, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
     redriver = make_redriver(aws, settings, clock)
     fail_into_dlq(aws, aws.source_url, order_body("poison"))
@@ -175,7 +175,7 @@ def send_redriven(aws: Aws, clock: FakeClock, count: int) -> None:
     send_to_dlq(aws, "long", {MARK_ATTRIBUTE: {"DataType": "String", "StringValue": mark.to_json()}})
 
 
-LONG_BACKOFF = {"base_delay_seconds": 60, "max_delay_seconds": 86_400, "max_redrives": 20}
+LONG_BACKOFF = {"base_delay_seconds": 60, "max_delay_seconds": 86_400, "max_redrive_count": 20}
 
 
 def test_a_standard_step_past_900_seconds_waits_hidden_in_the_dlq_then_goes_with_no_delay(
@@ -223,7 +223,7 @@ def test_a_wait_longer_than_sqs_lets_a_message_hide_is_renewed_when_it_reappears
     assert runs == [0, 0, 1] and len(hidden) == 2 and len(drain(aws.sqs, aws.source_url)) == 1
 
 
-def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeClock) -> None:
+def test_breaker_opens_on_the_first_run_whose_redrives_return(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, make_settings(aws), clock)
     fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(5)))
 
@@ -242,7 +242,7 @@ def test_breaker_opens_on_the_first_wave_that_comes_back(aws: Aws, clock: FakeCl
 
 
 def test_a_lone_message_that_keeps_failing_never_opens_the_breaker(aws: Aws, clock: FakeClock) -> None:
-    redriver = make_redriver(aws, make_settings(aws, max_redrives=4), clock)
+    redriver = make_redriver(aws, make_settings(aws, max_redrive_count=4), clock)
     fail_into_dlq(aws, aws.source_url, order_body("poison"))
 
     reports = []
@@ -283,7 +283,7 @@ def open_the_breaker(aws: Aws, clock: FakeClock, redriver) -> None:
 
 def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: FakeClock) -> None:
     # GIVEN an open breaker over 4 failed orders, and a consumer that has recovered
-    settings = make_settings(aws, max_redrives=10)
+    settings = make_settings(aws, max_redrive_count=10)
     redriver = make_redriver(aws, settings, clock)
     fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(4)))
     open_the_breaker(aws, clock, redriver)
@@ -315,7 +315,7 @@ def test_healthy_canaries_close_the_breaker_and_the_dlq_drains(aws: Aws, clock: 
 
 def test_a_canary_found_back_when_its_window_ends_reopens_the_breaker(aws: Aws, clock: FakeClock) -> None:
     # GIVEN a canary that failed, but no run looked at the DLQ before its window ended
-    redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
+    redriver = make_redriver(aws, make_settings(aws, max_redrive_count=10), clock)
     fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(3)))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
@@ -333,7 +333,7 @@ def test_a_canary_found_back_when_its_window_ends_reopens_the_breaker(aws: Aws, 
 def test_a_canary_that_came_back_is_found_when_its_window_ends_not_by_scans_before(
     aws: Aws, clock: FakeClock
 ) -> None:
-    redriver = make_redriver(aws, make_settings(aws, max_redrives=10), clock)
+    redriver = make_redriver(aws, make_settings(aws, max_redrive_count=10), clock)
     fail_into_dlq(aws, aws.source_url, *(order_body(f"o-{i}") for i in range(3)))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
@@ -358,7 +358,7 @@ def test_a_canary_back_at_its_limit_is_parked_and_still_reopens_the_breaker(
     aws: Aws, clock: FakeClock
 ) -> None:
     # GIVEN max 2 re-drives: 1 happens before the breaker opens, the 2nd is the canary
-    redriver = make_redriver(aws, single_message_breaker(aws, max_redrives=2), clock)
+    redriver = make_redriver(aws, single_message_breaker(aws, max_redrive_count=2), clock)
     fail_into_dlq(aws, aws.source_url, order_body("o-1"))
     open_the_breaker(aws, clock, redriver)
     clock.advance(61)
@@ -391,7 +391,7 @@ def test_message_with_ten_attributes_is_counted_in_the_table_and_parked_intact(
 ) -> None:
     attributes = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
     settings = make_settings(
-        aws, max_redrives=2, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+        aws, max_redrive_count=2, breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000)
     )
     redriver = make_redriver(aws, settings, clock)
     aws.sqs.send_message(QueueUrl=aws.source_url, MessageBody="ten", MessageAttributes=attributes)

@@ -99,7 +99,7 @@ def test_an_expiring_message_is_parked_with_its_reason_and_archived_whole(aws: A
 
 def test_a_message_whose_archive_write_failed_is_not_parked_and_not_lost(aws: Aws, clock: FakeClock) -> None:
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="poison", MessageAttributes={})
-    settings = make_settings(aws, max_redrives=1)
+    settings = make_settings(aws, max_redrive_count=1)
     mark = {"id": "id-p", "n": 1, "first": LONG_AGO, "at": [LONG_AGO + 1]}
     [message] = aws.sqs.receive_message(QueueUrl=aws.dlq_url)["Messages"]
     aws.sqs.delete_message(QueueUrl=aws.dlq_url, ReceiptHandle=message["ReceiptHandle"])
@@ -187,7 +187,7 @@ def test_no_message_outlives_a_short_retention_unparked_or_unarchived_with_the_b
     policy = open_breaker(aws, start, cooldown=24 * 3600)  # OPEN for the whole test
     settings = make_settings(aws, expiry_margin_seconds=MARGIN, breaker=policy)
     redriver = local_redriver(
-        settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=time.time, pause=frozen.tick
+        settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=time.time, sleep=frozen.tick
     )
     sent: dict[str, int] = {}
     modes = set()

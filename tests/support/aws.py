@@ -48,7 +48,7 @@ def make_settings(aws: Aws, **overrides: Any) -> Settings:
         # moto's in-process receive is not atomic across threads (SQS's is): parallel batches are
         # tested on their own, with receives serialized as SQS does.
         "parallel_batches": 1,
-        # Slow start paces by time; it has tests of its own (tests/unit/test_ramp.py, the e2e recovery).
+        # Slow start paces by time; it has tests of its own (tests/unit/test_slow_start.py, the e2e recovery).
         "slow_start_seconds": 0,
         "breaker": BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2),
     }
@@ -65,14 +65,14 @@ def make_redriver(
     limiter: TokenBucket | None = None,
     s3: Any = None,
 ) -> Redriver:
-    """A re-driver on the fake clock (its pauses move it), over ``aws``'s clients or the proxies given."""
+    """A re-driver on the fake clock (its sleeps move it), over ``aws``'s clients or the proxies given."""
     return local_redriver(
         settings,
         sqs=sqs or aws.sqs,
         dynamodb=dynamodb or aws.dynamodb,
         s3=s3 or aws.s3,
         clock=clock,
-        pause=clock.advance,
+        sleep=clock.advance,
         logger_name="redriver-tests",
         limiter=limiter,
     )

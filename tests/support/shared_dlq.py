@@ -27,7 +27,7 @@ def create_payments(aws: Aws) -> str:
 
 def redriver_for(aws: Aws, payments: str, clock: FakeClock) -> Redriver:
     """The re-driver of both sources."""
-    settings = make_settings(aws, other_source_queue_urls=(payments,), max_redrives=10)
+    settings = make_settings(aws, other_source_queue_urls=(payments,), max_redrive_count=10)
     return make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
 
 

@@ -133,7 +133,8 @@ def test_runs_failed_by_aws_errors_accumulate_then_open_the_breaker_at_the_thres
 
 
 def test_a_run_failed_by_ratio_opens_the_breaker_at_once() -> None:
-    # the first failed wave, not the third: waiting would send the backlog into the outage again
+    # the first run whose re-drives returned, not the third: waiting would send the backlog into the
+    # outage again
     opened = end_redrive_run(Breaker(version=0), BAD, T0, POLICY)
     assert opened == Breaker(State.OPEN, changed_at=T0, version=1, evidence=Evidence.RETURNS, judged_until=T0)
     assert trips_now(Breaker(version=0), BAD, POLICY)

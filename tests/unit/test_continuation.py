@@ -71,29 +71,31 @@ def test_a_shared_dlq_continues_when_any_sources_part_ran_out_of_room() -> None:
     drained = replace(report(StopReason.DLQ_EMPTY), source="b")
     busy = replace(report(StopReason.TIME_BUDGET), source="b")
 
-    assert continues(combine([broken, busy], first_source="a"), generation=0, max_continuations=100)
-    assert not continues(combine([broken, drained], first_source="a"), generation=0, max_continuations=100)
+    assert continues(combine([broken, busy], source_queue_url="a"), generation=0, max_continuations=100)
+    assert not continues(
+        combine([broken, drained], source_queue_url="a"), generation=0, max_continuations=100
+    )
 
 
-def test_a_shared_dlqs_run_shows_the_worst_breaker_and_the_first_sources_mode() -> None:
+def test_a_shared_dlqs_run_shows_the_worst_breaker_and_the_source_queues_mode() -> None:
     first = replace(report(StopReason.DLQ_EMPTY), source="q/a", full_rate=True)
     other = RunReport(
         Mode.PROBE, State.HALF_OPEN, Tally(redriven=1), StopReason.CANARY_SENT, ["OPEN->HALF_OPEN"]
     )
 
-    run = combine([replace(other, source="q/b"), first], first_source="q/a")
+    run = combine([replace(other, source="q/b"), first], source_queue_url="q/a")
 
     assert (run.mode, run.breaker_state, run.stopped_because) == (Mode.REDRIVE, State.HALF_OPEN, "DLQ empty")
     assert (run.redriven, run.breaker_transitions) == (501, ["b: OPEN->HALF_OPEN"])
 
 
 def test_a_shared_dlqs_continuation_is_at_full_rate_when_every_closed_source_was() -> None:
-    ramped = replace(report(), source="a", full_rate=True)
+    at_full_rate = replace(report(), source="a", full_rate=True)
     slow = replace(report(), source="b")
     broken = RunReport(Mode.SKIP, State.OPEN, source="b")
 
-    assert combine([ramped, broken], first_source="a").full_rate
-    assert not combine([ramped, slow], first_source="a").full_rate
+    assert combine([at_full_rate, broken], source_queue_url="a").full_rate
+    assert not combine([at_full_rate, slow], source_queue_url="a").full_rate
 
 
 def test_a_continuation_event_round_trips_and_a_scheduled_event_is_none() -> None:

@@ -204,7 +204,7 @@ def test_content_identity_ignores_attribute_order(values: dict[str, str]) -> Non
 
 
 def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits_the_budget() -> None:
-    # GIVEN the longest history settings allow (MAX_REDRIVES <= 50), a hash identity, 10-digit times,
+    # GIVEN the longest history settings allow (MAX_REDRIVE_COUNT <= 50), a hash identity, 10-digit times,
     # and the most replays a mark keeps, each after 50 re-drives
     mark = Mark("sha256:" + "f" * 64, 0, 1_800_000_000)
     for replay in range(MAX_REPLAYS):

@@ -38,7 +38,9 @@ def test_a_single_source_runs_summary_has_its_counts_breaker_and_source() -> Non
         breaker_transitions=["CLOSED->OPEN"],
     )
 
-    summary = run_summary(report, at=1_800_000_000, duration_ms=2_500, continuation=True, first_source=ORDERS)
+    summary = run_summary(
+        report, at=1_800_000_000, duration_ms=2_500, continuation=True, source_queue_url=ORDERS
+    )
 
     assert summary == {
         "at": 1_800_000_000,
@@ -70,7 +72,7 @@ def test_a_shared_dlqs_summary_names_every_sources_breaker() -> None:
     ]
 
     summary = run_summary(
-        combine(parts, ORDERS), at=1, duration_ms=1, continuation=False, first_source=ORDERS
+        combine(parts, ORDERS), at=1, duration_ms=1, continuation=False, source_queue_url=ORDERS
     )
 
     assert summary["sources"] == {ORDERS: "CLOSED", PAYMENTS: "OPEN"}
@@ -80,14 +82,14 @@ def test_a_shared_dlqs_summary_names_every_sources_breaker() -> None:
 def test_a_paused_runs_summary_says_so() -> None:
     report = RunReport(Mode.SKIP, State.CLOSED, stopped_because=StopReason.PAUSED)
 
-    summary = run_summary(report, at=1, duration_ms=0, continuation=False, first_source=ORDERS)
+    summary = run_summary(report, at=1, duration_ms=0, continuation=False, source_queue_url=ORDERS)
 
     assert (summary["paused"], summary["stopped_because"], summary["mode"]) == (True, "paused", "SKIP")
 
 
 def test_a_summary_reads_back_as_it_was_written() -> None:
     report = RunReport(Mode.PROBE, State.HALF_OPEN, TALLY, StopReason.CANARY_SENT, ["OPEN->HALF_OPEN"])
-    summary = run_summary(report, at=5, duration_ms=6, continuation=True, first_source=ORDERS)
+    summary = run_summary(report, at=5, duration_ms=6, continuation=True, source_queue_url=ORDERS)
 
     assert RunSummary.from_dict(json.loads(json.dumps(summary))).to_dict() == summary
 

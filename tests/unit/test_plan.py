@@ -18,7 +18,7 @@ from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
 from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
+from sqs_redriver.runtime.model.intents import BatchPlan, VerdictTag
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from tests.support.fakes import dlq_message, marked, queue_url
@@ -31,7 +31,7 @@ POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_thresho
 
 def rules(**overrides: object) -> PlanRules:
     values: dict[str, object] = {
-        "max_redrives": 3,
+        "max_redrive_count": 3,
         "fifo": False,
         "canary_size": 1,
         "base_delay_seconds": 60,
@@ -49,13 +49,13 @@ def plan(
     breaker: Breaker | None = None,
     so_far: Tally | None = None,
     groups: Mapping[str, GroupMark] | None = None,
-    wave: WaveTag | None = None,
-    owner: str | None = None,
+    tag: VerdictTag | None = None,
+    source: str | None = None,
     **rule_overrides: object,
 ) -> BatchPlan:
     tracking = track(batch, {}, NOW)
     so_far = so_far or Tally(received=len(batch))
-    state = BatchState(mode, breaker or Breaker(), so_far, NOW, groups or {}, wave, owner=owner)
+    state = BatchState(mode, breaker or Breaker(), so_far, NOW, groups or {}, tag, source=source)
     return Planner(rules(**rule_overrides), random.Random(7)).plan(tracking, state)
 
 
@@ -122,15 +122,15 @@ def test_a_sources_part_leaves_the_other_sources_messages_whole_and_parks_unknow
         dlq_message("legacy", source="legacy-orders"),
     ]
 
-    result = plan(batch, owner=ORDERS)
+    result = plan(batch, source=ORDERS)
 
     assert bodies(r.tracked for r in result.redrive) == ["order", "no-source"]
     assert bodies(result.leave) == ["pay", "pay-poison"] and result.others == 2
     assert bodies(p.tracked for p in result.park) == ["legacy"]
 
 
-def test_a_message_without_a_named_source_belongs_to_the_first_source_only() -> None:
-    result = plan([dlq_message("no-source")], owner=PAYMENTS)
+def test_a_message_without_a_named_source_belongs_to_the_source_queue_only() -> None:
+    result = plan([dlq_message("no-source")], source=PAYMENTS)
 
     assert (bodies(result.leave), result.redrive, result.others) == (["no-source"], (), 1)
 
@@ -140,8 +140,8 @@ def test_another_sources_returns_neither_trip_a_sources_breaker_nor_count_as_its
     back = [marked(1, last_at=NOW - 60, body=f"pay-back-{i}", source="payments") for i in range(4)]
     fresh = [dlq_message(f"order-{i}", source="orders") for i in range(2)]
 
-    orders = plan(back + fresh, breaker=breaker, owner=ORDERS)
-    payments = plan(back + fresh, breaker=breaker, owner=PAYMENTS)
+    orders = plan(back + fresh, breaker=breaker, source=ORDERS)
+    payments = plan(back + fresh, breaker=breaker, source=PAYMENTS)
 
     assert (orders.open_breaker, orders.returned, len(orders.redrive)) == (False, 0, 2)
     # 4 of payments' own 4 came back: its breaker opens, though 4 of 6 received is not all
@@ -153,8 +153,8 @@ def test_a_sources_ratio_counts_only_its_own_messages_received_so_far() -> None:
     breaker = Breaker(changed_at=NOW - 600)
     batch = [marked(1, last_at=NOW - 60, source="orders") for _ in range(3)] + [dlq_message(source="orders")]
 
-    shared = plan(batch, breaker=breaker, so_far=Tally(received=20), owner=ORDERS)
-    own = plan(batch, breaker=breaker, so_far=Tally(received=20, others=16), owner=ORDERS)
+    shared = plan(batch, breaker=breaker, so_far=Tally(received=20), source=ORDERS)
+    own = plan(batch, breaker=breaker, so_far=Tally(received=20, others=16), source=ORDERS)
 
     assert (shared.open_breaker, own.open_breaker) == (False, True)
 
@@ -163,7 +163,7 @@ def test_a_sources_canary_is_one_of_its_own_messages() -> None:
     breaker = Breaker(State.HALF_OPEN)
     batch = [dlq_message("pay", source="payments"), marked(2, body="order", source="orders")]
 
-    result = plan(batch, mode=Mode.PROBE, breaker=breaker, owner=ORDERS)
+    result = plan(batch, mode=Mode.PROBE, breaker=breaker, source=ORDERS)
 
     assert bodies(result.canaries) == ["order"] and bodies(result.leave) == ["pay"]
 
@@ -177,7 +177,7 @@ def test_the_delay_is_the_exponential_step_with_equal_jitter_capped_at_900(
 ) -> None:
     for seed in range(20):
         tracking = track([marked(count) if count else dlq_message()], {}, NOW)
-        planner = Planner(rules(max_redrives=10), random.Random(seed))
+        planner = Planner(rules(max_redrive_count=10), random.Random(seed))
         [redrive] = planner.plan(
             tracking, BatchState(Mode.REDRIVE, Breaker(), Tally(received=1), NOW)
         ).redrive
@@ -367,7 +367,7 @@ def test_another_sources_message_of_a_parked_group_is_left_for_its_own_part() ->
         message, system_attributes={"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:123456789012:payments"}
     )
 
-    result = plan([message], owner=ORDERS, groups={"bad": group("bad", GroupAction.PARK)})
+    result = plan([message], source=ORDERS, groups={"bad": group("bad", GroupAction.PARK)})
 
     assert result.park == () and result.others == 1
 
@@ -390,13 +390,13 @@ def test_a_message_over_its_limit_is_parked_with_the_consumers_last_error() -> N
     assert parked.reason.why.startswith("failed after 3 re-drives (limit 3); consumer's transient error")
 
 
-def test_probes_go_with_no_delay_and_the_rest_of_a_wave_backs_off_with_its_tag() -> None:
-    probes = plan([marked(2)], wave=WaveTag("run/1", probe=True))
-    wave = plan([marked(2)], wave=WaveTag("run/1"))
+def test_a_trial_goes_with_no_delay_and_the_rest_of_a_run_backs_off_with_its_tag() -> None:
+    trial = plan([marked(2)], tag=VerdictTag("run/1", trial=True))
+    rest = plan([marked(2)], tag=VerdictTag("run/1"))
 
-    assert [(r.delay_seconds, r.tag) for r in probes.redrive] == [(0, WaveTag("run/1", probe=True))]
-    [redrive] = wave.redrive
-    assert redrive.delay_seconds >= 60 and redrive.tag == WaveTag("run/1")
+    assert [(r.delay_seconds, r.tag) for r in trial.redrive] == [(0, VerdictTag("run/1", trial=True))]
+    [redrive] = rest.redrive
+    assert redrive.delay_seconds >= 60 and redrive.tag == VerdictTag("run/1")
 
 
 # -- FIFO ---------------------------------------------------------------------------------------
@@ -432,7 +432,7 @@ def test_a_fifo_message_backing_off_is_not_counted_as_returned_until_it_is_acted
 
 # -- standard queues: steps past 900 s wait in the DLQ --------------------------------------------
 
-LONG = {"max_delay_seconds": 86_400, "max_redrives": 20}
+LONG = {"max_delay_seconds": 86_400, "max_redrive_count": 20}
 STATE = BatchState(Mode.REDRIVE, Breaker(), Tally(received=1), NOW)
 
 
@@ -458,7 +458,7 @@ def test_a_standard_step_up_to_900_seconds_keeps_its_delay_seconds_and_its_jitte
 ) -> None:
     def delays(max_delay: int) -> list[int]:
         batch = [marked(count, last_at=NOW) if count else dlq_message() for _ in range(5)]
-        result = plan(batch, base_delay_seconds=base, max_delay_seconds=max_delay, max_redrives=20)
+        result = plan(batch, base_delay_seconds=base, max_delay_seconds=max_delay, max_redrive_count=20)
         assert result.hold == ()
         return [r.delay_seconds for r in result.redrive]
 
@@ -488,7 +488,7 @@ def test_a_standard_message_waiting_in_the_dlq_is_not_counted_as_returned_until_
     waiting = marked(7, last_at=NOW - 10)
 
     assert plan([waiting], breaker=breaker, **LONG).returned == 0
-    assert plan([waiting], breaker=breaker, max_redrives=20).returned == 1  # capped at 900: re-driven
+    assert plan([waiting], breaker=breaker, max_redrive_count=20).returned == 1  # capped at 900: re-driven
 
 
 # -- HALF_OPEN: the probe and the watch ---------------------------------------------------------
@@ -514,7 +514,7 @@ def test_a_claimed_probe_sends_its_canaries_with_no_delay_and_a_lost_one_leaves_
     lost = planned.with_probe_taken()
 
     assert [(r.tracked.message.body, r.delay_seconds) for r in claimed.redrive] == [("c", 0)]
-    assert {r.tag for r in claimed.redrive} == {WaveTag("canary/1/id", probe=True)}
+    assert {r.tag for r in claimed.redrive} == {VerdictTag("canary/1/id", trial=True)}
     assert claimed.stop is StopReason.CANARY_SENT
     assert bodies(lost.leave) == ["c"] and lost.redrive == () and lost.stop is StopReason.PROBE_TAKEN
 

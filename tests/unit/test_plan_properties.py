@@ -25,14 +25,14 @@ from sqs_redriver.runtime.decide.retention import Retention
 from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
+from sqs_redriver.runtime.model.intents import BatchPlan, VerdictTag
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import Tally
 from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000
 ORDERS, PAYMENTS = queue_url("orders"), queue_url("payments")
-MAX_REDRIVES = 3
+MAX_REDRIVE_COUNT = 3
 FINGERPRINTS = ("fp-a", "fp-b", "fp-c")
 MODES = (Mode.REDRIVE, Mode.PROBE, Mode.WATCH, Mode.VERDICT, Mode.SWEEP)
 
@@ -57,7 +57,7 @@ def messages(draw: st.DrawFn, fifo: bool) -> DlqMessage:
     identity = draw(st.sampled_from([f"id-{i}" for i in range(8)]))  # repeats: redelivered copies
     mark = None
     if draw(st.booleans()):
-        count = draw(st.integers(0, MAX_REDRIVES + 2))
+        count = draw(st.integers(0, MAX_REDRIVE_COUNT + 2))
         last = NOW - draw(st.integers(0, 3 * 86_400))
         history = tuple(last - 60 * (count - 1 - i) for i in range(count))
         mark = Mark(identity, count, last - 86_400, history, failure=draw(failures()))
@@ -74,7 +74,7 @@ def messages(draw: st.DrawFn, fifo: bool) -> DlqMessage:
 def cases(draw: st.DrawFn) -> tuple[Planner, list[DlqMessage], BatchState]:
     fifo = draw(st.booleans())
     rules = PlanRules(
-        max_redrives=MAX_REDRIVES,
+        max_redrive_count=MAX_REDRIVE_COUNT,
         fifo=fifo,
         canary_size=draw(st.integers(1, 3)),
         base_delay_seconds=draw(st.sampled_from([30, 60, 1200])),
@@ -107,9 +107,9 @@ def cases(draw: st.DrawFn) -> tuple[Planner, list[DlqMessage], BatchState]:
         Tally(received=draw(st.integers(len(batch), 200)), returned=draw(st.integers(0, 100))),
         NOW,
         groups,
-        wave=draw(st.sampled_from([None, WaveTag("w"), WaveTag("w", probe=True)])),
+        tag=draw(st.sampled_from([None, VerdictTag("w"), VerdictTag("w", trial=True)])),
         retention=draw(st.sampled_from([None, Retention(4 * 86_400, 3600), Retention(60, 30)])),
-        owner=draw(st.sampled_from([None, ORDERS, PAYMENTS])),
+        source=draw(st.sampled_from([None, ORDERS, PAYMENTS])),
     )
     return Planner(rules, random.Random(draw(st.integers()))), batch, state
 
@@ -141,7 +141,7 @@ def test_a_plan_keeps_the_limits_whatever_the_batch(
     plan = planner.plan(track(batch, {}, NOW), state)
 
     for redrive in plan.redrive:
-        assert redrive.tracked.mark.count < MAX_REDRIVES, "re-driven past the limit"
+        assert redrive.tracked.mark.count < MAX_REDRIVE_COUNT, "re-driven past the limit"
         assert 0 <= redrive.delay_seconds <= SQS_MAX_DELAY_SECONDS
         assert redrive.delay_seconds == 0 or not planner.rules.fifo, "FIFO refuses per-message delays"
     for hold in plan.hold:

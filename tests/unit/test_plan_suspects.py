@@ -27,7 +27,7 @@ SENT = NOW - 1200  # sent 20 minutes ago: its span (delay + 18 minutes) is over
 ORDERS = queue_url("orders")
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
 RULES = PlanRules(
-    max_redrives=5,
+    max_redrive_count=5,
     fifo=False,
     canary_size=1,
     base_delay_seconds=60,

@@ -75,7 +75,7 @@ def plan(
     batch: list[DlqMessage], mode: Mode, breaker: Breaker | None = None, fifo: bool = False
 ) -> BatchPlan:
     rules = PlanRules(
-        max_redrives=3,
+        max_redrive_count=3,
         fifo=fifo,
         canary_size=1,
         base_delay_seconds=60,

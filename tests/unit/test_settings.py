@@ -30,7 +30,7 @@ def test_defaults_with_only_the_required_variables() -> None:
         source_queue_url=SOURCE,
         parking_lot_url=PARKING,
         table_name="state",
-        max_redrives=5,
+        max_redrive_count=5,
         base_delay_seconds=60,
         max_delay_seconds=900,
         breaker=BreakerPolicy(
@@ -47,9 +47,9 @@ def test_defaults_with_only_the_required_variables() -> None:
 
 
 def test_overrides_are_parsed() -> None:
-    env = {**REQUIRED, "MAX_REDRIVES": "50", "BASE_DELAY_SECONDS": " 0 ", "BREAKER_FAILURE_RATIO": "1"}
+    env = {**REQUIRED, "MAX_REDRIVE_COUNT": "50", "BASE_DELAY_SECONDS": " 0 ", "BREAKER_FAILURE_RATIO": "1"}
     s = load_settings(env)
-    assert (s.max_redrives, s.base_delay_seconds, s.breaker.failure_ratio) == (50, 0, 1.0)
+    assert (s.max_redrive_count, s.base_delay_seconds, s.breaker.failure_ratio) == (50, 0, 1.0)
 
 
 def test_backoff_may_go_past_the_900_seconds_of_delay_seconds_up_to_a_day() -> None:
@@ -80,10 +80,10 @@ def test_missing_required_variable_is_named(name: str, value: str | None) -> Non
         ("DLQ_URL", "orders-dlq"),
         ("SOURCE_QUEUE_URL", "sqs://orders"),
         ("PARKING_LOT_URL", PARKING + ".fifo"),
-        ("MAX_REDRIVES", "five"),
-        ("MAX_REDRIVES", "2.5"),
-        ("MAX_REDRIVES", "0"),
-        ("MAX_REDRIVES", "51"),
+        ("MAX_REDRIVE_COUNT", "five"),
+        ("MAX_REDRIVE_COUNT", "2.5"),
+        ("MAX_REDRIVE_COUNT", "0"),
+        ("MAX_REDRIVE_COUNT", "51"),
         ("BASE_DELAY_SECONDS", "86401"),
         ("BASE_DELAY_SECONDS", "-1"),
         ("MAX_DELAY_SECONDS", "86401"),

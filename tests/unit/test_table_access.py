@@ -116,7 +116,7 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load marks and kit failures": lambda t: t.load_marks(["id-1", "id-2"]),
     "load the operator's group marks": lambda t: t.load_group_marks(["fp-1"]),
     "record a run": lambda t: t.record_run(SETTINGS.runs_key, {"redriven": 1}),
-    "load a wave's verdicts": lambda t: t.load_verdicts("run/1000/abcd1234"),
+    "load a run's verdicts": lambda t: t.load_verdicts("run/1000/abcd1234"),
     "load a canary's verdicts": lambda t: t.load_verdicts(CANARY.verdict_key),
     "save message records": lambda t: t.save_records([RECORD]),
 }

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqs_redriver.protocol.settings.kinds import Setting
+from sqs_redriver.protocol.settings.renamed import RENAMED
 from sqs_redriver.protocol.settings.rules import RULES
 from sqs_redriver.protocol.settings.schema import SCHEMA
 
@@ -40,6 +41,10 @@ def render_table() -> str:
 def _row(setting: Setting[Any]) -> str:
     name = f"`{setting.name}`" if setting.context else "–"
     env = f"`{setting.env}`" if setting.env else "–"
+    for renamed in RENAMED:
+        if renamed.new_name == setting.name:
+            name += f" (formerly `{renamed.old_name}`, read until the next release)"
+            env += f" (formerly `{renamed.old_env}`)" if renamed.old_env else ""
     default = setting.shown_default or _shown(setting.default)
     limits = [setting.limits] if setting.limits else []
     limits += [f"{rule.relation} `{rule.other}`" for rule in RULES if rule.setting == setting.name]

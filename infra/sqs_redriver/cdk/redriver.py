@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -44,6 +44,7 @@ from sqs_redriver.cdk.validation import (
 )
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings.renamed import deprecation_line
 from sqs_redriver.protocol.settings.schema import BY_NAME
 
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
@@ -105,6 +106,11 @@ class SqsRedriver(Construct):
         """Check the props (raising SettingsError naming the one at fault), then build the re-driver."""
         super().__init__(scope, construct_id)
         self.settings = settings = settings or RedriverSettings()
+        for renamed in settings.renamed_used:
+            Annotations.of(self).add_warning_v2(
+                f"sqs-redriver:renamed-setting-{renamed.old_name}",
+                deprecation_line(renamed.old_name, renamed.new_name),
+            )
         self.source_queues: tuple[sqs.IQueue, ...] = (source_queue, *other_source_queues)
         self.dead_letter_queue = dead_letter_queue
         check_props(
@@ -182,10 +188,10 @@ class SqsRedriver(Construct):
         (an explicit value must then agree with it) and required when the queue is imported.
 
         It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
-        with a consumer that reports verdicts, probes wait for them; and records ``function``'s
-        name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose ``AWS/Lambda``
-        metrics ``queue_metrics`` then reads (see ``consumer_metrics.ConsumerFunctions`` for when
-        an entry stays empty).
+        with a consumer that reports verdicts, canaries and the trial wait for them; and records
+        ``function``'s name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
+        ``AWS/Lambda`` metrics ``queue_metrics`` then reads (see
+        ``consumer_metrics.ConsumerFunctions`` for when an entry stays empty).
 
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying

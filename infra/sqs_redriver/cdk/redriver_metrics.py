@@ -19,7 +19,7 @@ from sqs_redriver.cdk.settings import RedriverSettings
 METRICS_NAMESPACE = "DlqRedriver"
 SERVICE_PREFIX = "dlq-redriver"
 # What lambdas/sqs_redriver/runtime/handler.py publishes once per run (a test keeps the two in step).
-RUN_COUNTS = ("Redriven", "Parked", "FailedRedrives", "Canaries", "Expiring")
+RUN_COUNTS = ("Redriven", "Parked", "Returned", "Canaries", "Expiring")
 RUN_PROBLEMS = ("RunErrors", "Unparkable", "Unarchived")
 BREAKER_STATE = "BreakerState"
 CONTINUATIONS = "Continuations"

@@ -8,13 +8,14 @@ and rules, so the synth refuses what the Lambda would refuse at cold start.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from constructs import Node
 
 from sqs_redriver.protocol.settings.function import VISIBILITY_TO_TIMEOUT_RATIO, dlq_visibility_timeout
 from sqs_redriver.protocol.settings.kinds import InvalidSetting, reraise_as
+from sqs_redriver.protocol.settings.renamed import RENAMED, RENAMED_NAMES, Renamed, both_given
 from sqs_redriver.protocol.settings.rules import check_rules
 from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, default
 
@@ -34,7 +35,7 @@ class RedriverSettings:
     the schema's order (tests/infra/test_settings.py keeps the fields in step with the schema)."""
 
     schedule: str = default("schedule")
-    max_redrives: int = default("max_redrives")
+    max_redrive_count: int = default("max_redrive_count")
     base_delay_seconds: int = default("base_delay_seconds")
     max_delay_seconds: int = default("max_delay_seconds")
     breaker_failure_threshold: int = default("breaker_failure_threshold")
@@ -63,11 +64,24 @@ class RedriverSettings:
     consumer_timeout_seconds: int = default("consumer_timeout_seconds")
     source_visibility_timeout_seconds: int = default("source_visibility_timeout_seconds")
     expiry_margin_seconds: int = default("expiry_margin_seconds")
+    # Former names (protocol.settings.renamed), read for one release: None when not given.
+    max_redrives: int | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         with reraise_as(SettingsError):
+            for renamed in self.renamed_used:
+                old, new = renamed.old_name, renamed.new_name
+                # A new name at its default is taken as not given: the old one's value stands.
+                if getattr(self, new) not in (getattr(self, old), default(new)):
+                    raise both_given(old, new, getattr(self, old), getattr(self, new))
+                object.__setattr__(self, new, getattr(self, old))
             values = {s.name: s.check(getattr(self, s.name), s.name) for s in CONTEXT_SETTINGS}
             check_rules(values, label=str)
+
+    @property
+    def renamed_used(self) -> tuple[Renamed, ...]:
+        """The settings given by a former name; the construct warns of each at synth."""
+        return tuple(renamed for renamed in RENAMED if getattr(self, renamed.old_name) is not None)
 
     @classmethod
     def from_app_context(cls, node: Node) -> RedriverSettings:
@@ -92,12 +106,18 @@ class RedriverSettings:
         """Build from the ``redriver`` context block (values typed, or text as with ``-c``);
         unknown keys are an error, not ignored."""
         context = dict(context or {})
-        known = {setting.name: setting for setting in CONTEXT_SETTINGS}
+        allowed = {setting.name: setting for setting in CONTEXT_SETTINGS}
+        known = allowed | {old: allowed[new] for old, new in RENAMED_NAMES.items()}
         unknown = sorted(set(context) - set(known))
         if unknown:
-            raise SettingsError(f"unknown {CONTEXT_KEY} setting(s) {unknown}; allowed: {sorted(known)}")
+            raise SettingsError(f"unknown {CONTEXT_KEY} setting(s) {unknown}; allowed: {sorted(allowed)}")
         with reraise_as(SettingsError):
             values = {name: known[name].parse(value, name) for name, value in context.items()}
+            for old, new in RENAMED_NAMES.items():
+                if old in values and new in values:
+                    if values[old] != values[new]:
+                        raise both_given(old, new, values[old], values[new])
+                    del values[new]
         return cls(**values)
 
     @property

@@ -18,6 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.storage import PARTITION_KEY, TTL_ATTRIBUTE
 from sqs_redriver.protocol.settings.kinds import reraise_as
+from sqs_redriver.protocol.settings.renamed import RENAMED_ENV
 from sqs_redriver.protocol.settings.rules import check_distinct_queues, check_queue_kinds
 from sqs_redriver.protocol.settings.schema import BY_NAME
 from sqs_redriver.protocol.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
@@ -200,7 +201,8 @@ def function_options(
             raise SettingsError(
                 f"function_props.{name} is set by the construct: {OWNED_FUNCTION_PROPS[name]}"
             )
-    clashing = sorted(set(options.get("environment", {})) & set(environment))
+    # A former name of one of them (protocol.settings.renamed) would be read in its place.
+    clashing = sorted(set(options.get("environment", {})) & {*environment, *RENAMED_ENV})
     if clashing:
         raise SettingsError(
             f"function_props.environment must not set the re-driver's own variables {clashing}: "

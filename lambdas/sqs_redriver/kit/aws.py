@@ -98,7 +98,7 @@ class KitAws:
 
     def add_verdicts(self, verdict_key: str, tally: Tally, now: int) -> None:
         """One conditional UpdateItem adding the tally's counters (and fingerprints) to the verdict
-        record; a record already past its expiry is not revived (KitAwsError: the wave is long over)."""
+        record; a record already past its expiry is not revived (KitAwsError: the run is long over)."""
         adds = [f"{name} :{name}" for name in tally.counts()]
         values: dict[str, Any] = {f":{name}": {"N": str(n)} for name, n in tally.counts().items()}
         if tally.fingerprints:

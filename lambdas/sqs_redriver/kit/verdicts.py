@@ -14,7 +14,7 @@ from sqs_redriver.protocol.failure import ConsumerVerdict, FailureKind
 
 @dataclass
 class Tally:
-    """The verdicts of one verdict key (one wave of re-drives) in this batch."""
+    """The verdicts of one verdict key (one run's re-drives) in this batch."""
 
     ok: int = 0
     transient: int = 0

@@ -1,7 +1,7 @@
 """A consumer's verdict on one delivery, as the consumer kit writes it and the re-driver reads it.
 
 This module is the protocol between the two: the failure the kit carries in a message's mark
-(``err``), the verdict counters it adds to the state table for the re-driver's waves, and the
+(``err``), the verdict counters it adds to the state table for the re-driver's runs, and the
 attributes of those records (their keys are built in keys.py). Neither side has a copy of it.
 """
 
@@ -112,7 +112,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class VerdictCounts:
-    """The verdicts the consumer kit reported under one verdict key (a wave of re-drives)."""
+    """The verdicts the consumer kit reported under one verdict key (a run's re-drives, or a
+    probe's canaries)."""
 
     ok: int = 0
     transient: int = 0

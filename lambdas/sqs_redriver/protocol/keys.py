@@ -16,7 +16,7 @@ class RecordKind(StrEnum):
     BREAKER = "BREAKER#"  # a source queue's circuit breaker
     MESSAGE = "MSG#"  # a message with no room for a mark: its re-drive history
     FAILURE = "FAILURE#"  # the consumer kit's failure of such a message
-    VERDICTS = "VERDICTS#"  # the consumer kit's verdict counts of a wave
+    VERDICTS = "VERDICTS#"  # the consumer kit's verdict counts of a run's re-drives
     RETRY = "RETRY#"  # an operator's retry of a failure group
     PARK = "PARK#"  # an operator's park of a failure group
     PAUSE = "PAUSE#"  # an operator's pause of a re-driver

@@ -38,7 +38,7 @@ QUEUE_ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:sqs:[a-z0-9-]{1,32}:[0-9]{12}:
 MAX_ERROR_CLASS_CHARS = 120
 MAX_ERROR_MESSAGE_CHARS = 240
 
-# Histories: a re-drive per entry of ``at`` (MAX_REDRIVES is at most this), the last replays in ``rp``.
+# Histories: a re-drive per entry of ``at`` (MAX_REDRIVE_COUNT is at most this), the last replays in ``rp``.
 MAX_MARK_HISTORY = 50
 MAX_REPLAYS = 10
 # Counts (re-drives, a replay's count before it, the consumer's attempt): integers in this range.

@@ -24,7 +24,7 @@ from sqs_redriver.runtime.observability import logger, metrics, tracer
 from sqs_redriver.runtime.settings import Settings, load_settings
 from sqs_redriver.runtime.wiring import compose_redriver, idempotency_guard
 
-SETTINGS = load_settings()
+SETTINGS = load_settings(warn=logger.warning)
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
 
 
@@ -64,7 +64,7 @@ def _publish(report: RunReport) -> dict[str, Any]:
         ("Redriven", report.redriven),
         ("Parked", report.parked),
         ("Expiring", report.expiring),
-        ("FailedRedrives", report.returned),
+        ("Returned", report.returned),
         ("Canaries", report.canaries),
         ("RunErrors", report.errors),
         ("Unparkable", report.unparkable),

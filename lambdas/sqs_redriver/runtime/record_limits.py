@@ -28,7 +28,7 @@ RECORD_MAX_NAME_CHARS = 1_024
 # An operator's reason, who, or a JSON document (a failure, a run summary) in one string attribute.
 RECORD_MAX_TEXT_CHARS = 4_096
 RECORD_MAX_JSON_CHARS = 16_384
-# One verdict counter of a wave.
+# One verdict counter of a run's re-drives.
 RECORD_MAX_VERDICTS = 10_000_000
 # Run summaries read from the history item (more are ignored; the writer keeps RUN_HISTORY_LENGTH).
 RECORD_MAX_RUNS = 100

@@ -6,14 +6,16 @@ the environment into one typed, frozen ``Settings``.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key, sweep_key
 from sqs_redriver.protocol.settings.kinds import InvalidSetting, reraise_as
+from sqs_redriver.protocol.settings.renamed import RENAMED_ENV, with_new_names
 from sqs_redriver.protocol.settings.rules import (
     check_distinct_queues,
     check_queue_kinds,
@@ -36,6 +38,7 @@ __all__ = ["ConfigError", "Settings", "load_settings"]
 BREAKER_PREFIX = "breaker_"
 # What Lambda allows as a function's name (not an ARN: CloudWatch's FunctionName dimension is the name).
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+LOG = logging.getLogger(__name__)
 
 
 class ConfigError(InvalidSetting):
@@ -57,7 +60,7 @@ class Settings:
     table_name: str
     # Further source queues of a shared DLQ; messages go back to the one SQS names as their source.
     other_source_queue_urls: tuple[str, ...] = ()
-    max_redrives: int = default("max_redrives")
+    max_redrive_count: int = default("max_redrive_count")
     base_delay_seconds: int = default("base_delay_seconds")
     max_delay_seconds: int = default("max_delay_seconds")
     breaker: BreakerPolicy = _breaker({s.name: s.default for s in LAMBDA_SETTINGS})
@@ -86,7 +89,7 @@ class Settings:
 
     @property
     def breaker_key(self) -> str:
-        """The first source's breaker: the only one of a DLQ with one source."""
+        """The breaker of the source queue (SOURCE_QUEUE_URL's first): a single-source DLQ's only one."""
         return breaker_key(self.source_queue_url)
 
     @property
@@ -119,10 +122,16 @@ class Settings:
         )
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Parse and validate the settings; raise ConfigError naming the bad variable and its range."""
-    env = os.environ if env is None else env
+def load_settings(
+    env: Mapping[str, str] | None = None, *, warn: Callable[[str], None] = LOG.warning
+) -> Settings:
+    """Parse and validate the settings; raise ConfigError naming the bad variable and its range.
+    A variable given by its former name (protocol.settings.renamed) is read, and ``warn`` gets one
+    deprecation line for it."""
     with reraise_as(ConfigError):
+        env, deprecations = with_new_names(os.environ if env is None else env, RENAMED_ENV)
+        for line in deprecations:
+            warn(line)
         values = {setting.name: setting.from_env(env) for setting in LAMBDA_SETTINGS}
         check_rules(values, label=lambda name: BY_NAME[name].env or name)
         resources = _resources(env)

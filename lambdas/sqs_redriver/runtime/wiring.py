@@ -61,11 +61,11 @@ def compose_redriver(
     logger: logging.Logger | Any = None,
     clock: Callable[[], float] = time.time,
     rng: random.Random | None = None,
-    pause: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = time.sleep,
     limiter: TokenBucket | None = None,
     metrics: Any = None,
 ) -> Redriver:
-    """A Redriver over ``clients``; ``clock``, ``pause`` and ``limiter`` let tests move time themselves
+    """A Redriver over ``clients``; ``clock``, ``sleep`` and ``limiter`` let tests move time themselves
     (the default limiter runs at MAX_REDRIVES_PER_SECOND on the real clock); ``metrics`` (Powertools
     Metrics) counts corrupt state records (None: they are only logged). The consumers' CloudWatch
     metrics are read through ``clients.cloudwatch`` when ``queue_metrics`` is on and that client is
@@ -77,7 +77,7 @@ def compose_redriver(
         clients.dynamodb,
         ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
         clock=clock,
-        pause=pause,
+        sleep=sleep,
         logger=logger,
         metrics=metrics,
     )
@@ -93,7 +93,7 @@ def compose_redriver(
         executor=executor,
         logger=logger,
         clock=clock,
-        pause=pause,
+        sleep=sleep,
         watch=watch,
     )
 
@@ -210,7 +210,7 @@ def _activity(settings: Settings, clients: AwsClients, logger: Any) -> CloudWatc
 
 def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
     return PlanRules(
-        max_redrives=settings.max_redrives,
+        max_redrive_count=settings.max_redrive_count,
         fifo=settings.fifo,
         canary_size=settings.canary_size,
         base_delay_seconds=settings.base_delay_seconds,

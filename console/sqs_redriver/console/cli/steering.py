@@ -144,7 +144,7 @@ SourceOption = Annotated[
 
 @breaker_app.command("open")
 def breaker_open(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
-    """Open the breaker: runs send only canaries after the cooldown, as after a failed wave."""
+    """Open the breaker: runs send only canaries after the cooldown, as when re-drives return."""
     _move_breakers(ctx.obj, source, lambda breaker, now: breaker.opened(now, Evidence.OPERATOR), reason)
 
 

@@ -23,8 +23,8 @@ BACKOFF_SETTINGS: tuple[Setting[Any], ...] = (
     ),
     # The history in a message's mark grows by one entry per re-drive; 50 keeps it in budget.
     IntSetting(
-        "max_redrives",
-        "MAX_REDRIVES",
+        "max_redrive_count",
+        "MAX_REDRIVE_COUNT",
         default=5,
         low=1,
         high=MAX_MARK_HISTORY,

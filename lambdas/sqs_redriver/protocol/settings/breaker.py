@@ -54,7 +54,7 @@ BREAKER_SETTINGS: tuple[Setting[Any], ...] = (
         "CONSUMER_VERDICTS",
         default=False,
         meaning="the consumer reports verdicts with the consumer kit (`grant_consumer` sets it): "
-        "probes and the ramp wait for them",
+        "canaries and slow start's trial wait for them",
     ),
     IntSetting(
         "verdict_wait_seconds",
@@ -62,6 +62,6 @@ BREAKER_SETTINGS: tuple[Setting[Any], ...] = (
         default=20,
         low=1,
         high=300,
-        meaning="how long a probe or a ramp step waits inside a run for the consumer's verdicts",
+        meaning="how long a probe or a trial waits inside a run for the consumer's verdicts",
     ),
 )

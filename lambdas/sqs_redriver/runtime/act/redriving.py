@@ -58,7 +58,7 @@ class RedriveSender:
             r.tracked.mark.after_redrive(
                 books.now,
                 verdict_key=r.tag.verdict_key if r.tag else None,
-                probe=bool(r.tag and r.tag.probe),
+                probe=bool(r.tag and r.tag.trial),
             )
             for r in redrives
         ]

@@ -32,14 +32,14 @@ class DynamoTable:
         client: DynamoDBClient,
         *,
         clock: Callable[[], float] = time.time,
-        pause: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = time.sleep,
         logger: logging.Logger | Any = None,
         metrics: Any = None,
     ) -> None:
         self.table_name = table_name
         self._client = client
         self._clock = clock
-        self._pause = pause
+        self._sleep = sleep
         self._log = logger or logging.getLogger("redriver")
         self._corrupt = CorruptRecordLog(self._log, metrics)
 
@@ -96,7 +96,7 @@ class DynamoTable:
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break
-                self._pause(0.05)
+                self._sleep(0.05)
             else:
                 raise AwsCallError("DynamoDB BatchGetItem left keys unprocessed after retries")
         return found
@@ -110,7 +110,7 @@ class DynamoTable:
                 request = response.get("UnprocessedItems") or {}
                 if not request:
                     break
-                self._pause(0.05)
+                self._sleep(0.05)
             else:
                 raise AwsCallError("DynamoDB BatchWriteItem left items unprocessed after retries")
 

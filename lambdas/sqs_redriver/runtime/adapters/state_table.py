@@ -46,9 +46,9 @@ class StateTable(
         *,
         ttl_seconds: int,
         clock: Callable[[], float] = time.time,
-        pause: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = time.sleep,
         logger: logging.Logger | Any = None,
         metrics: Any = None,
     ) -> None:
-        options = {"clock": clock, "pause": pause, "logger": logger, "metrics": metrics}
+        options = {"clock": clock, "sleep": sleep, "logger": logger, "metrics": metrics}
         super().__init__(table_name, client, ttl_seconds=ttl_seconds, **options)

@@ -19,9 +19,9 @@ MAX_OPERATOR_NAME_CHARS = 64
 MAX_OPERATOR_NAME_JSON_BYTES = 160
 
 
-def over_limit(tracked: Tracked, max_redrives: int) -> bool:
+def over_limit(tracked: Tracked, max_redrive_count: int) -> bool:
     """It came back after its last allowed re-drive: poison, not re-driven again."""
-    return tracked.mark.count >= max_redrives
+    return tracked.mark.count >= max_redrive_count
 
 
 def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, routes: Routes) -> ParkReason:
@@ -40,8 +40,8 @@ def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, route
     )
 
 
-def over_limit_reason(tracked: Tracked, max_redrives: int, *, now: int, routes: Routes) -> ParkReason:
-    why = f"failed after {tracked.mark.count} re-drives (limit {max_redrives})"
+def over_limit_reason(tracked: Tracked, max_redrive_count: int, *, now: int, routes: Routes) -> ParkReason:
+    why = f"failed after {tracked.mark.count} re-drives (limit {max_redrive_count})"
     return park_reason(tracked, ParkCause.OVER_LIMIT, why, now=now, routes=routes)
 
 

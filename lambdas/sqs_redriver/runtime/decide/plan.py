@@ -29,7 +29,7 @@ from sqs_redriver.runtime.decide.suspicion import ConsumerSignal, Judged, judge
 from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.groups import GroupMark
-from sqs_redriver.runtime.model.intents import BatchPlan, Hold, Park, Redrive, WaveTag
+from sqs_redriver.runtime.model.intents import BatchPlan, Hold, Park, Redrive, VerdictTag
 from sqs_redriver.runtime.model.reasons import ParkCause
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from sqs_redriver.runtime.model.tracked import Tracked
@@ -39,7 +39,7 @@ from sqs_redriver.runtime.model.tracked import Tracked
 class PlanRules:
     """The settings a plan depends on."""
 
-    max_redrives: int
+    max_redrive_count: int
     fifo: bool
     canary_size: int
     base_delay_seconds: int
@@ -61,12 +61,12 @@ class BatchState:
     # An operator's marks on the failure groups of the batch (retry or park), by fingerprint.
     groups: Mapping[str, GroupMark] = field(default_factory=dict)
     # REDRIVE with consumer verdicts: the tag the run's re-drives carry.
-    wave: WaveTag | None = None
+    tag: VerdictTag | None = None
     # The DLQ's retention: messages near its end are parked in every mode (None: no guard).
     retention: Retention | None = None
     # A shared DLQ with a breaker per source: the source whose part of the run this is. Messages
     # of other sources are left for their own part; None: every message is the run's.
-    owner: str | None = None
+    source: str | None = None
     # What the source queues' metrics say about their consumers, by source URL (none: not read).
     signals: Mapping[str, ConsumerSignal] = field(default_factory=dict)
 
@@ -99,11 +99,11 @@ class Planner:
         """Failures of a group an operator parked, terminal failures, poison, messages from unknown
         sources and messages the DLQ's retention is about to delete are parked in every mode that
         reads the DLQ (parking never touches the consumer); what is
-        due is then handled as the mode says. Messages of another source than ``state.owner`` are
+        due is then handled as the mode says. Messages of another source than ``state.source`` are
         left whole for that source's part (a poison one that came back is evidence for its own
         breaker), unless the retention is about to delete them."""
         rules = self.rules
-        others = {t.message_id for t in tracking.unique if self._of_another_source(t, state.owner)}
+        others = {t.message_id for t in tracking.unique if self._of_another_source(t, state.source)}
         judged = [self._judge(t, state) if t.message_id not in others else Judged(t) for t in tracking.unique]
         unique = [j.tracked for j in judged]
         outage = {j.tracked.message_id for j in judged if j.outage}
@@ -127,8 +127,8 @@ class Planner:
                 park.append(
                     Park(t, suspect_reason(t, rules.suspect_limit, now=state.now, routes=rules.routes))
                 )
-            elif over_limit(t, rules.max_redrives):
-                reason = over_limit_reason(t, rules.max_redrives, now=state.now, routes=rules.routes)
+            elif over_limit(t, rules.max_redrive_count):
+                reason = over_limit_reason(t, rules.max_redrive_count, now=state.now, routes=rules.routes)
                 park.append(Park(t, reason))
             elif rules.routes.source_url(t) is None:
                 park.append(Park(t, unknown_source_reason(t, now=state.now, routes=rules.routes)))
@@ -171,9 +171,9 @@ class Planner:
         signal = state.signals.get(source) if source is not None else None
         return judge(tracked, signal, state.breaker, failure_ratio=self.rules.breaker.failure_ratio)
 
-    def _of_another_source(self, tracked: Tracked, owner: str | None) -> bool:
-        source = self.rules.routes.source_url(tracked)
-        return owner is not None and source is not None and source != owner
+    def _of_another_source(self, tracked: Tracked, source: str | None) -> bool:
+        came_from = self.rules.routes.source_url(tracked)
+        return source is not None and came_from is not None and came_from != source
 
     def _waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
         """FIFO: every step is waited out in the DLQ, in group order; standard: the steps past
@@ -200,10 +200,10 @@ class Planner:
             for t in due.messages
             if t.message_id in waits
         )
-        # Probes test the consumer now: like canaries, they go with no delay.
-        probing = state.wave is not None and state.wave.probe
+        # The trial tests the consumer now: like canaries, its messages go with no delay.
+        trial = state.tag is not None and state.tag.trial
         redrive = tuple(
-            Redrive(t, 0 if probing else self._delay_for(t), state.wave)
+            Redrive(t, 0 if trial else self._delay_for(t), state.tag)
             for t in due.messages
             if t.message_id not in waits
         )

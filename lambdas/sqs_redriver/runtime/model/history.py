@@ -32,10 +32,10 @@ COUNTS = (
 
 
 def run_summary(
-    report: RunReport, *, at: int, duration_ms: int, continuation: bool, first_source: str
+    report: RunReport, *, at: int, duration_ms: int, continuation: bool, source_queue_url: str
 ) -> dict[str, Any]:
     """The history line of a run that started at ``at`` (epoch seconds) and took ``duration_ms``;
-    ``continuation``: it was started by a continuation; ``first_source`` names the only source of
+    ``continuation``: it was started by a continuation; ``source_queue_url`` names the only source of
     a run with one (its report has no parts)."""
     return RunSummary(
         at=at,
@@ -47,7 +47,7 @@ def run_summary(
         breaker_transitions=tuple(report.breaker_transitions),
         paused=report.stopped_because is StopReason.PAUSED,
         continuation=continuation,
-        sources={part.source or first_source: part.breaker_state.value for part in report.by_source},
+        sources={part.source or source_queue_url: part.breaker_state.value for part in report.by_source},
     ).to_dict()
 
 

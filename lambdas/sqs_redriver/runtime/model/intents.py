@@ -12,19 +12,20 @@ from sqs_redriver.runtime.model.tracked import Tracked
 
 
 @dataclass(frozen=True)
-class WaveTag:
-    """Where the consumer kit reports the verdicts of a run's re-drives, and whether they are
-    probes (a probe's first failure goes straight back to the DLQ: its verdict is known)."""
+class VerdictTag:
+    """Where the consumer kit reports the verdicts of a run's re-drives, and whether their verdicts
+    are awaited: the slow start's trial, or a probe's canaries (their first failure goes straight
+    back to the DLQ: its verdict is known)."""
 
     verdict_key: str
-    probe: bool = False
+    trial: bool = False
 
 
 @dataclass(frozen=True)
 class Redrive:
     tracked: Tracked
     delay_seconds: int
-    tag: WaveTag | None = None
+    tag: VerdictTag | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class BatchPlan:
 
     def with_claimed_canaries(self, verdict_key: str) -> BatchPlan:
         """The probe is this run's: the canaries go now, with no delay (the cooldown was theirs)."""
-        tag = WaveTag(verdict_key, probe=True)
+        tag = VerdictTag(verdict_key, trial=True)
         return replace(
             self,
             redrive=tuple(Redrive(t, 0, tag) for t in self.canaries),

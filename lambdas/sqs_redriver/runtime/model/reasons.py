@@ -10,7 +10,7 @@ from sqs_redriver.protocol.failure import Failure
 
 
 class ParkCause(StrEnum):
-    OVER_LIMIT = "over_limit"  # it came back MAX_REDRIVES times
+    OVER_LIMIT = "over_limit"  # it came back MAX_REDRIVE_COUNT times
     UNKNOWN_SOURCE = "unknown_source"  # SQS names a source queue that is not configured
     SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
     TERMINAL = "terminal"  # the consumer kit classified its failure as terminal

@@ -136,20 +136,21 @@ class RunReport:
 STATE_SEVERITY = (State.CLOSED, State.HALF_OPEN, State.OPEN)
 
 
-def combine(parts: list[RunReport], first_source: str) -> RunReport:
-    """A run of several sources from its parts. ``mode`` and ``stopped_because`` are the first
-    source's (today's breaker); ``breaker_state`` is the worst, so the BreakerState metric shows
-    any broken consumer. A continuation starts at full rate when every source whose breaker ended
-    CLOSED ended its slow start (the others' parts start slowly anyway: see Redriver._part)."""
-    first = next(p for p in parts if p.source == first_source)
+def combine(parts: list[RunReport], source_queue_url: str) -> RunReport:
+    """A run of several sources from its parts. ``mode`` and ``stopped_because`` are those of
+    ``source_queue_url``'s part (SOURCE_QUEUE_URL's first queue, today's breaker);
+    ``breaker_state`` is the worst, so the BreakerState metric shows any broken consumer. A
+    continuation starts at full rate when every source whose breaker ended CLOSED ended its slow
+    start (the others' parts start slowly anyway: see Redriver._part)."""
+    leading = next(p for p in parts if p.source == source_queue_url)
     tally = Tally()
     for part in parts:
         tally += part.tally
     return RunReport(
-        mode=first.mode,
+        mode=leading.mode,
         breaker_state=max((p.breaker_state for p in parts), key=STATE_SEVERITY.index),
         tally=tally,
-        stopped_because=first.stopped_because,
+        stopped_because=leading.stopped_because,
         breaker_transitions=[
             f"{_queue_name(p.source)}: {move}" for p in parts for move in p.breaker_transitions
         ],

@@ -21,7 +21,7 @@ from sqs_redriver.runtime.decide.retention import Retention, guarded
 from sqs_redriver.runtime.decide.routing import Routes
 from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.intents import BatchPlan, WaveTag
+from sqs_redriver.runtime.model.intents import BatchPlan, VerdictTag
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from sqs_redriver.runtime.model.tracked import Tracked
 from sqs_redriver.runtime.run.consumer_watch import ConsumerWatch
@@ -76,11 +76,11 @@ class BatchHandler:
         breaker: Breaker,
         so_far: Tally,
         writer: BreakerWriter,
-        wave: WaveTag | None = None,
-        owner: str | None = None,
+        tag: VerdictTag | None = None,
+        source: str | None = None,
     ) -> Handled:
-        """Decide and act on one batch. ``so_far`` includes this batch's receive; ``wave`` tags its
-        re-drives for the consumer kit's verdicts; ``owner`` is the source whose part of the run
+        """Decide and act on one batch. ``so_far`` includes this batch's receive; ``tag`` tags its
+        re-drives for the consumer kit's verdicts; ``source`` is the source whose part of the run
         this is (None: all of them). AWS errors of the planning reads propagate; those of acting
         end the batch with stop AWS_ERROR."""
         now = int(self.clock())
@@ -97,7 +97,7 @@ class BatchHandler:
 
         retention = self.retention()
         state = BatchState(
-            mode, breaker, so_far, now, groups, wave, retention, owner, self.watch.heard_for(breaker)
+            mode, breaker, so_far, now, groups, tag, retention, source, self.watch.heard_for(breaker)
         )
         plan = self.planner.plan(tracking, state)
         errors = 0

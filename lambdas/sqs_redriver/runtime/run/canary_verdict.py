@@ -20,7 +20,7 @@ from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from sqs_redriver.runtime.run.consumer_watch import ConsumerWatch
-from sqs_redriver.runtime.run.wave import VERDICT_POLL_SECONDS
+from sqs_redriver.runtime.run.slow_start import VERDICT_POLL_SECONDS
 from sqs_redriver.runtime.settings import Settings
 
 
@@ -42,7 +42,7 @@ class CanaryJudge:
         *,
         state: VerdictStore,
         clock: Callable[[], float],
-        pause: Callable[[float], None],
+        sleep: Callable[[float], None],
         logger: Any,
         watch: ConsumerWatch,
     ) -> None:
@@ -50,32 +50,32 @@ class CanaryJudge:
         self.watch = watch
         self.state = state
         self.clock = clock
-        self.pause = pause
+        self.sleep = sleep
         self.log = logger
 
     def now(self) -> int:
         return int(self.clock())
 
     def await_verdict(
-        self, step: Step, out_of_time: Callable[[], bool], writer: BreakerWriter, owner: str | None
+        self, step: Step, out_of_time: Callable[[], bool], writer: BreakerWriter, source: str | None
     ) -> Step:
         """A probe run waits a bounded time inside its invocation for the kit's verdict; without
         one, the canary's window decides in a later run."""
         deadline = self.clock() + self.settings.verdict_wait_seconds
         while not out_of_time():
-            heard = self.hear(step, writer, owner)
+            heard = self.hear(step, writer, source)
             if heard.breaker is not step.breaker or self.clock() >= deadline:
                 return heard
-            self.pause(VERDICT_POLL_SECONDS)
+            self.sleep(VERDICT_POLL_SECONDS)
         return step
 
-    def hear(self, step: Step, writer: BreakerWriter, owner: str | None) -> Step:
+    def hear(self, step: Step, writer: BreakerWriter, source: str | None) -> Step:
         """The evidence on a HALF_OPEN breaker, in order: the consumer kit's verdict on the canary
         in flight (when consumers report verdicts), then the source queue's metrics."""
         heard = self.hear_kit(step, writer)
         if heard.breaker is not step.breaker:
             return heard
-        return self.hear_metrics(step, writer, owner)
+        return self.hear_metrics(step, writer, source)
 
     def hear_kit(self, step: Step, writer: BreakerWriter) -> Step:
         """The consumer kit's verdict on the canary in flight, when consumers report verdicts."""
@@ -89,11 +89,11 @@ class CanaryJudge:
         self.log.info("the consumer judged the canary", extra={"verdicts": vars(verdicts)})
         return self._moved(step, breaker, canary.heard_elsewhere(breaker, after, from_kit=True), writer)
 
-    def hear_metrics(self, step: Step, writer: BreakerWriter, owner: str | None) -> Step:
+    def hear_metrics(self, step: Step, writer: BreakerWriter, source: str | None) -> Step:
         """What the source queue's metrics say of the consumer since they were last judged (and
         since the canary in flight was sent): received and never deleted reopens, deletes close."""
         breaker = step.breaker
-        signal = self.watch.heard_for(breaker).get(owner or self.settings.source_queue_url)
+        signal = self.watch.heard_for(breaker).get(source or self.settings.source_queue_url)
         if signal is None:
             return step
         since = max(breaker.judged_until, breaker.canary.sent_at if breaker.canary else 0)

@@ -14,7 +14,7 @@ from sqs_redriver.runtime.run.consumer_watch import ConsumerWatch
 from sqs_redriver.runtime.run.loop import BatchLoop, Drained
 from sqs_redriver.runtime.run.parallel import drain_in_parallel
 from sqs_redriver.runtime.run.part import Part
-from sqs_redriver.runtime.run.wave import Wave
+from sqs_redriver.runtime.run.slow_start import SlowStart
 
 
 class Drainer:
@@ -38,11 +38,13 @@ class Drainer:
             remaining_ms=remaining_ms,
             writer=part.writer,
             halt=threading.Event(),
-            owner=part.owner,
+            source=part.source,
         )
 
-    def redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part, wave: Wave) -> Drained:
-        """The REDRIVE drain, paced by ``wave``: in parallel workers when the settings allow."""
+    def redrive(
+        self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part, slow_start: SlowStart
+    ) -> Drained:
+        """The REDRIVE drain, paced by ``slow_start``: in parallel workers when the settings allow."""
         if self.parallel_batches > 1:
             return drain_in_parallel(
                 self.loop,
@@ -51,8 +53,8 @@ class Drainer:
                 limit=part.limit,
                 remaining_ms=remaining_ms,
                 writer=part.writer,
-                wave=wave,
-                owner=part.owner,
+                slow_start=slow_start,
+                source=part.source,
             )
         return self.loop.drain(
             Mode.REDRIVE,
@@ -61,8 +63,8 @@ class Drainer:
             remaining_ms=remaining_ms,
             writer=part.writer,
             halt=threading.Event(),
-            wave=wave,
-            owner=part.owner,
+            slow_start=slow_start,
+            source=part.source,
         )
 
     def released(self, drained: Drained) -> Tally:

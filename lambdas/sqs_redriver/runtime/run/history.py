@@ -18,7 +18,7 @@ def record_in_history(
     started: float,
     ended: float,
     continuation: bool,
-    first_source: str,
+    source_queue_url: str,
     logger: Any,
 ) -> None:
     """Add the run's summary to the history ``key``. A failed write only loses that line: logged,
@@ -28,7 +28,7 @@ def record_in_history(
         at=int(started),
         duration_ms=max(int((ended - started) * 1000), 0),
         continuation=continuation,
-        first_source=first_source,
+        source_queue_url=source_queue_url,
     )
     try:
         runs.record_run(key, summary)

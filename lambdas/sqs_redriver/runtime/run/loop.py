@@ -16,7 +16,7 @@ from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from sqs_redriver.runtime.run.batch import BatchHandler, Handled
-from sqs_redriver.runtime.run.wave import Wave
+from sqs_redriver.runtime.run.slow_start import SlowStart
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,15 @@ class Drained:
 
 @dataclass
 class _Drain:
-    """One drain's terms (mode, limit, time, breaker writer, halt, wave, owner) and its progress."""
+    """One drain's terms (mode, limit, time, breaker writer, halt, slow start, source) and its progress."""
 
     mode: Mode
     limit: int
     remaining_ms: Callable[[], int]
     writer: BreakerWriter
     halt: threading.Event
-    wave: Wave | None
-    owner: str | None
+    slow_start: SlowStart | None
+    source: str | None
     breaker: Breaker  # as this drain left it so far
     tally: Tally = field(default_factory=Tally)
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
@@ -85,15 +85,15 @@ class BatchLoop:
         remaining_ms: Callable[[], int],
         writer: BreakerWriter,
         halt: threading.Event,
-        wave: Wave | None = None,
-        owner: str | None = None,
+        slow_start: SlowStart | None = None,
+        source: str | None = None,
     ) -> Drained:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
         holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
-        ``wave`` paces the batches (slow start) and may trip the breaker on the consumer's verdicts.
-        With ``owner`` (a shared DLQ, a breaker per source) only that source's messages are acted
+        ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
+        With ``source`` (a shared DLQ, a breaker per source) only that source's messages are acted
         on and its queue alone gives back-pressure; the others' are held and given back."""
-        drain = _Drain(mode, limit, remaining_ms, writer, halt, wave, owner, breaker)
+        drain = _Drain(mode, limit, remaining_ms, writer, halt, slow_start, source, breaker)
         stop = StopReason.NONE
         while not stop:
             stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
@@ -104,13 +104,15 @@ class BatchLoop:
         return Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
 
     def _batch(self, drain: _Drain) -> StopReason:
-        """Take and handle one batch, as large as the wave admits (when there is one); the reason
-        to stop after it (NONE: go on)."""
-        wave, room, tag = drain.wave, batch_size(drain.tally.received, drain.limit), None
+        """Take and handle one batch, as large as the slow start admits (when there is one); the
+        reason to stop after it (NONE: go on)."""
+        slow_start, room, tag = drain.slow_start, batch_size(drain.tally.received, drain.limit), None
         admitted = redriven = 0
         try:
-            if wave is not None:
-                admission = wave.admit(lambda: drain.halt.is_set() or self._out_of_time(drain.remaining_ms))
+            if slow_start is not None:
+                admission = slow_start.admit(
+                    lambda: drain.halt.is_set() or self._out_of_time(drain.remaining_ms)
+                )
                 admitted = admission.room
                 if admission.trip:
                     return self._trip(drain)
@@ -126,7 +128,7 @@ class BatchLoop:
             if not batch:
                 return StopReason.DLQ_EMPTY
             handled = self.handler.handle(
-                batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.owner
+                batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.source
             )
             redriven = handled.tally.redriven
         except AwsCallError as exc:
@@ -134,14 +136,14 @@ class BatchLoop:
             drain.tally += Tally(errors=1)
             return StopReason.AWS_ERROR
         finally:
-            if wave is not None and admitted:
-                wave.settle(admitted, redriven)
+            if slow_start is not None and admitted:
+                slow_start.settle(admitted, redriven)
         drain.add(handled)
         return handled.stop
 
     def _trip(self, drain: _Drain) -> StopReason:
-        """The consumer's verdicts on the probes say it is broken: open the breaker."""
-        self.log.warning("the consumer failed the probes: opening the circuit")
+        """The consumer kit's verdicts say the consumer is broken: open the breaker."""
+        self.log.warning("the consumer kit's verdicts say the consumer is broken: opening the circuit")
         opened = drain.breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
         drain.breaker, errors = drain.writer.transition(drain.breaker, opened)
         drain.tally += Tally(errors=errors)
@@ -152,31 +154,31 @@ class BatchLoop:
             return StopReason.PER_RUN_LIMIT
         if self._out_of_time(drain.remaining_ms):
             return StopReason.TIME_BUDGET
-        if drain.mode is Mode.REDRIVE and self._source_backlogged(drain.tally.received, drain.owner):
+        if drain.mode is Mode.REDRIVE and self._source_backlogged(drain.tally.received, drain.source):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
 
-    def _source_backlogged(self, received: int, owner: str | None) -> bool:
-        """Back-pressure: is a source queue's backlog (the owner's, when given) above the limit?"""
+    def _source_backlogged(self, received: int, source: str | None) -> bool:
+        """Back-pressure: is a source queue's backlog (``source``'s, when given) above the limit?"""
         limit = self.settings.source_backlog_limit
         if not backlog_check_due(received, limit):
             return False
-        for source in self.sources:
-            if owner is not None and source.url != owner:
+        for queue in self.sources:
+            if source is not None and queue.url != source:
                 continue
             try:
-                backlog = source.backlog()
+                backlog = queue.backlog()
             except AwsCallError as exc:
                 # Unknown backlog: go on, the rate limit still holds (a missing queue is parked).
-                self.log.warning("source backlog unknown", extra={"queue": source.url, "error": str(exc)})
+                self.log.warning("source backlog unknown", extra={"queue": queue.url, "error": str(exc)})
                 continue
             if backlog > limit:
                 self.log.info(
                     "source backlog above the limit: re-drives wait",
-                    extra={"queue": source.url, "backlog": backlog},
+                    extra={"queue": queue.url, "backlog": backlog},
                 )
                 return True
         return False

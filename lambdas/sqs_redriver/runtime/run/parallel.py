@@ -13,7 +13,7 @@ from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.breaker_state import Mode
 from sqs_redriver.runtime.model.report import StopReason, Tally
 from sqs_redriver.runtime.run.loop import BatchLoop, Drained
-from sqs_redriver.runtime.run.wave import Wave
+from sqs_redriver.runtime.run.slow_start import SlowStart
 
 
 def drain_in_parallel(
@@ -24,8 +24,8 @@ def drain_in_parallel(
     limit: int,
     remaining_ms: Callable[[], int],
     writer: BreakerWriter,
-    wave: Wave | None = None,
-    owner: str | None = None,
+    slow_start: SlowStart | None = None,
+    source: str | None = None,
 ) -> Drained:
     """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
@@ -42,8 +42,8 @@ def drain_in_parallel(
                 remaining_ms=remaining_ms,
                 writer=writer,
                 halt=halt,
-                wave=wave,
-                owner=owner,
+                slow_start=slow_start,
+                source=source,
             )
         except BaseException:
             halt.set()  # this worker died: the others stop before their next batch

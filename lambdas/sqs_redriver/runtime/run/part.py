@@ -11,7 +11,7 @@ from sqs_redriver.runtime.run.gate import Passage
 
 
 @dataclass
-class Ramp:
+class SlowStartProgress:
     """Whether the run's re-drives have finished their slow start (a continuation inherits it)."""
 
     full_rate: bool = False
@@ -22,9 +22,9 @@ class Part:
     """What one source's part of a run works with: the source (None: the only one), the writer of
     its breaker, its slow start, and the room left of the run's per-run limit."""
 
-    owner: str | None
+    source: str | None
     writer: BreakerWriter
-    ramp: Ramp
+    slow_start: SlowStartProgress
     limit: int
 
 

@@ -33,7 +33,7 @@ from sqs_redriver.runtime.run.drain import Drainer
 from sqs_redriver.runtime.run.gate import pass_gate, paused_by_operator
 from sqs_redriver.runtime.run.history import record_in_history
 from sqs_redriver.runtime.run.loop import BatchLoop
-from sqs_redriver.runtime.run.part import Done, Part, Ramp
+from sqs_redriver.runtime.run.part import Done, Part, SlowStartProgress
 from sqs_redriver.runtime.run.steps import ModeSteps
 from sqs_redriver.runtime.run.sweep import RetentionSweep
 from sqs_redriver.runtime.settings import Settings
@@ -51,7 +51,7 @@ class Redriver:
         executor: Executor,
         logger: logging.Logger | Any,
         clock: Callable[[], float],
-        pause: Callable[[float], None],
+        sleep: Callable[[float], None],
         watch: ConsumerWatch,
     ) -> None:
         """Composed by ``sqs_redriver.runtime.wiring.compose_redriver``; ``watch`` reads the source
@@ -63,7 +63,7 @@ class Redriver:
         self.clock = clock
         self.watch = watch
         drainer = Drainer(loop, executor, watch, parallel_batches=settings.parallel_batches)
-        judge = CanaryJudge(settings, state=state, clock=clock, pause=pause, logger=logger, watch=watch)
+        judge = CanaryJudge(settings, state=state, clock=clock, sleep=sleep, logger=logger, watch=watch)
         self.steps = ModeSteps(
             settings,
             verdicts=state,
@@ -71,7 +71,7 @@ class Redriver:
             judge=judge,
             watch=watch,
             clock=clock,
-            pause=pause,
+            sleep=sleep,
             logger=logger,
         )
         self.sweep = RetentionSweep(settings, sweeps=state, drainer=drainer, clock=clock, logger=logger)
@@ -101,7 +101,7 @@ class Redriver:
             started=started,
             ended=self.clock(),
             continuation=resume is not None,
-            first_source=self.settings.source_queue_url,
+            source_queue_url=self.settings.source_queue_url,
             logger=self.log,
         )
         return report
@@ -124,21 +124,21 @@ class Redriver:
             for index in turn_order(len(urls), generation=generation, now=self.now()):
                 room = settings.max_messages_per_run - sum(done.report.received for done in parts)
                 parts.append(self._part(urls[index], room, remaining_ms, full_rate, paused))
-            report = combine([done.report for done in parts], first_source=urls[0])
+            report = combine([done.report for done in parts], source_queue_url=urls[0])
         report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
         return replace(report, continue_with=self.continuations.offer(report, resume))
 
     def _part(
-        self, owner: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
+        self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
     ) -> Done:
-        """The run's work under one breaker: the owner's (None: the only source's)."""
-        key = breaker_key(owner or self.settings.source_queue_url)
+        """The run's work under one breaker: ``source``'s (None: the only source's)."""
+        key = breaker_key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
         passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
         # this run starts its re-drives slowly, whatever the other sources did.
-        ramp = Ramp(full_rate=full_rate and passage.mode is Mode.REDRIVE)
-        part = Part(owner, writer, ramp, max(limit, 0))
+        progress = SlowStartProgress(full_rate=full_rate and passage.mode is Mode.REDRIVE)
+        part = Part(source, writer, progress, max(limit, 0))
         worked = self.steps.work(passage, part, remaining_ms)
         report = RunReport(
             mode=passage.mode,
@@ -146,7 +146,7 @@ class Redriver:
             tally=worked.tally,
             stopped_because=worked.stop,
             breaker_transitions=list(writer.transitions),
-            full_rate=part.ramp.full_rate,
-            source=owner,
+            full_rate=part.slow_start.full_rate,
+            source=source,
         )
         return Done(report, passage, part)

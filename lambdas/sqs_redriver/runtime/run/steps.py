@@ -23,7 +23,7 @@ from sqs_redriver.runtime.run.drain import Drainer
 from sqs_redriver.runtime.run.gate import Passage
 from sqs_redriver.runtime.run.loop import Drained
 from sqs_redriver.runtime.run.part import Part
-from sqs_redriver.runtime.run.wave import SlowStart, Wave
+from sqs_redriver.runtime.run.slow_start import SlowStart, SlowStartRules
 from sqs_redriver.runtime.settings import Settings
 
 # Every step but the last changes the breaker, so a run has few: verdict, probe, verdict, probe,
@@ -43,7 +43,7 @@ class ModeSteps:
         judge: CanaryJudge,
         watch: ConsumerWatch,
         clock: Callable[[], float],
-        pause: Callable[[float], None],
+        sleep: Callable[[float], None],
         logger: Any,
     ) -> None:
         self.settings = settings
@@ -52,7 +52,7 @@ class ModeSteps:
         self.judge = judge
         self.watch = watch
         self.clock = clock
-        self.pause = pause
+        self.sleep = sleep
         self.log = logger
 
     def now(self) -> int:
@@ -84,23 +84,23 @@ class ModeSteps:
     def redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """Re-drive at the slow start's pace; the run's outcome may then move the breaker."""
         self.watch.heard_for(breaker)  # read before the workers start: they share it
-        wave = Wave(
+        slow_start = SlowStart(
             self._slow_start(breaker),
             verdict_key=run_verdict_key(self.now(), uuid.uuid4().hex[:8]),
             state=self.verdicts,
             clock=self.clock,
-            pause=self.pause,
+            sleep=self.sleep,
             logger=self.log,
-            ramped=part.ramp.full_rate,
+            full_rate=part.slow_start.full_rate,
         )
-        drained = self.drainer.redrive(breaker, remaining_ms, part, wave)
+        drained = self.drainer.redrive(breaker, remaining_ms, part, slow_start)
         tally = self.drainer.released(drained)
-        part.ramp.full_rate = wave.at_full_rate
-        return self._end_redrives(drained, tally, wave, part)
+        part.slow_start.full_rate = slow_start.at_full_rate
+        return self._end_redrives(drained, tally, slow_start, part)
 
-    def _end_redrives(self, drained: Drained, tally: Tally, wave: Wave, part: Part) -> Step:
+    def _end_redrives(self, drained: Drained, tally: Tally, slow_start: SlowStart, part: Part) -> Step:
         """What the re-drives' returns, errors and verdicts make of the breaker."""
-        verdicts = wave.verdicts
+        verdicts = slow_start.verdicts
         outcome = RunOutcome(
             received=tally.received_judged,
             returned=tally.returned,
@@ -118,7 +118,7 @@ class ModeSteps:
         """The source queue's metrics first: a consumer seen failing since the breaker opened gets
         no canary, one seen deleting again closes it. Else a canary goes; with consumer verdicts
         the run waits a while for the kit's."""
-        heard = self.judge.hear_metrics(Step(Tally(), breaker), part.writer, part.owner)
+        heard = self.judge.hear_metrics(Step(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
         drained = self.drainer.drain(Mode.PROBE, breaker, remaining_ms, part)
@@ -126,17 +126,17 @@ class ModeSteps:
         if drained.stop is not StopReason.CANARY_SENT or not self._expects_verdicts(breaker):
             return step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
-        return self.judge.await_verdict(step, out_of_time, part.writer, part.owner)
+        return self.judge.await_verdict(step, out_of_time, part.writer, part.source)
 
     def watch_canary(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """The canary's window is not over: only the consumer kit's verdict can say more now.
         The DLQ is not scanned: a failing canary cannot be back before its window ends."""
-        return self.judge.hear(Step(Tally(), breaker), part.writer, part.owner)
+        return self.judge.hear(Step(Tally(), breaker), part.writer, part.source)
 
     def verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """The canary's window is over: its verdict from the kit or the metrics, else a scan that
         stops at it."""
-        heard = self.judge.hear(Step(Tally(), breaker), part.writer, part.owner)
+        heard = self.judge.hear(Step(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
         drained = self.drainer.drain(Mode.VERDICT, breaker, remaining_ms, part)
@@ -152,11 +152,11 @@ class ModeSteps:
     def _expects_verdicts(self, breaker: Breaker) -> bool:
         return expects_verdicts(breaker, self.settings.consumer_verdicts)
 
-    def _slow_start(self, breaker: Breaker) -> SlowStart:
-        """Probes that wait for the consumer kit's verdicts, when it is expected to report them;
-        else the time ramp."""
+    def _slow_start(self, breaker: Breaker) -> SlowStartRules:
+        """A trial that waits for the consumer kit's verdicts, when it is expected to report them;
+        else by time."""
         settings = self.settings
-        return SlowStart(
+        return SlowStartRules(
             consumer_verdicts=self._expects_verdicts(breaker),
             verdict_wait_seconds=settings.verdict_wait_seconds,
             slow_start_seconds=settings.slow_start_seconds,

@@ -46,7 +46,7 @@ class RetentionSweep:
         settings = self.settings
         key, now, tally = settings.sweep_key, int(self.clock()), Tally()
         first = parts[0]
-        every_source = replace(first.part, owner=None, limit=settings.max_messages_per_run)
+        every_source = replace(first.part, source=None, limit=settings.max_messages_per_run)
         try:
             if now < self.sweeps.load_sweep_due(key) or self._out_of_time(remaining_ms):
                 return tally

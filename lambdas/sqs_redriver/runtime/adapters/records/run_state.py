@@ -1,6 +1,6 @@
 """The re-driver's own bookkeeping: when the retention sweep is due (``SWEEP#<DLQ URL>``), the
 pending continuation (``CONTINUATION#<DLQ URL>``), and the consumer kit's verdict counts of a
-wave (``VERDICTS#<verdict key>``)."""
+run's re-drives (``VERDICTS#<verdict key>``)."""
 
 from __future__ import annotations
 

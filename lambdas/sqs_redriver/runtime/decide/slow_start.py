@@ -1,10 +1,10 @@
 """Slow start: a REDRIVE run does not send the backlog back on trust.
 
 Every message in the DLQ was failed by this consumer. With the consumer kit, a run first sends a
-probe step (``minimum_volume`` messages, no delay) and waits for their verdicts: a broken
-consumer trips the breaker after a handful of deliveries, a healthy one lets the run go on at the
-full rate. Without verdicts (no kit, or the kit does not answer in time) the ramp can only
-follow time: the run's rate doubles from 1 message a second up to the rate limit.
+trial (``minimum_volume`` messages, no delay) and waits for their verdicts: a broken consumer
+trips the breaker after a handful of deliveries, a healthy one lets the run go on at the full
+rate. Without verdicts (no kit, or the kit does not answer in time) slow start can only follow
+time: the run's rate doubles from 1 message a second up to the rate limit.
 """
 
 from __future__ import annotations
@@ -18,30 +18,30 @@ from sqs_redriver.runtime.decide.breaker import BreakerPolicy, RunOutcome, ratio
 
 
 class Phase(StrEnum):
-    PROBING = "probing"  # probes are out: wait for their verdicts
+    TRIAL = "trial"  # the trial's messages are out: wait for their verdicts
     FULL = "full"  # the consumer answered well: the rate limit alone paces the run
-    TIMED = "timed"  # no verdicts to go by: the rate ramps up with time
+    TIMED = "timed"  # no verdicts to go by: the rate rises with time
 
 
 @dataclass(frozen=True)
-class ProbeResult:
-    """What the probes' verdicts say: trip the breaker, go to ``phase``, or keep waiting (None)."""
+class TrialResult:
+    """What the trial's verdicts say: trip the breaker, go to ``phase``, or keep waiting (None)."""
 
     trip: bool = False
     phase: Phase | None = None
 
 
-def judge_probes(verdicts: VerdictCounts, *, probes_sent: int, policy: BreakerPolicy) -> ProbeResult:
+def judge_trial(verdicts: VerdictCounts, *, trial_sent: int, policy: BreakerPolicy) -> TrialResult:
     """Enough transient failures, and a large enough share (the breaker's ratio rule): trip.
     More successes than transient failures: full rate. Terminal verdicts say nothing about the
-    consumer: once every probe has answered without either, another probe step goes out."""
+    consumer: once the whole trial has answered without either, another trial goes out."""
     if ratio_failed(verdict_outcome(verdicts), policy):
-        return ProbeResult(trip=True)
+        return TrialResult(trip=True)
     if verdicts.ok > verdicts.transient:
-        return ProbeResult(phase=Phase.FULL)
-    if verdicts.total >= probes_sent:
-        return ProbeResult(phase=Phase.PROBING)
-    return ProbeResult()
+        return TrialResult(phase=Phase.FULL)
+    if verdicts.total >= trial_sent:
+        return TrialResult(phase=Phase.TRIAL)
+    return TrialResult()
 
 
 def verdict_outcome(verdicts: VerdictCounts) -> RunOutcome:
@@ -58,9 +58,9 @@ def time_allowance(elapsed: float, *, max_rate: float, slow_start_seconds: float
     if slow_start_seconds <= 0 or max_rate <= 1:
         return math.inf
     doubling = slow_start_seconds / math.log2(max_rate)
-    ramping = min(elapsed, slow_start_seconds)
-    ramped = doubling / math.log(2) * (2 ** (ramping / doubling) - 1)
-    return 1 + ramped + max(0.0, elapsed - slow_start_seconds) * max_rate
+    rising = min(elapsed, slow_start_seconds)
+    risen = doubling / math.log(2) * (2 ** (rising / doubling) - 1)
+    return 1 + risen + max(0.0, elapsed - slow_start_seconds) * max_rate
 
 
 def seconds_until_allowed(
