@@ -1,7 +1,7 @@
 """The simulated-time world (local_aws.simulation): a short outage, checked for what must hold
 whatever the re-driver's policy (nothing lost, nothing both parked and fulfilled, time simulated);
 the same with the consumer kit and poison among the orders (poison parked on the consumer's word,
-never re-driven; the breaker opened by the probes' verdicts, closed after recovery); and the
+never re-driven; the breaker opened by the trial's verdicts, closed after recovery); and the
 harness's own clock (it wakes when a message becomes visible, and while a run waits)."""
 
 from __future__ import annotations

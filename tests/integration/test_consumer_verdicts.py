@@ -234,13 +234,13 @@ def test_a_broken_consumer_trips_the_breaker_on_the_trial(
 
     report = redriver_hearing(aws, clock, consumer).run(REMAINING)
 
-    # THEN three probes were delivered once each, and their verdicts opened the breaker
+    # THEN the trial's three messages were delivered once each, and their verdicts opened the breaker
     assert report.breaker_transitions == ["CLOSED->OPEN"]
     assert report.redriven == 3 and consumer.deliveries - delivered_before == 3
     assert depth(aws.sqs, aws.dlq_url) == 20
 
 
-def test_a_healthy_consumer_answers_the_probes_and_the_run_drains_at_full_rate(
+def test_a_healthy_consumer_answers_the_trial_and_the_run_drains_at_full_rate(
     aws: Aws, clock: FakeClock, consumer: OrderConsumer
 ) -> None:
     consumer.healthy = False
@@ -253,7 +253,7 @@ def test_a_healthy_consumer_answers_the_probes_and_the_run_drains_at_full_rate(
 
     assert (report.redriven, report.breaker_state) == (25, State.CLOSED)
     assert sorted(consumer.fulfilled) == sorted(f"o-{i}" for i in range(25))
-    assert clock() - started <= 5  # the probes' verdicts took a poll or two, not the verdict wait
+    assert clock() - started <= 5  # the trial's verdicts took a poll or two, not the verdict wait
 
 
 def test_poison_with_no_room_for_the_mark_is_parked_with_the_error_the_kit_recorded(
