@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
+from unittest.mock import patch
 
+import botocore.loaders
 import pytest
 from moto import mock_aws
 
@@ -12,6 +16,14 @@ from local_aws import REGION
 from tests.support.aws import IDEMPOTENCY_TABLE, Aws, create_aws
 from tests.support.factories import FakeClock
 from tests.support.shared_dlq import create_payments
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_botocore_loader() -> Iterator[None]:
+    """Each mock_aws() starts a fresh boto3 session, which would read the service models from disk
+    again (a third of a second per test); one loader per data path reads each model once a run."""
+    with patch("botocore.session.create_loader", functools.cache(botocore.loaders.create_loader)):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +63,37 @@ def payments(aws: Aws) -> str:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist's ``--dist loadgroup``: a module's tests that share a fixture wider than a test
+    (a synthesized app, a deployed world) go to one worker, which builds it once; the others spread
+    one by one. Before xdist's own hook, which reads the groups."""
+    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers only
+        return
+    for item in items:
+        fixtures = getattr(item, "_fixtureinfo", None)
+        definitions = fixtures.name2fixturedefs.values() if fixtures else ()
+        if any(d[-1].scope in ("class", "module", "package") for d in definitions):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker: hand the fault-injection figures to the controller, which prints them."""
+    from tests.support.faults import FIGURES
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fault_figures"] = [asdict(outcome) for outcome in FIGURES]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """In the xdist controller: gather a worker's fault-injection figures."""
+    from tests.support.faults import FIGURES, Outcome
+
+    FIGURES.extend(Outcome(**fields) for fields in node.workeroutput.get("fault_figures", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

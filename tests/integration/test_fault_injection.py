@@ -70,6 +70,14 @@ OTHER_SOURCE = "payments"
 BASE_DELAY, MAX_DELAY = 15_000, 86_400
 HEALTHY_STEP_SECONDS = {False: 60, True: 4 * 3600}
 START = int(FakeClock().now)
+# The enumerated cases are hundreds of runs: each test takes every PARTS-th of them, so that
+# xdist's workers share them.
+PARTS = 4
+pytestmark = pytest.mark.slow
+
+
+def part_id(part: int) -> str:
+    return f"part {part + 1} of {PARTS}"
 
 
 @dataclass
@@ -389,14 +397,17 @@ def test_a_healthy_chain_of_continuations_loses_nothing() -> None:
     assert calls.count("delete_item") >= 2, calls
 
 
+@pytest.mark.parametrize("part", range(PARTS), ids=part_id)
 @pytest.mark.parametrize(
     ("long_holds", "chain", "shared"),
     [(False, False, False), (True, False, False), (False, True, False), (False, False, True)],
     ids=["delays", "long-holds", "continuation chain", "shared DLQ"],
 )
-def test_every_enumerated_fault_point_loses_nothing(long_holds: bool, chain: bool, shared: bool) -> None:
+def test_every_enumerated_fault_point_loses_nothing(
+    long_holds: bool, chain: bool, shared: bool, part: int
+) -> None:
     failures = []
-    for index, _, fault in every_fault_point(long_holds=long_holds, chain=chain, shared=shared):
+    for index, _, fault in every_fault_point(long_holds=long_holds, chain=chain, shared=shared)[part::PARTS]:
         outcome, _ = run_with_faults({index: fault}, long_holds=long_holds, chain=chain, shared=shared)
         FIGURES.append(outcome)
         if outcome.lost or outcome.problems or outcome.call != index:  # one batch at a time: it must fire
@@ -432,9 +443,10 @@ def test_a_parallel_run_makes_the_same_calls_in_the_same_order_every_time() -> N
     assert "send_message_batch" in again and "delete_message_batch" in again, again
 
 
-def test_every_fault_point_of_a_parallel_run_loses_nothing() -> None:
+@pytest.mark.parametrize("part", range(PARTS), ids=part_id)
+def test_every_fault_point_of_a_parallel_run_loses_nothing(part: int) -> None:
     failures = []
-    for index in range(1, len(healthy_calls(PARALLEL_BATCHES)) + 1):
+    for index in range(1, len(healthy_calls(PARALLEL_BATCHES)) + 1)[part::PARTS]:
         for fault in PARALLEL_FAULTS:
             outcome, _ = run_with_faults({index: fault}, PARALLEL_BATCHES)
             FIGURES.append(outcome)

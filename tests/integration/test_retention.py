@@ -263,6 +263,7 @@ def sweep_with_faults(plan: dict[int, Fault]) -> tuple[list[str], list[str]]:
         return faults.calls, problems
 
 
+@pytest.mark.slow
 def test_a_sweep_loses_nothing_with_any_of_its_calls_failed_or_crashed() -> None:
     calls, problems = sweep_with_faults({})
     assert not problems and {"put_object", "send_message_batch", "delete_message_batch"} <= set(calls)
