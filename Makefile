@@ -17,16 +17,18 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install dist test conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
+.PHONY: install dist test checks suite ci conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
 
 install: $(STAMP)
 
 # The project itself is installed editable: its import root, sqs_redriver, is then the same in the
 # repository as installed from the wheel (the part folders infra/, lambdas/, console/ on the path).
+# No byte-compiling at install (here and for LocalStack's venv): Python compiles what it imports, a
+# quarter of aws-cdk-lib; compiling all of it cost more CPU than the rest of the install.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-compile -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $(STAMP)
 
@@ -42,7 +44,7 @@ localstack-venv: $(LOCALSTACK_STAMP)
 $(LOCALSTACK_STAMP): $(LOCALSTACK_REQUIREMENTS)
 	test -x $(LOCALSTACK_VENV)/bin/python || { \
 		python=$$(tests/conformance/find-python $(LOCALSTACK_PYTHON)) && $$python -m venv $(LOCALSTACK_VENV); }
-	$(LOCALSTACK_VENV)/bin/pip install --quiet -r $(LOCALSTACK_REQUIREMENTS)
+	$(LOCALSTACK_VENV)/bin/pip install --quiet --no-compile -r $(LOCALSTACK_REQUIREMENTS)
 	touch $(LOCALSTACK_STAMP)
 
 $(CDK): package.json
@@ -54,11 +56,25 @@ $(CDK): package.json
 dist: $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
-test: $(STAMP)
+# The static checks (one process, mypy the longest) beside the suite (pytest on every core); each
+# prints as a block when it ends, and a failure of one lets the other finish.
+test:
+	$(MAKE) --no-print-directory --jobs=2 --keep-going --output-sync=target checks suite
+
+checks: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/pytest
+
+# xdist: tests sharing a module's fixture (a synthesized app, a deployed world) stay on one worker
+# (tests/conftest.py groups them), the others spread one by one, in collection order (slow e2e first).
+suite: $(STAMP)
+	$(BIN)/pytest --numprocesses=auto --dist=loadgroup --no-loadscope-reorder
+
+# CI, on a fresh clone (.ci/run): the checks, the suite and the conformance run side by side (the
+# latter mostly waits on its 1 s visibility timeouts), LocalStack's venv built while .venv is.
+ci:
+	$(MAKE) --no-print-directory --jobs=3 --keep-going --output-sync=target checks suite conformance
 
 # The re-drive cycle against a second SQS implementation: LocalStack's SQS provider (DynamoDB on moto).
 conformance: $(STAMP) $(LOCALSTACK_STAMP)
