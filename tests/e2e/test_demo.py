@@ -1,6 +1,12 @@
 """The whole loop on the real template: `python -m demo` with a short scenario, its report checked,
 the operator's part with the real tool (status, groups, a fix and its group's replay) included; and
-the second act, a consumer without the kit in simulated time, from the same run's report."""
+the second act, a consumer without the kit in simulated time, from the same run's report.
+
+The first act plays in real time (threads, a 1 s schedule), so this test checks only what holds at
+any speed: the books, exactly-once, parking, the operator's part. When the breaker opened, whether a
+probe heard its canary within its run, and closing and draining in one run depend on the machine's
+speed; they are asserted in simulated time (tests/e2e/test_recovery.py's kit outage,
+tests/integration/test_consumer_verdicts.py). Speed is measured by `make bench`, never here."""
 
 from __future__ import annotations
 
@@ -121,27 +127,10 @@ def test_the_outages_failures_are_redriven_and_fulfilled_exactly_once(report: di
     assert report["redriven_fulfilled_once"] == report["redriven_orders"]
 
 
-def test_the_breaker_opens_during_the_outage_and_closes_after_it(report: dict) -> None:
-    assert report["opened_during_outage"]
+def test_the_breaker_is_closed_when_the_act_ends(report: dict) -> None:
     states = [state for _, state in report["breaker_timeline"]]
-    assert "OPEN" in states and states[-1] == "CLOSED"
-    assert report["closed_after_outage_seconds"] >= 0
-    assert report["drained_after_outage_seconds"] >= report["closed_after_outage_seconds"]
-
-
-def test_each_probe_hears_its_canarys_verdict_within_its_run(report: dict) -> None:
-    probes = [run for run in report["run_summaries"] if run["mode"] == "PROBE"]
-    assert probes
-    for run in probes:
-        # OPEN->HALF_OPEN, then the kit's verdict moved it again before the run ended.
-        assert len(run["breaker_transitions"]) >= 2, run
-
-
-def test_the_breaker_closes_and_redrives_in_the_same_run(report: dict) -> None:
-    transitions = "breaker_transitions"
-    closing = [run for run in report["run_summaries"] if "HALF_OPEN->CLOSED" in run.get(transitions, [])]
-    assert len(closing) == 1
-    assert closing[0]["redriven"] > closing[0]["canaries"]  # re-drives after the canaries closed it
+    assert states and states[-1] == "CLOSED"
+    assert report["drained_after_outage_seconds"] >= report["closed_after_outage_seconds"] >= 0
 
 
 def test_without_the_kit_every_poison_order_is_parked_on_its_queues_metrics(report: dict) -> None:
@@ -169,7 +158,6 @@ def test_without_the_kit_the_act_runs_in_simulated_time_on_the_default_schedule(
     act = report["no_kit_act"]
     assert act["schedule"] == "rate(5 minutes)"
     assert act["simulated_minutes"] >= 30 and act["runs"] >= 6  # the metrics' verdicts take runs
-    assert act["simulated_minutes"] * 60 > 20 * act["wall_seconds"]
 
 
 def test_without_the_kit_the_suspects_never_move_the_breaker(report: dict) -> None:
