@@ -65,13 +65,18 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
     """Under xdist's ``--dist loadgroup``: a module's tests that share a fixture wider than a test
     (a synthesized app, a deployed world) go to one worker, which builds it once; the others spread
-    one by one. Before xdist's own hook, which reads the groups."""
-    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers only
-        return
+    one by one. A wrapper, so that the groups are marked before xdist's own hook reads them (a
+    ``tryfirst`` hook of a conftest still ran after it)."""
+    if getattr(config.option, "loadgroup", False):  # set in xdist's workers only
+        _group_by_shared_fixtures(items)
+    return (yield)
+
+
+def _group_by_shared_fixtures(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = getattr(item, "_fixtureinfo", None)
         definitions = fixtures.name2fixturedefs.values() if fixtures else ()
