@@ -15,6 +15,16 @@ from local_aws.clients import ClientProxy
 # A time a test's mark may hold for "long ago": marks are held to 2000..now (model/mark.py).
 LONG_AGO = 1_700_000_000
 # As many message attributes as SQS allows: no room left for the re-driver's mark.
+# The Lambda's required variables: what settings tests start from.
+SETTINGS_DLQ_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
+SETTINGS_SOURCE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
+SETTINGS_PARKING_LOT_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-parking-lot"
+REQUIRED_VARIABLES = {
+    "DLQ_URL": SETTINGS_DLQ_URL,
+    "SOURCE_QUEUE_URL": SETTINGS_SOURCE_URL,
+    "PARKING_LOT_URL": SETTINGS_PARKING_LOT_URL,
+    "DYNAMODB_TABLE_NAME": "state",
+}
 TEN_ATTRIBUTES = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(10)}
 
 

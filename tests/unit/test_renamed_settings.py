@@ -8,13 +8,7 @@ import pytest
 from sqs_redriver.protocol.settings.renamed import RENAMED, Renamed, with_new_names
 from sqs_redriver.protocol.settings.schema import BY_NAME
 from sqs_redriver.runtime.settings import ConfigError, load_settings
-
-REQUIRED = {
-    "DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq",
-    "SOURCE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
-    "PARKING_LOT_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-parking-lot",
-    "DYNAMODB_TABLE_NAME": "state",
-}
+from tests.support.factories import REQUIRED_VARIABLES as REQUIRED
 
 
 def test_the_old_variable_is_read_with_one_line_naming_both_names_and_its_end() -> None:

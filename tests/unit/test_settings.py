@@ -12,16 +12,10 @@ from sqs_redriver.protocol.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHE
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.activity import WatchedQueue
 from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
-
-DLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq"
-SOURCE = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"
-PARKING = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-parking-lot"
-REQUIRED = {
-    "DLQ_URL": DLQ,
-    "SOURCE_QUEUE_URL": SOURCE,
-    "PARKING_LOT_URL": PARKING,
-    "DYNAMODB_TABLE_NAME": "state",
-}
+from tests.support.factories import REQUIRED_VARIABLES as REQUIRED
+from tests.support.factories import SETTINGS_DLQ_URL as DLQ
+from tests.support.factories import SETTINGS_PARKING_LOT_URL as PARKING
+from tests.support.factories import SETTINGS_SOURCE_URL as SOURCE
 
 
 def test_defaults_with_only_the_required_variables() -> None:
