@@ -10,7 +10,7 @@ from typing import Any
 
 from demo.operator import FIXED_BUG, OperatorsPart
 from demo.report import PoisonParked, Report
-from local_aws.queues import mark_of
+from local_aws.queues import mark_data
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Ledger:
         replay), and good orders that came back re-driven."""
         for message in messages:
             order_id = str(json.loads(message["Body"]).get("order_id"))
-            mark = mark_of(message)
+            mark = mark_data(message)
             if order_id not in self.poison:
                 if mark.get("n", 0) >= 1:
                     self.redriven_orders.add(order_id)
@@ -68,7 +68,7 @@ def account(
 ) -> Report:
     """Where every order ended up: ``fulfilled`` (order id -> times), ``left`` in the parking lot
     at the end (by order id); and what does not balance."""
-    parked = {order_id: str(mark_of(message)["parked"]["why"]) for order_id, message in left.items()}
+    parked = {order_id: str(mark_data(message)["parked"]["why"]) for order_id, message in left.items()}
     all_ids = {order_id for order_id, _ in ledger.orders}
     report = Report(
         orders=len(ledger.orders),
@@ -104,7 +104,7 @@ def _account_poison(report: Report, ledger: Ledger, seen: dict[str, dict[str, An
             failed_at=round(ledger.poison_failed_at.get(order_id, -1.0), 2),
             parked_at=round(_sent_at(seen[order_id]) - ledger.started, 2),
             replayed=order_id in ledger.replayed_orders,
-            **_parking(mark_of(seen[order_id])),
+            **_parking(mark_data(seen[order_id])),
         )
         for order_id in sorted(set(ledger.poison) & set(seen))
     ]

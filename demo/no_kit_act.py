@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from local_aws.clients import ClientProxy
-from local_aws.queues import mark_of
+from local_aws.queues import mark_data
 
 if TYPE_CHECKING:
     from local_aws.simulation import World
@@ -106,7 +106,7 @@ class ParkedMarks(ClientProxy):
         response = self._client.receive_message(**kwargs)
         if kwargs.get("QueueUrl") == self._url:
             for message in response.get("Messages", []):
-                self.marks[self._key(message["Body"])] = dict(mark_of(message).get("parked", {}))
+                self.marks[self._key(message["Body"])] = dict(mark_data(message).get("parked", {}))
         return response
 
 

@@ -89,7 +89,7 @@ def peek(sqs: Any, queue_url: str, hold_seconds: int = 60) -> list[dict[str, Any
     return found
 
 
-def mark_of(message: dict[str, Any]) -> dict[str, Any]:
+def mark_data(message: dict[str, Any]) -> dict[str, Any]:
     """The re-driver's mark on a received message, as JSON data ({} without one)."""
     value = (message.get("MessageAttributes") or {}).get(MARK_ATTRIBUTE, {}).get("StringValue")
     mark: dict[str, Any] = json.loads(value) if value else {}

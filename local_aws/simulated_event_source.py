@@ -16,7 +16,7 @@ from local_aws.consumers import Consumer, ReportsFulfilment
 from local_aws.events import sqs_event
 from local_aws.journal import Delivery, Journal
 from local_aws.published_metrics import PublishedMetrics
-from local_aws.queues import mark_of
+from local_aws.queues import mark_data
 from local_aws.simulated_time import SimulatedClock, next_visible_ms
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 
@@ -95,6 +95,6 @@ class SimulatedEventSource:
         consumer = self._consumer
         fulfilled = consumer.fulfilled if isinstance(consumer, ReportsFulfilment) else None
         for m in messages:
-            redrives = int(mark_of(m).get("n", 0))
+            redrives = int(mark_data(m).get("n", 0))
             ok = m["MessageId"] not in failed and (fulfilled is None or m["MessageId"] in fulfilled)
             self._journal.deliveries.append(Delivery(at, self._key(m["Body"]), m["MessageId"], redrives, ok))

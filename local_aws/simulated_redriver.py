@@ -9,7 +9,7 @@ from typing import Any
 
 from local_aws.compose import local_redriver
 from local_aws.journal import Journal, Parking, Run
-from local_aws.queues import mark_of
+from local_aws.queues import mark_data
 from local_aws.simulated_time import SimulatedClock
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
@@ -116,7 +116,7 @@ def collect_parked(
         if not messages:
             return
         for m in messages:
-            mark = mark_of(m)
+            mark = mark_data(m)
             parked = mark.get("parked", {})
             redrives = int(parked.get("redrive_count", mark.get("n", 0)))
             journal.parkings.append(
