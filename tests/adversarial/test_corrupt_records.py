@@ -283,6 +283,9 @@ def test_the_lambda_reports_a_corrupt_record_in_its_log_and_the_corrupt_records_
         "PARKING_LOT_URL": aws.parking_lot_url,
         "DYNAMODB_TABLE_NAME": aws.table_name,
         "RECEIVE_WAIT_SECONDS": "0",
+        # The real handler runs on the real clock: its slow start would sleep real seconds (a run
+        # waits to send its second batch). Slow start is tested in simulated time (test_slow_start.py).
+        "SLOW_START_SECONDS": "0",
     }.items():
         monkeypatch.setenv(name, value)
     key = breaker_key(aws.source_url)

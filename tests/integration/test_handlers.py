@@ -34,6 +34,9 @@ def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
         "BASE_DELAY_SECONDS": "0",
         "MAX_DELAY_SECONDS": "0",
         "RECEIVE_WAIT_SECONDS": "0",
+        # The real handler runs on the real clock: its slow start would sleep real seconds (a run
+        # waits to send its second batch). Slow start is tested in simulated time (test_slow_start.py).
+        "SLOW_START_SECONDS": "0",
     }.items():
         monkeypatch.setenv(name, value)
     return import_fresh("sqs_redriver.runtime.handler")
