@@ -15,9 +15,9 @@ from bench.metering import Meter
 from local_aws.resources import create_resources
 from local_aws.server import moto_server, reset_moto
 from sqs_redriver.console.aws import Connection
-from sqs_redriver.console.cli.tool import Target, Tool
 from sqs_redriver.console.inventory import Selection, Where, group
 from sqs_redriver.console.moves import MoveReport, replay
+from sqs_redriver.console.tool import Target, Tool
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark

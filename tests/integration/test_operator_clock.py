@@ -8,12 +8,11 @@ import time
 
 from local_aws import REGION
 from sqs_redriver.console.aws import Connection
-from sqs_redriver.console.cli.steering import _move_breakers
-from sqs_redriver.console.cli.tool import Target, Tool
+from sqs_redriver.console.steering import open_breakers
+from sqs_redriver.console.tool import Target, Tool
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
 from tests.support.aws import Aws
 
 AN_HOUR_FAST = 3600
@@ -32,9 +31,7 @@ def fast_tool(aws: Aws) -> Tool:
 def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aws: Aws) -> None:
     before = time.time()
 
-    _move_breakers(
-        fast_tool(aws), None, lambda breaker, now: breaker.opened(now, Evidence.RETURNS), "consumer down"
-    )
+    open_breakers(fast_tool(aws), "consumer down")
 
     stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(
         breaker_key(aws.source_url)

@@ -18,7 +18,8 @@ class DeploymentNotFound(LookupError):
 
 @dataclass(frozen=True)
 class Deployment:
-    """One re-driver: its construct path, queues, table, function and archive bucket."""
+    """One re-driver: its construct path, queues, table, function, archive bucket and audit log
+    group."""
 
     name: str
     dlq_url: str
@@ -27,6 +28,7 @@ class Deployment:
     table_name: str
     function_name: str = ""
     archive_bucket: str = ""
+    audit_log_group: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -42,6 +44,7 @@ class Deployment:
             table_name=str(payload["table_name"]),
             function_name=str(payload.get("function_name", "")),
             archive_bucket=str(payload.get("archive_bucket", "")),
+            audit_log_group=str(payload.get("audit_log_group", "")),
         )
 
 

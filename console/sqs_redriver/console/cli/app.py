@@ -11,11 +11,13 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from sqs_redriver.console.audit import AuditUnavailable
 from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.cli.errors import explain
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.cli.tool import NotFound, Target, Tool, UsageError
 from sqs_redriver.console.deployment import DeploymentNotFound
+from sqs_redriver.console.steering import Conflict
+from sqs_redriver.console.tool import NotFound, Target, Tool, UsageError
 from sqs_redriver.runtime.adapters import AwsCallError
 
 out = Console()
@@ -32,7 +34,15 @@ class ReportingGroup(TyperGroup):
             return super().invoke(ctx)
         except UsageError as exc:
             fail(str(exc), code=2)
-        except (NotFound, DeploymentNotFound, AwsCallError, BotoCoreError, ClientError) as exc:
+        except (
+            NotFound,
+            DeploymentNotFound,
+            Conflict,
+            AuditUnavailable,
+            AwsCallError,
+            BotoCoreError,
+            ClientError,
+        ) as exc:
             fail(explain(exc) or str(exc), code=1)
 
 
@@ -82,6 +92,9 @@ def options(
         str | None, typer.Option(help="Without --stack: the parking lot's URL.")
     ] = None,
     table: Annotated[str | None, typer.Option(help="Without --stack: the state table's name.")] = None,
+    audit_log_group: Annotated[
+        str | None, typer.Option(help="Without --stack: the log group that records operator actions.")
+    ] = None,
     profile: Annotated[str | None, typer.Option(envvar="AWS_PROFILE", help="AWS profile.")] = None,
     region: Annotated[str | None, typer.Option(envvar="AWS_REGION", help="AWS region.")] = None,
     endpoint_url: Annotated[
@@ -97,5 +110,18 @@ def options(
             source_urls=tuple(source_url or ()),
             parking_lot_url=parking_lot_url,
             table=table,
+            audit_log_group=audit_log_group,
         ),
     )
+
+
+def audited(ctx: typer.Context) -> Tool:
+    """The tool of a command that acts; warns on stderr when its actions cannot be recorded."""
+    tool: Tool = ctx.obj
+    if tool.audit_log is None:
+        err.print(
+            "warning: this re-driver has no audit log group (a construct older than the audit trail, "
+            "or --audit-log-group not given): the action is not recorded",
+            markup=False,
+        )
+    return tool

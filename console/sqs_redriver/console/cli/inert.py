@@ -1,47 +1,13 @@
-"""Text from outside shown inertly: whatever a message, a consumer or a record says reaches the
-terminal as characters to read, never as escape sequences, markup or hyperlinks to act on."""
+"""Text from outside printed inertly: never read as rich markup (see shown.py for the characters)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from rich.text import Text
 
-# How many names an error lists (of the groups, fingerprints or messages there are).
-NAMES_SHOWN = 10
-# Shown as their escapes, as repr shows them; everything else (printable, by str.isprintable) as is.
-SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def inert_str(text: str, *, multiline: bool = False) -> str:
-    """``text`` with every character a terminal could act on or hide (C0 and C1 controls, escape
-    sequences' ESC, bidi overrides, zero-width and other format characters, line separators,
-    surrogates: whatever ``str.isprintable`` rejects) replaced by its visible escape (``\\x1b``,
-    ``\\u202e``); ``multiline`` keeps newlines (a message body)."""
-    if text.isprintable():
-        return text
-    if multiline:
-        return "\n".join(inert_str(line) for line in text.split("\n"))
-    return "".join(char if char.isprintable() else _escape(char) for char in text)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if char in SHORT_ESCAPES:
-        return SHORT_ESCAPES[char]
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+from sqs_redriver.console.shown import inert_str
 
 
 def inert(text: object, *, multiline: bool = False, style: str = "") -> Text:
     """Text that came from a message, a consumer or a record, made safe to print: a rich ``Text``
     (never read as markup, so ``[link=...]`` or ``[/x]`` print as typed) of ``inert_str``."""
     return Text(inert_str(str(text), multiline=multiline), style=style)
-
-
-def some(names: Sequence[str], shown: int = NAMES_SHOWN) -> str:
-    """``a, b, c and 12 more``: the first ``shown`` of ``names``, inert, for a line of text."""
-    listed = ", ".join(inert_str(name) for name in names[:shown])
-    rest = len(names) - shown
-    return f"{listed} and {rest} more" if rest > 0 else listed

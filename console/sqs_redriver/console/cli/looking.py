@@ -10,12 +10,12 @@ import typer
 from rich.console import RenderableType
 from rich.live import Live
 
+from sqs_redriver.console import finding
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, app, err, out
-from sqs_redriver.console.cli.inert import inert_str, some
-from sqs_redriver.console.cli.tool import NotFound, Tool, UsageError
 from sqs_redriver.console.inventory import Inspected, Where, group
 from sqs_redriver.console.status import Status, read_status
+from sqs_redriver.console.tool import Tool, UsageError
 
 
 @app.command()
@@ -84,11 +84,10 @@ def groups(
 
 def read_all(tool: Tool, where: Where) -> list[Inspected]:
     """Every message of a queue, given back at once; what the scan could not read is said on stderr."""
-    with tool.scan(where) as scan:
-        items = scan.everything()
-    if scan.coverage is not None and not scan.coverage.complete:
-        err.print(f"{where.value}: {scan.coverage.describe()}", markup=False)
-    return items
+    read = finding.read_all(tool, where)
+    if read.gaps:
+        err.print(read.gaps, markup=False)
+    return read.items
 
 
 @app.command()
@@ -99,7 +98,7 @@ def show(
 ) -> None:
     """One message: body, attributes, mark and history, failure, parking reason."""
     tool: Tool = ctx.obj
-    found = _find(tool, message_id)
+    found = finding.find_message(tool, message_id)
     recorded = tool.table.load_marks([found.identity]).get(found.identity)
     if json:
         data = render.message_dict(found)
@@ -109,32 +108,3 @@ def show(
         out.print(render.message_view(found, tool.now()))
         if recorded is not None and found.mark is None:
             out.print(f"re-drive count (state table, the message has no room for a mark): {recorded.count}")
-
-
-def _find(tool: Tool, wanted: str) -> Inspected:
-    """The message ``wanted`` names, first in the parking lot, then in the DLQ; raise NotFound
-    naming those there are."""
-    found, seen = first_in_queues(tool, lambda item: item.named(wanted))
-    if found is not None:
-        return found
-    held = [item.message.message_id[: render.SAMPLE_ID_CHARS] for item in seen]
-    raise NotFound(
-        f"no message {inert_str(wanted)} in the parking lot or the DLQ; "
-        + (f"they hold {some(held)}" if held else "both are empty")
-    )
-
-
-def first_in_queues(
-    tool: Tool, wanted: Callable[[Inspected], bool]
-) -> tuple[Inspected | None, list[Inspected]]:
-    """The first message of the parking lot, then of the DLQ, that ``wanted`` takes (the scan stops
-    there and gives back what it read), and the messages read before it."""
-    seen: list[Inspected] = []
-    for where in (Where.PARKING_LOT, Where.DLQ):
-        with tool.scan(where) as scan:
-            for batch in scan.batches():
-                for item in batch:
-                    if wanted(item):
-                        return item, seen
-                    seen.append(item)
-    return None, seen

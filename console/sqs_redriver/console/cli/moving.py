@@ -10,48 +10,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from sqs_redriver.console.cli import render
-from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, err, out
-from sqs_redriver.console.cli.inert import some
-from sqs_redriver.console.cli.looking import read_all
-from sqs_redriver.console.cli.tool import NotFound, Tool, UsageError
-from sqs_redriver.console.inventory import (
-    Inspected,
-    Selection,
-    Where,
-    group,
-    parse_attribute_filters,
-    parse_duration,
-)
-from sqs_redriver.console.moves import MoveReport, purge, replay
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-
-DEFAULT_RATE = 10.0
-
-
-def _selection(
-    group_keys: list[str] | None,
-    attribute: list[str] | None,
-    older_than: str | None,
-    newer_than: str | None,
-    ids: list[str] | None,
-    everything: bool,
-) -> Selection:
-    try:
-        selection = Selection(
-            groups=frozenset(group_keys or ()),
-            attributes=parse_attribute_filters(attribute or ()),
-            older_than_seconds=parse_duration(older_than) if older_than else None,
-            newer_than_seconds=parse_duration(newer_than) if newer_than else None,
-            ids=frozenset(ids or ()),
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    if selection.everything and not everything:
-        raise UsageError(
-            "choose messages with --group, --attribute, --older-than, --newer-than or --id, or --all"
-        )
-    return selection
-
+from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, audited, err, out
+from sqs_redriver.console.inventory import Selection, Where
+from sqs_redriver.console.moves import MoveReport
+from sqs_redriver.console.moving import DEFAULT_RATE, choose, parse_selection, purge_chosen, replay_chosen
+from sqs_redriver.console.tool import Tool, UsageError
 
 GroupOption = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group (see `groups`).")]
 AttributeOption = Annotated[list[str] | None, typer.Option(help="name=value of a message attribute.")]
@@ -85,28 +48,21 @@ def replay_command(
     """Send chosen messages back to their source queue, re-drive count reset, replay recorded.
 
     A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
-    tool: Tool = ctx.obj
     if source is QueueChoice.BOTH:
         raise UsageError("--from takes dlq or parking-lot")
     where = Where(source.value)
-    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
-    bucket = TokenBucket(rate, burst=10)
+    selection = parse_selection(
+        group_keys or (), attribute or (), older_than, newer_than, ids or (), everything=everything
+    )
+    tool = audited(ctx) if not dry_run else ctx.obj
     _move(
         tool,
         where,
         selection,
         limit,
         ("replay", "replayed"),
-        lambda report, advance: replay(
-            tool.scan(where),
-            selection,
-            lambda item: tool.source_for(item, to),
-            table=tool.table,
-            now=tool.now(),
-            limit=limit,
-            bucket=bucket,
-            report=report,
-            on_moved=advance,
+        lambda report, advance: replay_chosen(
+            tool, where, selection, to=to, rate=rate, limit=limit, report=report, on_moved=advance
         ),
         dry_run=dry_run,
         yes=yes,
@@ -129,22 +85,17 @@ def purge_command(
     json: JsonOption = False,
 ) -> None:
     """Delete chosen messages from the parking lot (their archived copies stay)."""
-    tool: Tool = ctx.obj
-    selection = _selection(group_keys, attribute, older_than, newer_than, ids, everything)
+    selection = parse_selection(
+        group_keys or (), attribute or (), older_than, newer_than, ids or (), everything=everything
+    )
+    tool = audited(ctx) if not dry_run else ctx.obj
     _move(
         tool,
         Where.PARKING_LOT,
         selection,
         limit,
         ("purge", "purged"),
-        lambda report, advance: purge(
-            tool.scan(Where.PARKING_LOT),
-            selection,
-            now=tool.now(),
-            limit=limit,
-            report=report,
-            on_moved=advance,
-        ),
+        lambda report, advance: purge_chosen(tool, selection, limit=limit, report=report, on_moved=advance),
         dry_run=dry_run,
         yes=yes,
         json=json,
@@ -194,43 +145,26 @@ def _preview(
     after a dry run."""
     if json and not (dry_run or yes):
         raise UsageError(f"{verb} --json needs --yes (or --dry-run): there is no one to ask")
-    now = tool.now()
-    items = read_all(tool, where)
-    _check_named(selection, items, where)
-    chosen = [item for item in items if selection.matches(item, now)][:limit]
-    histogram = group(chosen)
+    chosen = choose(tool, where, selection, limit)
+    if chosen.gaps:
+        err.print(chosen.gaps, markup=False)
     if json:
         if dry_run:
-            render.print_json(out, {"would_" + verb: len(chosen), "groups": [g.to_dict() for g in histogram]})
+            render.print_json(
+                out, {"would_" + verb: len(chosen.items), "groups": [g.to_dict() for g in chosen.groups]}
+            )
     else:
-        title = f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen)} message(s) from the {where.value}"
-        out.print(render.groups_table(histogram, now, title=title))
+        title = (
+            f"{verb}{' (dry run)' if dry_run else ''}: {len(chosen.items)} message(s) from the {where.value}"
+        )
+        out.print(render.groups_table(chosen.groups, tool.now(), title=title))
     if dry_run:
         return None
-    if not chosen:
+    if not chosen.items:
         return 0
     if not yes:
-        typer.confirm(f"{verb} {len(chosen)} message(s)?", abort=True)
-    return len(chosen)
-
-
-def _check_named(selection: Selection, items: list[Inspected], where: Where) -> None:
-    """Raise NotFound when a ``--group`` or ``--id`` names nothing in the queue: a typo must not
-    read as "nothing to move"."""
-    unknown_groups = selection.unknown_groups(items)
-    if unknown_groups:
-        known = [g.key for g in group(items)]
-        raise NotFound(
-            f"no group {some(unknown_groups)} in the {where.value}; "
-            + (f"its groups: {some(known)} (see `groups`)" if known else "it is empty")
-        )
-    unknown_ids = selection.unknown_ids(items)
-    if unknown_ids:
-        held = [item.message.message_id[: render.SAMPLE_ID_CHARS] for item in items]
-        raise NotFound(
-            f"no message {some(unknown_ids)} in the {where.value}; "
-            + (f"it holds {some(held)}" if held else "it is empty")
-        )
+        typer.confirm(f"{verb} {len(chosen.items)} message(s)?", abort=True)
+    return len(chosen.items)
 
 
 @contextmanager

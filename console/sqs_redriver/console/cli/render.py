@@ -13,9 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from sqs_redriver.console.aws import QueueDepth
-from sqs_redriver.console.cli.inert import inert, inert_str
+from sqs_redriver.console.cli.inert import inert
+from sqs_redriver.console.finding import SAMPLE_ID_CHARS
 from sqs_redriver.console.inventory import Group, Inspected, Where
 from sqs_redriver.console.moves import MoveReport
+from sqs_redriver.console.shown import inert_str
 from sqs_redriver.console.status import Status
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.groups import GroupMark
@@ -23,8 +25,6 @@ from sqs_redriver.runtime.model.groups import GroupMark
 STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
 LAST_RUNS_SHOWN = 5
 QUEUE_LABEL = {Where.DLQ: "DLQ", Where.PARKING_LOT: "lot"}
-# Enough of a MessageId for `show` (it takes a prefix), short enough for a table row.
-SAMPLE_ID_CHARS = 13
 
 
 def as_json(data: Any) -> str:

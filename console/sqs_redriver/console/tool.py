@@ -1,12 +1,16 @@
-"""What every command needs: the connection, the deployment it works on, and its adapters."""
+"""What every command and page needs: the connection, the deployment it works on, its adapters,
+and the audit record around each action."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from sqs_redriver.console.audit import AuditLog, Tally
 from sqs_redriver.console.aws import Connection, QueueScan, aws_date, caller, find_deployment
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.group_index import GroupIndex
@@ -36,6 +40,7 @@ class Target:
     source_urls: tuple[str, ...] = ()
     parking_lot_url: str | None = None
     table: str | None = None
+    audit_log_group: str | None = None
 
     def explicit(self) -> Deployment | None:
         """The deployment the options name directly, when they name it whole."""
@@ -54,6 +59,7 @@ class Target:
             source_queue_urls=self.source_urls,
             parking_lot_url=self.parking_lot_url,
             table_name=self.table,
+            audit_log_group=self.audit_log_group or "",
         )
 
 
@@ -106,6 +112,23 @@ class Tool:
     @cached_property
     def who(self) -> str:
         return caller(self.client("sts"))
+
+    @cached_property
+    def audit_log(self) -> AuditLog | None:
+        """The deployment's audit trail; None when it publishes none (a construct older than the
+        trail, or a re-driver named by its resources without --audit-log-group)."""
+        group = self.deployment.audit_log_group
+        return AuditLog(self.client("logs"), group, target=self.deployment.name) if group else None
+
+    @contextmanager
+    def action(self, action: str, **details: str) -> Iterator[Tally]:
+        """Run an operator action inside its audit record (see audit.AuditLog.action); without a
+        trail, run it unrecorded (``audit_log`` is None: the caller says so)."""
+        if self.audit_log is None:
+            yield Tally()
+            return
+        with self.audit_log.action(action, self.who, self.now, **details) as tally:
+            yield tally
 
     def now(self) -> int:
         """The tool's clock, but never more than a second ahead of AWS's: the re-driver refuses a
