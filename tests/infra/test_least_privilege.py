@@ -30,6 +30,7 @@ from tests.support.stacks import (
     source_queue,
 )
 from tests.support.templates import (
+    OPERATOR_AUDIT_ACTIONS,
     OPERATOR_QUEUE_ACTIONS,
     OPERATOR_TABLE_ACTIONS,
     arn_of,
@@ -274,6 +275,8 @@ def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> Non
         {"Action": OPERATOR_TABLE_ACTIONS, "Resource": arn_of(redriver.state_table)},
         {"Action": "cloudformation:DescribeStacks", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},
+        # the audit trail: append and read, never delete
+        {"Action": OPERATOR_AUDIT_ACTIONS, "Resource": arn_of(redriver.audit_log)},
         {"Action": "s3:GetObject", "Resource": archive_objects(redriver)},
         {
             "Action": "s3:ListBucket",

@@ -19,6 +19,7 @@ from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from tests.support.templates import (
+    OPERATOR_AUDIT_ACTIONS,
     OPERATOR_QUEUE_ACTIONS,
     OPERATOR_TABLE_ACTIONS,
     arn_of,
@@ -72,6 +73,7 @@ def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, An
         {"Action": OPERATOR_TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
         {"Action": ["cloudformation:DescribeStacks"], "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": ["cloudwatch:GetMetricStatistics"], "Effect": "Allow", "Resource": "*"},
+        {"Action": OPERATOR_AUDIT_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.audit_log)},
     ]
     if archive:
         assert redriver.archive is not None

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 
 from sqs_redriver.cdk.functions import acknowledge
@@ -34,6 +35,8 @@ OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
     "dynamodb:BatchWriteItem",
 )
 OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
+# The audit trail: append (a stream per session) and read; never delete or change retention.
+OPERATOR_AUDIT_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:FilterLogEvents")
 
 
 def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> None:
@@ -52,6 +55,12 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
         "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
         "every other statement of the operator's policy names its resource.",
     )
+    acknowledge(
+        policy,
+        f"AwsSolutions::AwsSolutions-IAM5[Resource::<{audit_log_logical_id(redriver)}.Arn>:*]",
+        "The operator's tool appends to the audit log group's streams (one per session, named at run "
+        "time) and reads them: CreateLogStream, PutLogEvents and FilterLogEvents on that group only.",
+    )
     if redriver.archive is not None:
         acknowledge(
             policy,
@@ -62,7 +71,7 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
 
 
 def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
-    """The queues, the table's items, the stack's outputs and the metrics."""
+    """The queues, the table's items, the stack's outputs, the metrics and the audit trail."""
     queues = [redriver.dead_letter_queue, redriver.parking_lot]
     return [
         iam.PolicyStatement(
@@ -77,6 +86,9 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
             actions=["cloudformation:DescribeStacks"], resources=[Stack.of(redriver).stack_id]
         ),
         iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
+        iam.PolicyStatement(
+            actions=list(OPERATOR_AUDIT_ACTIONS), resources=[redriver.audit_log.log_group_arn]
+        ),
     ]
 
 
@@ -130,6 +142,13 @@ def _attach(policy: iam.Policy, identity: iam.IPrincipal) -> None:
             "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
             f"function), got {type(identity).__name__}: grant a role it assumes instead"
         )
+
+
+def audit_log_logical_id(redriver: SqsRedriver) -> str:
+    """The audit log group's logical id, as cdk-nag names it in findings."""
+    cfn_group = redriver.audit_log.node.default_child
+    assert isinstance(cfn_group, logs.CfnLogGroup)
+    return Stack.of(redriver).get_logical_id(cfn_group)
 
 
 def archive_logical_id(redriver: SqsRedriver) -> str:
