@@ -28,7 +28,7 @@ from botocore.exceptions import (
 from sqs_redriver.console.aws import oldest_age_seconds
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.fleet_listing import ListedQueue, Listing, Problem, parse_listing
-from sqs_redriver.console.fleet_model import Fleet, Guard, assemble, dead_letter_refs
+from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble, dead_letter_refs
 from sqs_redriver.console.queue_ref import NotAQueueName, QueueRef
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.runtime.adapters import AwsCallError
@@ -52,37 +52,24 @@ SETUP_ERRORS = (
 def read_fleet(clients: Clients, regions: Sequence[str], *, now: int, readers: int = READERS) -> Fleet:
     """Every queue of ``regions`` that is some queue's DLQ (or a re-driver's), with its depth, oldest
     age, sources and guards, and every problem met; ``readers`` reads run at once."""
-    problems: list[Problem] = []
+    gaps = Gaps()
     listed: list[ListedQueue] = []
     guards: list[Guard] = []
-    guards_unread: set[str] = set()
     with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
         for region in regions:
             sqs = clients("sqs", region)
-            urls = _list_queue_urls(sqs, region, problems)
+            urls = _list_queue_urls(sqs, region, gaps)
             listed.extend(pool.map(partial(_read_attributes, sqs, region), urls))
-            stacks = _read_guards(clients("cloudformation", region), region, problems)
-            if stacks is None:
-                guards_unread.add(region)
-            else:
-                guards.extend(stacks)
+            guards.extend(_read_guards(clients("cloudformation", region), region, gaps))
         listing = parse_listing(listed)
         holding = [ref for ref in sorted(dead_letter_refs(listing, guards)) if _holds_messages(listing, ref)]
         # A session is not thread-safe: clients are made here, then used by the readers.
         metrics = {region: clients("cloudwatch", region) for region in {ref.region for ref in holding}}
-        ages = dict(pool.map(lambda ref: _read_age(metrics[ref.region], ref, now, problems), holding))
-    return assemble(
-        listing,
-        guards,
-        ages,
-        at=now,
-        regions=regions,
-        problems=problems,
-        guards_unread=guards_unread,
-    )
+        ages = dict(pool.map(lambda ref: _read_age(metrics[ref.region], ref, now, gaps.problems), holding))
+    return assemble(listing, guards, ages, at=now, regions=regions, gaps=gaps)
 
 
-def _list_queue_urls(sqs: Any, region: str, problems: list[Problem]) -> list[str]:
+def _list_queue_urls(sqs: Any, region: str, gaps: Gaps) -> list[str]:
     """Every queue URL of the region, all pages; on a failure, those listed so far and a problem."""
     urls: list[str] = []
     try:
@@ -93,7 +80,8 @@ def _list_queue_urls(sqs: Any, region: str, problems: list[Problem]) -> list[str
         raise
     except (ClientError, BotoCoreError) as exc:
         listed_so_far = f" (after {len(urls)} queues)" if urls else ""
-        problems.append(Problem(region, "", f"ListQueues failed{listed_so_far}: {exc}"))
+        gaps.problems.append(Problem(region, "", f"ListQueues failed{listed_so_far}: {exc}"))
+        gaps.unlisted.add(region)
     return urls
 
 
@@ -107,8 +95,9 @@ def _read_attributes(sqs: Any, region: str, url: str) -> ListedQueue:
     return ListedQueue(region, url, attributes=response.get("Attributes", {}))
 
 
-def _read_guards(cloudformation: Any, region: str, problems: list[Problem]) -> list[Guard] | None:
-    """The re-drivers every stack of the region publishes (None: the stacks could not be listed)."""
+def _read_guards(cloudformation: Any, region: str, gaps: Gaps) -> list[Guard]:
+    """The re-drivers every stack of the region publishes (none when the stacks cannot be listed:
+    the region's guards are then unknown)."""
     guards: list[Guard] = []
     try:
         for page in cloudformation.get_paginator("describe_stacks").paginate():
@@ -117,14 +106,15 @@ def _read_guards(cloudformation: Any, region: str, problems: list[Problem]) -> l
                     region, str(stack.get("StackName", "")), stack.get("Outputs", [])
                 )
                 guards.extend(found)
-                problems.extend(bad)
+                gaps.problems.extend(bad)
     except SETUP_ERRORS:
         raise
     except (ClientError, BotoCoreError) as exc:
-        problems.append(
+        gaps.problems.append(
             Problem(region, "", f"DescribeStacks failed: {exc} (which re-driver guards each DLQ is unknown)")
         )
-        return None
+        gaps.guards_unread.add(region)
+        return []
     return guards
 
 

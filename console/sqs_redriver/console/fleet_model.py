@@ -4,8 +4,8 @@ No AWS here: ``fleet.py`` reads, ``fleet_listing.py`` parses."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqs_redriver.console.fleet_listing import Depth, Listing, Problem
@@ -99,6 +99,16 @@ def dead_letter_refs(listing: Listing, guards: Sequence[Guard]) -> set[QueueRef]
     return {ref for ref in named if ref is not None} | {guard.dlq for guard in guards}
 
 
+@dataclass
+class Gaps:
+    """What the reads could not do: the problems they met, the regions whose queues were not all
+    listed (a DLQ not found there may exist), and those whose stacks were not read (guards unknown)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    unlisted: set[str] = field(default_factory=set)
+    guards_unread: set[str] = field(default_factory=set)
+
+
 def assemble(
     listing: Listing,
     guards: Sequence[Guard],
@@ -106,22 +116,27 @@ def assemble(
     *,
     at: int,
     regions: Sequence[str],
-    problems: Iterable[Problem] = (),
-    guards_unread: Collection[str] = (),
+    gaps: Gaps | None = None,
 ) -> Fleet:
     """The fleet: a row per DLQ of ``regions`` (most messages first, unknown depths last, then by
-    name), and every problem, read or found, sorted. In ``guards_unread`` regions, whether a DLQ is
-    guarded is unknown."""
-    found = [*problems, *listing.problems]
+    name), and every problem, read or found, sorted."""
+    gaps = gaps or Gaps()
+    found = [*gaps.problems, *listing.problems]
     rows = []
     for ref in dead_letter_refs(listing, guards):
         if ref.region not in regions:
             continue
-        row = _row(ref, listing, None if ref.region in guards_unread else guards, ages)
-        found.extend(_row_problems(row, ref in listing.queues))
+        row = _row(ref, listing, None if ref.region in gaps.guards_unread else guards, ages)
+        missing = ref not in listing.queues and ref.region not in gaps.unlisted
+        found.extend(_row_problems(row, missing))
         rows.append(row)
-    rows.sort(key=lambda row: (row.depth is None, -(row.depth.total if row.depth else 0), row.queue))
+    rows.sort(key=_most_messages_first)
     return Fleet(at=at, regions=tuple(regions), rows=tuple(rows), problems=tuple(sorted(set(found))))
+
+
+def _most_messages_first(row: FleetRow) -> tuple[bool, int, str, str, str]:
+    total = row.depth.total if row.depth else 0
+    return row.depth is None, -total, row.queue.name, row.queue.region, row.queue.account
 
 
 def _row(
@@ -149,10 +164,10 @@ def _row(
     )
 
 
-def _row_problems(row: FleetRow, listed: bool) -> list[Problem]:
+def _row_problems(row: FleetRow, missing: bool) -> list[Problem]:
     ref = row.queue
     found = []
-    if not listed:
+    if missing:
         named_by = ", ".join(source.ref.name for source in row.sources) or "-"
         guarded_by = ", ".join(guard.name for guard in row.guards or ()) or "-"
         found.append(
