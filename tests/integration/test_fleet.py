@@ -18,6 +18,7 @@ from local_aws import REGION
 from sqs_redriver.console import aws as tool_aws
 from sqs_redriver.console import fleet as fleet_reads
 from sqs_redriver.console.cli import app
+from sqs_redriver.console.cli.errors import NO_REGION
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 
@@ -237,3 +238,16 @@ def test_a_region_that_is_not_one_is_a_usage_error() -> None:
 
     assert result.exit_code == 2
     assert "is not a region name" in result.stderr
+
+
+def test_without_any_region_the_fleet_says_to_pass_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+
+    result = fleet()
+
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"error: {NO_REGION}"]

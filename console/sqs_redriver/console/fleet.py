@@ -55,7 +55,8 @@ def read_fleet(clients: Clients, regions: Sequence[str], *, now: int, readers: i
     gaps = Gaps()
     listed: list[ListedQueue] = []
     guards: list[Guard] = []
-    with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, readers))
+    try:
         for region in regions:
             sqs = clients("sqs", region)
             urls = _list_queue_urls(sqs, region, gaps)
@@ -66,6 +67,9 @@ def read_fleet(clients: Clients, regions: Sequence[str], *, now: int, readers: i
         # A session is not thread-safe: clients are made here, then used by the readers.
         metrics = {region: clients("cloudwatch", region) for region in {ref.region for ref in holding}}
         ages = dict(pool.map(lambda ref: _read_age(metrics[ref.region], ref, now, gaps.problems), holding))
+    finally:
+        # Ctrl-C (or a setup error) ends the reads at once instead of after every queued queue.
+        pool.shutdown(wait=False, cancel_futures=True)
     return assemble(listing, guards, ages, at=now, regions=regions, gaps=gaps)
 
 
