@@ -273,7 +273,9 @@ def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits
         "arn:aws:sqs:ap-southeast-2:123456789012:" + "q" * 80,
     )
     # and an edit with the longest archive key
-    mark = replace(mark, failure=failure, edits=MAX_COUNT, last_edit=(1_800_099_999, "e" * MAX_EDIT_KEY_CHARS))
+    mark = replace(
+        mark, failure=failure, edits=MAX_COUNT, last_edit=(1_800_099_999, "e" * MAX_EDIT_KEY_CHARS)
+    )
     # and the longest parking reason: an operator's, with the longest words the reason keeps
     operator = GroupMark("f" * 16, GroupAction.PARK, "\U0001f4a5" * 1000, "\U0001f4a5" * 1000, 1_800_099_000)
     source = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46  # 100 chars

@@ -118,9 +118,7 @@ class Mark:
     def edited(self, now: int, archive_key: str) -> Mark:
         """The mark of a message an operator edited and sends back: a replay (``replayed``), with
         the edit counted and where its original is archived."""
-        return replace(
-            self.replayed(now), edits=min(self.edits + 1, MAX_COUNT), last_edit=(now, archive_key)
-        )
+        return replace(self.replayed(now), edits=min(self.edits + 1, MAX_COUNT), last_edit=(now, archive_key))
 
     def to_json(self, **extra: Any) -> str:
         payload: dict[str, Any] = {
