@@ -12,7 +12,8 @@ from rich.text import Text
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, audited, err, fail, out
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.edit_rules import DocumentError, Unchanged, changed, diff
+from sqs_redriver.console.edit_rules import DocumentError, Edited, Unchanged, changed, diff
+from sqs_redriver.console.edit_rules import render as render_document
 from sqs_redriver.console.editing import document_of, edit_and_retry, original_of
 from sqs_redriver.console.finding import BOTH_QUEUES, find_message
 from sqs_redriver.console.inventory import Inspected, Where
@@ -41,26 +42,27 @@ def edit_command(
     queues = BOTH_QUEUES if source is QueueChoice.BOTH else (Where(source.value),)
     item = find_message(tool, message, queues)
     before = document_of(item)
-    after = _edited(item, before)
-    if after is None:
+    edit = _edited(item, before)
+    if edit is None:
         out.print("no change: nothing sent", markup=False)
         return
+    after, edited = edit
     if not json:
-        out.print(_diff_view(diff(before, after)))
+        out.print(_diff_view(diff(before, render_document(edited))))
     if not yes:
         typer.confirm(f"send the edited message from the {item.where.value} to its source queue?", abort=True)
     report = edit_and_retry(tool, item, after)
     if json:
         render.print_json(out, report.to_dict())
     else:
-        out.print(inert(report.summary()), style="green" if report.clean else "yellow")
+        out.print(inert(report.summary()), style="green" if report.clean else "yellow", soft_wrap=True)
     if not report.clean:
         raise typer.Exit(1)
 
 
-def _edited(item: Inspected, before: str) -> str | None:
-    """The operator's edit of ``before``, checked; re-opened with the error shown until it is valid
-    (or the operator gives up: exit 1). None when nothing changed."""
+def _edited(item: Inspected, before: str) -> tuple[str, Edited] | None:
+    """The operator's edit of ``before``, as typed and as checked; re-opened with the error shown
+    until it is valid (or the operator gives up: exit 1). None when nothing changed."""
     text = before
     while True:
         try:
@@ -71,15 +73,13 @@ def _edited(item: Inspected, before: str) -> str | None:
             return None
         text = edited
         try:
-            changed(text, original_of(item))
+            return text, changed(text, original_of(item))
         except Unchanged:
             return None
         except DocumentError as exc:
             err.print(Text.assemble(("not sendable: ", "red"), inert(str(exc))), soft_wrap=True)
             if not typer.confirm("edit again?", default=True, err=True):
                 raise typer.Exit(1) from None
-            continue
-        return text
 
 
 def _diff_view(lines: str) -> Text:
