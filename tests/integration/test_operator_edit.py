@@ -194,7 +194,16 @@ def test_edit_opens_the_editor_shows_the_diff_and_prints_the_archive_key(
     assert result.exit_code == 0, result.output
     assert '-    "items": [],' in result.stdout and '+    "items": [' in result.stdout
     assert f"archived at {EDIT_ARCHIVE_PREFIX}/" in result.stdout
-    assert json.loads(drain(aws.sqs, aws.source_url)[0]["Body"])["items"] == ["A1"]
+    [arrived] = drain(aws.sqs, aws.source_url)
+    assert json.loads(arrived["Body"])["items"] == ["A1"]
+    # back in the parking lot one day, `show` tells of the edit and where the original is
+    aws.sqs.send_message(
+        QueueUrl=aws.parking_lot_url,
+        MessageBody=arrived["Body"],
+        MessageAttributes=arrived["MessageAttributes"],
+    )
+    shown = tool(aws, "show", "order-7")
+    assert "edits" in shown.stdout and f"{EDIT_ARCHIVE_PREFIX}/" in shown.stdout
 
 
 def test_an_invalid_edit_is_shown_and_reopened_until_it_is_valid(
