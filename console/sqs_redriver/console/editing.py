@@ -24,6 +24,7 @@ from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import MAX_IDENTITY_CHARS
 from sqs_redriver.runtime.act.outgoing import outgoing
 from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.runtime.adapters.ports import Outgoing
 from sqs_redriver.runtime.adapters.s3_archive import S3Archive
 from sqs_redriver.runtime.decide import fifo
 from sqs_redriver.runtime.model.tracked import Tracked
@@ -131,19 +132,7 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
         except AwsCallError as exc:
             raise AwsCallError(f"cannot archive the original, so nothing was sent: {exc}") from exc
         report.archived = True
-        mark = (current.mark or Mark(identity=current.identity, first_failed_at=current.failed_at)).edited(
-            now, report.archive_key
-        )
-        tracked = Tracked(replace(current.message, body=edited.body, attributes=edited.attributes), mark)
-        entry = outgoing(
-            "0",
-            tracked,
-            mark.to_json(),
-            delay=0,
-            deduplication_id=fifo.deduplication_id(tracked, EDIT_STEP),
-            fifo=destination.url.endswith(".fifo"),
-        )
-        result = destination.send([entry])
+        result = destination.send([_outgoing(current, edited, now, report.archive_key, destination.url)])
         if result.succeeded:
             report.sent = True
             tally.count = 1
@@ -155,6 +144,22 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
             )
         tally.problem = None if report.clean else report.error
     return report
+
+
+def _outgoing(current: Inspected, edited: Edited, now: int, archive_key: str, url: str) -> Outgoing:
+    """The edited message as it is sent: the original's identity and system attributes (FIFO group,
+    trace header), the edit in its mark, a FIFO deduplication id of its own."""
+    mark = current.mark or Mark(identity=current.identity, first_failed_at=current.failed_at)
+    edited_mark = mark.edited(now, archive_key)
+    tracked = Tracked(replace(current.message, body=edited.body, attributes=edited.attributes), edited_mark)
+    return outgoing(
+        "0",
+        tracked,
+        edited_mark.to_json(),
+        delay=0,
+        deduplication_id=fifo.deduplication_id(tracked, EDIT_STEP),
+        fifo=url.endswith(".fifo"),
+    )
 
 
 def _found_again(batches: Iterator[list[Inspected]], item: Inspected) -> Inspected:
