@@ -161,6 +161,11 @@ def archive_objects(redriver: SqsRedriver) -> dict[str, Any]:
     return {"Fn::Join": ["", [arn_of(redriver.archive), "/parked/*"]]}
 
 
+def edited_objects(redriver: SqsRedriver) -> dict[str, Any]:
+    assert redriver.archive is not None
+    return {"Fn::Join": ["", [arn_of(redriver.archive), "/edited/*"]]}
+
+
 def role_of(function: lambda_.Function) -> iam.IRole:
     assert function.role is not None
     return function.role
@@ -277,11 +282,13 @@ def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> Non
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},
         # the audit trail: append and read, never delete
         {"Action": OPERATOR_AUDIT_ACTIONS, "Resource": arn_of(redriver.audit_log)},
-        {"Action": "s3:GetObject", "Resource": archive_objects(redriver)},
+        {"Action": "s3:GetObject", "Resource": [archive_objects(redriver), edited_objects(redriver)]},
+        # the original of a message the operator edits, archived before the edit is sent
+        {"Action": "s3:PutObject", "Resource": edited_objects(redriver)},
         {
             "Action": "s3:ListBucket",
             "Resource": arn_of(redriver.archive),
-            "Condition": {"StringLike": {"s3:prefix": ["parked/*"]}},
+            "Condition": {"StringLike": {"s3:prefix": ["parked/*", "edited/*"]}},
         },
         *key,
     )

@@ -11,12 +11,13 @@ from aws_cdk import aws_s3 as s3
 
 from sqs_redriver.cdk.functions import acknowledge
 from sqs_redriver.cdk.settings import SettingsError
-from sqs_redriver.protocol.keys import ARCHIVE_PREFIX
+from sqs_redriver.protocol.keys import ARCHIVE_PREFIX, EDIT_ARCHIVE_PREFIX
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
 
 ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes (and the operator reads)
+EDITED_OBJECTS = f"{EDIT_ARCHIVE_PREFIX}/*"  # the originals of edited messages: the operator writes them
 # What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
 OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
 OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
@@ -68,6 +69,13 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
             "The operator reads parked messages from the archive, one object each under keys made "
             "up at run time: GetObject on the parked/ prefix only.",
         )
+        acknowledge(
+            policy,
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(redriver)}.Arn>/{EDITED_OBJECTS}]",
+            "The operator's tool archives the original of each message it edits before sending the "
+            "edit, one object each under keys made up at run time: PutObject and GetObject on the "
+            "edited/ prefix only.",
+        )
 
 
 def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
@@ -116,13 +124,18 @@ def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
 
 
 def _archive_statements(archive: s3.IBucket) -> list[iam.PolicyStatement]:
-    """Reading the archived messages: their objects, and listing their prefix."""
+    """Reading the archived messages (parked, and originals of edits), listing their prefixes, and
+    archiving the original of a message before its edit is sent."""
+    prefixes = [ARCHIVE_OBJECTS, EDITED_OBJECTS]
     return [
-        iam.PolicyStatement(actions=["s3:GetObject"], resources=[archive.arn_for_objects(ARCHIVE_OBJECTS)]),
+        iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[archive.arn_for_objects(prefix) for prefix in prefixes]
+        ),
+        iam.PolicyStatement(actions=["s3:PutObject"], resources=[archive.arn_for_objects(EDITED_OBJECTS)]),
         iam.PolicyStatement(
             actions=["s3:ListBucket"],
             resources=[archive.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
+            conditions={"StringLike": {"s3:prefix": prefixes}},
         ),
     ]
 
