@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqs_redriver.console.finding import first_in_queues
-from sqs_redriver.console.inventory import is_fingerprint
+from sqs_redriver.console.finding import first_in_queues, read_all
+from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.outcome_rules import Sent
+from sqs_redriver.console.outcomes import record_sent
+from sqs_redriver.console.replay_records import ReplayKind, ReplayRecord
 from sqs_redriver.console.shown import inert_str, some
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.protocol.keys import breaker_key, pause_key
@@ -95,7 +98,22 @@ def mark_group(tool: Tool, fingerprint: str, action: GroupAction, reason: str, *
         tool.group_index.add(fingerprint)  # first: every record the tool writes is listed
         tool.table.save_group_mark(GroupMark(fingerprint, action, reason, tool.who, tool.now()))
         tally.count = 1
-    return f"group {fingerprint}: {action.value} (by {tool.who}: {reason})"
+        retried = _record_retry(tool, fingerprint) if action is GroupAction.RETRY else None
+    followed = f"; {len(retried.sent)} message(s) followed as replay {retried.replay_id}" if retried else ""
+    return f"group {fingerprint}: {action.value} (by {tool.who}: {reason}){followed}"
+
+
+def _record_retry(tool: Tool, fingerprint: str) -> ReplayRecord | None:
+    """A group retry sends what the re-driver finds in the DLQ with this fingerprint: the
+    messages there now are what it sends (the parking lot's stay parked until replayed)."""
+    in_dlq = [item for item in read_all(tool, Where.DLQ).items if item.group == fingerprint]
+    sent = [Sent.of(item, _source_url(tool, item)) for item in in_dlq]
+    return record_sent(tool, ReplayKind.GROUP_RETRY, sent, detail=f"group={fingerprint}")
+
+
+def _source_url(tool: Tool, item: Inspected) -> str:
+    source = tool.source_for(item)
+    return source.url if source is not None else ""
 
 
 def clear_group(tool: Tool, fingerprint: str, *, force: bool) -> str:
