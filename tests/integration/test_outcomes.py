@@ -7,6 +7,8 @@ import json
 import time
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from local_aws import REGION
 from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.inventory import Where
@@ -195,3 +197,28 @@ def test_a_corrupt_index_is_reported_and_rewritten_by_the_next_replay(aws: Aws) 
     replay_id = replay_three(aws, [time.time()])
 
     assert [entry.replay_id for entry in recent(tool_at(aws, [time.time()]))] == [replay_id]
+
+
+class RefusingPuts:
+    """The table's client, refusing every PutItem and BatchWriteItem (the records' writes)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return self._refuse if name in ("put_item", "batch_write_item") else getattr(self._client, name)
+
+    def _refuse(self, **_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "PutItem")
+
+
+def test_a_record_that_cannot_be_written_never_hides_what_moved(aws: Aws) -> None:
+    for n in range(3):
+        park(aws, f"bad-{n}", fingerprint="fp-bad")
+    operator = tool_at(aws, [time.time()])
+    operator._clients["dynamodb"] = RefusingPuts(aws.dynamodb)
+
+    report = replay_chosen(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport())
+
+    assert report.moved == 3 and report.replay_id is None
+    assert report.error is not None and report.error.startswith("moved, but not recorded for `outcome`")

@@ -17,11 +17,12 @@ from sqs_redriver.console.inventory import (
     parse_duration,
 )
 from sqs_redriver.console.moves import MoveReport, purge, replay
-from sqs_redriver.console.outcomes import new_ticket, record_sent
+from sqs_redriver.console.outcomes import Ticket, new_ticket, record_sent
 from sqs_redriver.console.replay_records import ReplayKind
 from sqs_redriver.console.shown import some
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.adapters import AwsCallError
 
 DEFAULT_RATE = 10.0
 
@@ -134,10 +135,18 @@ def replay_chosen(
         finally:
             tally.count = report.moved
             tally.problem = None if report.clean else _problem(report)
-            # What arrived is recorded however the replay ended (an error, Ctrl-C).
-            if record_sent(tool, ReplayKind.REPLAY, report.sent, detail=details["selection"], ticket=ticket):
-                report.replay_id = ticket.replay_id
+            _record(tool, report, details["selection"], ticket)
     return report
+
+
+def _record(tool: Tool, report: MoveReport, selection: str, ticket: Ticket) -> None:
+    """Record what arrived, however the replay ended (an error, Ctrl-C); a failed write is said in
+    the report, and never hides what moved."""
+    try:
+        if record_sent(tool, ReplayKind.REPLAY, report.sent, detail=selection, ticket=ticket):
+            report.replay_id = ticket.replay_id
+    except AwsCallError as exc:
+        report.error = report.error or f"moved, but not recorded for `outcome`: {exc}"
 
 
 def purge_chosen(
