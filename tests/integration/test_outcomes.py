@@ -150,6 +150,8 @@ def test_the_command_lists_the_recent_replays_and_details_one(aws: Aws) -> None:
     listing = tool(aws, "outcome", "--json")
     details = tool(aws, "outcome", replay_id[:15], "--json")
     status = tool(aws, "status", "--json")
+    read = tool(aws, "outcome", replay_id)
+    table = tool(aws, "outcome")
 
     assert listing.exit_code == 0, listing.output
     [row] = json.loads(listing.stdout)
@@ -158,6 +160,9 @@ def test_the_command_lists_the_recent_replays_and_details_one(aws: Aws) -> None:
     shown = json.loads(details.stdout)
     assert {i["identity"] for i in shown["identities"]} == {"id-bad-0", "id-bad-1", "id-bad-2"}
     assert json.loads(status.stdout)["latest_replay"].startswith(f"latest replay {replay_id} (replay by")
+    assert read.exit_code == 0 and "3 not back after 0m (too early to tell):" in read.stdout
+    assert "  id-bad-2  too early to tell: back by " in read.stdout
+    assert table.exit_code == 0 and replay_id in table.stdout and "Recent replays" in table.stdout
 
 
 def test_a_name_that_names_no_replay_lists_those_there_are(aws: Aws) -> None:

@@ -13,7 +13,9 @@ from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.outcome_rules import BACK, PHRASES, Fate, Outcome, explain
 from sqs_redriver.console.replay_records import ReplayRecord
-from sqs_redriver.console.tool import Tool
+from sqs_redriver.console.tool import NotFound, Tool
+
+REPLAY_ID_CHARS = len("20261123-091240-3f9c")
 
 
 @app.command()
@@ -55,7 +57,7 @@ def _list_recent(tool: Tool, *, json: bool) -> None:
     for entry in listed:
         try:
             record = outcomes.find(tool, entry.replay_id)
-        except outcomes.UnreadableReplay as exc:
+        except NotFound as exc:  # unreadable, or deleted by hand since it was listed
             rows.append(
                 {"replay_id": entry.replay_id, "kind": entry.kind.value, "at": entry.at, "error": str(exc)}
             )
@@ -69,7 +71,12 @@ def _list_recent(tool: Tool, *, json: bool) -> None:
     if not rows:
         out.print("no replay, edit or group retry recorded in the last 14 days")
         return
-    table = Table("replay", "kind", "when", "by", "what became of it", title="Recent replays")
+    table = Table(title="Recent replays")
+    table.add_column("replay", no_wrap=True, min_width=REPLAY_ID_CHARS)  # copied whole into `outcome ID`
+    table.add_column("kind", no_wrap=True)
+    table.add_column("when", no_wrap=True)
+    table.add_column("by", max_width=30)
+    table.add_column("what became of it", min_width=24)
     now = tool.now()
     for row in rows:
         table.add_row(
@@ -95,7 +102,8 @@ def _print_details(record: ReplayRecord, judged: Outcome) -> None:
         members = judged.of(fate)
         if not members:
             continue
-        out.print(inert(f"{len(members)} {phrase.format(minutes=(judged.now - judged.sent_at) // 60)}:"))
+        minutes = max(0, judged.now - judged.sent_at) // 60
+        out.print(inert(f"{len(members)} {phrase.format(minutes=minutes)}:"))
         for member in members:
             out.print(inert(f"  {member.identity}  {explain(member, judged)}"))
 
