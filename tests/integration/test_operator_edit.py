@@ -244,3 +244,19 @@ def test_edit_without_an_archive_bucket_is_refused(
 
     assert result.exit_code == 2 and "no archive bucket" in result.stderr
     nothing_moved(aws)
+
+
+def test_an_edit_is_recorded_for_outcome_and_its_mark_carries_the_records_verdict_key(aws: Aws) -> None:
+    park(aws, ORDER, identity="order-7")
+    ops = operator(aws)
+    item = find_message(ops, "order-7")
+
+    report = edit_and_retry(ops, item, with_items(document_of(item), [{"sku": "A1"}]))
+
+    assert report.clean and report.replay_id and report.replay_id in report.summary()
+    [arrived] = drain(aws.sqs, aws.source_url)
+    assert mark_of(arrived)["v"].endswith(report.replay_id)
+    listed = tool(aws, "outcome", report.replay_id, "--json")
+    assert listed.exit_code == 0, listed.output
+    recorded = json.loads(listed.stdout)
+    assert recorded["kind"] == "edit" and [s["identity"] for s in recorded["identities"]] == ["order-7"]

@@ -70,8 +70,14 @@ PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {
     RecordKind.CONTINUATION: (lambda item: check_continuation(item, now=NOW), type(None)),
 }
 # Parsed elsewhere: IDEMPOTENCY# by Powertools' idempotency layer (only the function and operators
-# may write them), GROUPS# by the operator's tool (tests/integration/test_group_index.py).
-PARSED_ELSEWHERE = {RecordKind.IDEMPOTENCY, RecordKind.GROUP_INDEX}
+# may write them), GROUPS# by the operator's tool (tests/integration/test_group_index.py), REPLAY#
+# and REPLAYS# by the operator's tool (tests/integration/test_outcomes.py).
+PARSED_ELSEWHERE = {
+    RecordKind.IDEMPOTENCY,
+    RecordKind.GROUP_INDEX,
+    RecordKind.REPLAY,
+    RecordKind.REPLAY_INDEX,
+}
 
 
 def test_every_record_kind_has_a_parser() -> None:

@@ -17,6 +17,9 @@ from typing import Any
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.edit_rules import Edited, changed, editable, render, shown_attribute
 from sqs_redriver.console.inventory import Inspected, Where
+from sqs_redriver.console.outcome_rules import Sent
+from sqs_redriver.console.outcomes import Ticket, new_ticket, record_sent
+from sqs_redriver.console.replay_records import ReplayKind
 from sqs_redriver.console.shown import inert_str
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
@@ -48,6 +51,7 @@ class EditReport:
     sent: bool = False
     deleted: bool = False
     error: str | None = None
+    replay_id: str | None = None  # its outcome record (`sqs-redriver outcome ID`)
 
     @property
     def clean(self) -> bool:
@@ -70,12 +74,18 @@ class EditReport:
             "deleted": self.deleted,
             "not_deleted": self.not_deleted,
             "error": self.error,
+            "replay_id": self.replay_id,
         }
 
     def summary(self) -> str:
         """One line on what happened, and what to do when something did not."""
         if self.clean:
-            return f"edited and sent to {self.source_queue}; the original is archived at {self.archive_key}"
+            followed = f"; what became of it: sqs-redriver outcome {self.replay_id}" if self.replay_id else ""
+            unrecorded = f" ({self.error})" if self.error else ""
+            return (
+                f"edited and sent to {self.source_queue}; the original is archived at {self.archive_key}"
+                f"{followed}{unrecorded}"
+            )
         if self.not_deleted:
             return (
                 f"edited and sent to {self.source_queue}, but the original is still in the "
@@ -113,7 +123,8 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
             "this re-driver has no archive bucket (archive=False, or --archive-bucket not given): an edit "
             "archives the original first, so it cannot edit"
         )
-    now = tool.now()
+    ticket = new_ticket(tool)
+    now = ticket.at
     report = EditReport(
         item.message.message_id, item.identity, item.where, edit_archive_key(item, now), destination.url
     )
@@ -132,25 +143,30 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
         except AwsCallError as exc:
             raise AwsCallError(f"cannot archive the original, so nothing was sent: {exc}") from exc
         report.archived = True
-        result = destination.send([_outgoing(current, edited, now, report.archive_key, destination.url)])
+        sending = _outgoing(current, edited, now, report.archive_key, destination.url, ticket.verdict_key)
+        result = destination.send([sending])
         if result.succeeded:
             report.sent = True
             tally.count = 1
             _delete_original(scan, current, report)
+            _record(tool, current, destination.url, ticket, report)
         else:
             failure = result.failed.get("0")
             report.error = result.call_error or (
                 f"{failure.code}: {failure.message}" if failure else "not sent"
             )
-        tally.problem = None if report.clean else report.error
+        tally.problem = report.error
     return report
 
 
-def _outgoing(current: Inspected, edited: Edited, now: int, archive_key: str, url: str) -> Outgoing:
+def _outgoing(
+    current: Inspected, edited: Edited, now: int, archive_key: str, url: str, verdict_key: str
+) -> Outgoing:
     """The edited message as it is sent: the original's identity and system attributes (FIFO group,
-    trace header), the edit in its mark, a FIFO deduplication id of its own."""
+    trace header), the edit in its mark with the verdict key of its outcome record (the consumer
+    kit reports under it), a FIFO deduplication id of its own."""
     mark = current.mark or Mark(identity=current.identity, first_failed_at=current.failed_at)
-    edited_mark = mark.edited(now, archive_key)
+    edited_mark = replace(mark.edited(now, archive_key), verdict_key=verdict_key)
     tracked = Tracked(replace(current.message, body=edited.body, attributes=edited.attributes), edited_mark)
     return outgoing(
         "0",
@@ -160,6 +176,22 @@ def _outgoing(current: Inspected, edited: Edited, now: int, archive_key: str, ur
         deduplication_id=fifo.deduplication_id(tracked, EDIT_STEP),
         fifo=url.endswith(".fifo"),
     )
+
+
+def _record(tool: Tool, item: Inspected, source_url: str, ticket: Ticket, report: EditReport) -> None:
+    """Record the edit sent, for ``outcome``; a failed write is said in the report, never hides
+    that the edit went."""
+    try:
+        record_sent(
+            tool,
+            ReplayKind.EDIT,
+            [Sent.of(item, source_url)],
+            detail=f"edit of {item.identity}",
+            ticket=ticket,
+        )
+        report.replay_id = ticket.replay_id
+    except AwsCallError as exc:
+        report.error = report.error or f"sent, but not recorded for `outcome`: {exc}"
 
 
 def _found_again(batches: Iterator[list[Inspected]], item: Inspected) -> Inspected:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.inventory import Inspected, Selection
+from sqs_redriver.console.outcome_rules import Sent
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.outgoing import outgoing
@@ -52,6 +53,10 @@ class MoveReport:
     interrupted: bool = False
     # Read but not given back at once (that call failed): they come back when the scan's hold ends.
     hidden: int = 0
+    # What arrived at a source (a replay): each identity, its fingerprint, where it went.
+    sent: list[Sent] = field(default_factory=list)
+    # The replay's id, when what it sent was recorded (``outcome`` follows it).
+    replay_id: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -66,13 +71,15 @@ class MoveReport:
             "error": self.error,
             "interrupted": self.interrupted,
             "hidden": self.hidden,
+            "replay_id": self.replay_id,
         }
 
 
-def replayed(item: Inspected, now: int) -> Tracked:
-    """The message as it goes back to its source: count reset, the replay in its mark's history."""
+def replayed(item: Inspected, now: int, verdict_key: str | None = None) -> Tracked:
+    """The message as it goes back to its source: count reset, the replay in its mark's history,
+    and the replay's ``verdict_key`` (the consumer kit counts its verdicts under it)."""
     mark = item.mark or Mark(identity=item.identity, first_failed_at=item.failed_at)
-    return Tracked(item.message, mark.replayed(now))
+    return Tracked(item.message, replace(mark.replayed(now), verdict_key=verdict_key))
 
 
 def replay(
@@ -86,11 +93,13 @@ def replay(
     bucket: TokenBucket | None = None,
     report: MoveReport,
     on_moved: Callable[[int], None] = lambda _count: None,
+    verdict_key: str | None = None,
 ) -> MoveReport:
     """Send the chosen messages of ``scan``'s queue to the source queue ``route`` names, then
     delete them from it, in batches of 10 per source (chosen messages wait, held, until a batch is
-    full or the scan ends). Stops at ``limit`` messages, or at the first AWS error of a whole call."""
-    mover = _Mover(scan, table, now, bucket, report, on_moved)
+    full or the scan ends). Stops at ``limit`` messages, or at the first AWS error of a whole call.
+    ``verdict_key``: the replay's, in each mark sent."""
+    mover = _Mover(scan, table, now, bucket, report, on_moved, verdict_key)
     taken = 0
     with _moving(scan, report):
         for batch in scan.batches():
@@ -116,6 +125,7 @@ class _Mover:
     bucket: TokenBucket | None
     report: MoveReport
     on_moved: Callable[[int], None]
+    verdict_key: str | None = None
     clock: Callable[[], float] = time.monotonic
     pending: dict[Destination, list[Inspected]] = field(default_factory=dict)
     waiting_since: float | None = None
@@ -133,7 +143,7 @@ class _Mover:
                 batch, items[:] = items[:SQS_MAX_BATCH_SIZE], items[SQS_MAX_BATCH_SIZE:]
                 if self.bucket is not None:
                     self.bucket.acquire(len(batch))
-                if not _send_and_delete(self.scan, destination, batch, self.table, self.now, self.report):
+                if not _send_and_delete(self.scan, destination, batch, self, self.report):
                     return False
                 self.on_moved(self.report.moved)
         if not any(self.pending.values()):
@@ -201,8 +211,7 @@ def _send_and_delete(
     scan: QueueScan,
     destination: Destination,
     items: list[Inspected],
-    table: MarkTable,
-    now: int,
+    mover: _Mover,
     report: MoveReport,
 ) -> bool:
     """One batch: forget table counts, send, delete what arrived. False after a failed whole call."""
@@ -211,13 +220,13 @@ def _send_and_delete(
     counted_in_table = [i.identity for i in items if i.mark is None and not i.message.has_room_for_mark]
     try:
         if counted_in_table:
-            table.forget_marks(counted_in_table)
+            mover.table.forget_marks(counted_in_table)
     except AwsCallError as exc:
         report.error = str(exc)
         return False
     entries = []
     for index, item in enumerate(items):
-        tracked = replayed(item, now)
+        tracked = replayed(item, mover.now, mover.verdict_key)
         entries.append(
             outgoing(
                 str(index),
@@ -233,6 +242,7 @@ def _send_and_delete(
     for key, failure in result.failed.items():
         report.failed[items[int(key)].message.message_id] = f"{failure.code}: {failure.message}"
     arrived = [items[int(key)] for key in result.succeeded]
+    report.sent += [Sent.of(item, destination.url) for item in arrived]
     deleted = not arrived or _delete(scan, arrived, report, sent=True)
     report.in_transit = []
     if not deleted:

@@ -17,9 +17,12 @@ from sqs_redriver.console.inventory import (
     parse_duration,
 )
 from sqs_redriver.console.moves import MoveReport, purge, replay
+from sqs_redriver.console.outcomes import Ticket, new_ticket, record_sent
+from sqs_redriver.console.replay_records import ReplayKind
 from sqs_redriver.console.shown import some
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.runtime.adapters import AwsCallError
 
 DEFAULT_RATE = 10.0
 
@@ -114,23 +117,36 @@ def replay_chosen(
 ) -> MoveReport:
     """Send the chosen messages back to their source queue (or ``to``), recorded in the trail."""
     details = {"from": where.value, "selection": describe(selection), "to": to or "each source"}
-    with tool.action("replay", **details) as tally:
+    ticket = new_ticket(tool)
+    with tool.action("replay", replay_id=ticket.replay_id, **details) as tally:
         try:
             replay(
                 tool.scan(where),
                 selection,
                 lambda item: tool.source_for(item, to),
                 table=tool.table,
-                now=tool.now(),
+                now=ticket.at,
                 limit=limit,
                 bucket=TokenBucket(rate, burst=10),
                 report=report,
                 on_moved=on_moved,
+                verdict_key=ticket.verdict_key,
             )
         finally:
+            _record(tool, report, details["selection"], ticket)
             tally.count = report.moved
             tally.problem = None if report.clean else _problem(report)
     return report
+
+
+def _record(tool: Tool, report: MoveReport, selection: str, ticket: Ticket) -> None:
+    """Record what arrived, however the replay ended (an error, Ctrl-C); a failed write is said in
+    the report, and never hides what moved."""
+    try:
+        if record_sent(tool, ReplayKind.REPLAY, report.sent, detail=selection, ticket=ticket):
+            report.replay_id = ticket.replay_id
+    except AwsCallError as exc:
+        report.error = report.error or f"moved, but not recorded for `outcome`: {exc}"
 
 
 def purge_chosen(

@@ -33,6 +33,8 @@ class Status:
     parking_lot: QueueDepth
     dlq_oldest_age_seconds: int | None
     runs: list[RunSummary]
+    # What became of the latest replay, edit or group retry, in one line (outcomes.latest_line).
+    latest_replay: str | None = None
 
     @property
     def dlq_time_to_expiry_seconds(self) -> int | None:
@@ -89,6 +91,7 @@ class Status:
                 "parking_lot": _depth(self.parking_lot),
             },
             "runs": [run.to_dict() for run in self.runs],
+            "latest_replay": self.latest_replay,
             "problems": self.problems,
         }
 

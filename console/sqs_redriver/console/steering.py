@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqs_redriver.console.finding import first_in_queues
-from sqs_redriver.console.inventory import is_fingerprint
+from sqs_redriver.console.finding import first_in_queues, read_all
+from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.outcome_rules import Sent
+from sqs_redriver.console.outcomes import record_sent
+from sqs_redriver.console.replay_records import ReplayKind
 from sqs_redriver.console.shown import inert_str, some
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.protocol.keys import breaker_key, pause_key
+from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
@@ -95,7 +99,26 @@ def mark_group(tool: Tool, fingerprint: str, action: GroupAction, reason: str, *
         tool.group_index.add(fingerprint)  # first: every record the tool writes is listed
         tool.table.save_group_mark(GroupMark(fingerprint, action, reason, tool.who, tool.now()))
         tally.count = 1
-    return f"group {fingerprint}: {action.value} (by {tool.who}: {reason})"
+        followed = _record_retry(tool, fingerprint) if action is GroupAction.RETRY else ""
+    return f"group {fingerprint}: {action.value} (by {tool.who}: {reason}){followed}"
+
+
+def _record_retry(tool: Tool, fingerprint: str) -> str:
+    """A group retry sends what the re-driver finds in the DLQ with this fingerprint: the
+    messages there now are what it sends (the parking lot's stay parked until replayed). What it
+    recorded, as the end of a line; a failure to record never undoes the rule."""
+    try:
+        in_dlq = [item for item in read_all(tool, Where.DLQ).items if item.group == fingerprint]
+        sent = [Sent.of(item, _source_url(tool, item)) for item in in_dlq]
+        record = record_sent(tool, ReplayKind.GROUP_RETRY, sent, detail=f"group={fingerprint}")
+    except AwsCallError as exc:
+        return f"; its messages are not followed for `outcome`: {exc}"
+    return f"; {len(record.sent)} message(s) followed as replay {record.replay_id}" if record else ""
+
+
+def _source_url(tool: Tool, item: Inspected) -> str:
+    source = tool.source_for(item)
+    return source.url if source is not None else ""
 
 
 def clear_group(tool: Tool, fingerprint: str, *, force: bool) -> str:

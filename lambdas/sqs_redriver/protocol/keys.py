@@ -25,6 +25,8 @@ class RecordKind(StrEnum):
     CONTINUATION = "CONTINUATION#"  # the one pending continuation of a re-driver
     IDEMPOTENCY = "IDEMPOTENCY#"  # Powertools' idempotency records of a re-driver's invocations
     GROUP_INDEX = "GROUPS#"  # the operator's tool's list of the fingerprints it wrote records for
+    REPLAY = "REPLAY#"  # what an operator's replay, edit or group retry sent (the tool's `outcome`)
+    REPLAY_INDEX = "REPLAYS#"  # the operator's tool's list of a re-driver's recent replays
 
     def key(self, subject: str) -> str:
         """The key of this kind's record about ``subject``."""
@@ -131,6 +133,24 @@ def idempotency_key_prefix(dlq_url: str) -> str:
 def group_index_key() -> str:
     """The one item listing the fingerprints the operator's tool wrote a RETRY#/PARK# record for."""
     return RecordKind.GROUP_INDEX.key("index")
+
+
+def replay_record_key(dlq_url: str, replay_id: str, part: int = 0) -> str:
+    """Part ``part`` of the record of what one operator's replay (edit, group retry) sent from the
+    re-driver of ``dlq_url``: part 0 holds who, when and the first identities, parts 1.. the rest."""
+    suffix = f"#{part}" if part else ""
+    return RecordKind.REPLAY.key(f"{dlq_url}#{replay_id}{suffix}")
+
+
+def replay_index_key(dlq_url: str) -> str:
+    """The one item listing the recent replays of the re-driver of ``dlq_url``."""
+    return RecordKind.REPLAY_INDEX.key(dlq_url)
+
+
+def replay_verdict_key(sent_at: int, replay_id: str) -> str:
+    """The verdict key a replay's marks carry (``replay/<time>/<replay id>``): the consumer kit
+    counts its verdicts on them under it."""
+    return f"replay/{sent_at}/{replay_id}"
 
 
 def queue_key_from_url(url: str) -> str:

@@ -3,16 +3,17 @@
 Each command is a verb; ``--json`` prints data for scripts; nothing moves messages without a
 preview (``--dry-run`` prints it and stops). Exit codes: 0 done and all well, 1 a problem was found
 or something could not be done, 2 the command line was wrong. The commands: ``looking`` (status,
-groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``steering`` (group records,
-pause, breakers), ``trail`` (audit), ``fleet`` (every dead-letter queue of the account).
+groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``outcome`` (what became of each
+replay), ``steering`` (group records, pause, breakers), ``trail`` (audit), ``fleet`` (every
+dead-letter queue of the account).
 """
 
 from __future__ import annotations
 
-from sqs_redriver.console.cli import editing, fleet, looking, moving, steering, trail
+from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail
 from sqs_redriver.console.cli.app import app
 
-__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "steering", "trail"]
+__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "outcome", "steering", "trail"]
 
 
 def main() -> None:

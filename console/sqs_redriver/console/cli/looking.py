@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 from rich.console import RenderableType
 from rich.live import Live
 
-from sqs_redriver.console import finding
+from sqs_redriver.console import finding, outcomes
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, app, err, out
 from sqs_redriver.console.inventory import Inspected, Where, group
@@ -31,13 +32,14 @@ def status(
         raise UsageError("--watch redraws a view for a person: drop --json (or --watch)")
 
     def look() -> Status:
-        return read_status(
+        status = read_status(
             tool.deployment,
             sqs=tool.client("sqs"),
             cloudwatch=tool.client("cloudwatch"),
             table=tool.table,
             now=tool.now(),
         )
+        return replace(status, latest_replay=outcomes.latest_line(tool))
 
     if watch:
         _watch(lambda: render.status_view(look()), interval)

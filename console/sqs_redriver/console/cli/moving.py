@@ -183,5 +183,7 @@ def _finish(verb: str, report: MoveReport, json: bool) -> None:
         render.print_json(out, report.to_dict())
     else:
         out.print(render.move_summary(verb, report))
+    if report.replay_id:
+        err.print(f"what became of it: sqs-redriver outcome {report.replay_id}", markup=False)
     if not report.clean:
         raise typer.Exit(1)

@@ -81,6 +81,8 @@ def status_view(status: Status) -> RenderableType:
     parts.append(_queues(status))
     if status.runs:
         parts.append(_runs(status, now))
+    if status.latest_replay:
+        parts.append(inert(status.latest_replay))
     problems = status.problems
     parts.append(
         inert("\n".join(f"! {p}" for p in problems), multiline=True, style="red")

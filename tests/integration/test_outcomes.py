@@ -1,0 +1,229 @@
+"""What became of a replay, on moto: the record a replay and a group retry leave, and what
+``outcome`` makes of the queues, the consumer kit's verdicts and the time."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from local_aws import REGION
+from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.inventory import Where
+from sqs_redriver.console.moves import MoveReport
+from sqs_redriver.console.moving import parse_selection, replay_chosen
+from sqs_redriver.console.outcome_rules import Fate
+from sqs_redriver.console.outcomes import find, judge_replay, latest_line, recent, snapshot
+from sqs_redriver.console.steering import mark_group
+from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.kit.aws import KitAws
+from sqs_redriver.kit.verdicts import Tally
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
+from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
+from sqs_redriver.protocol.mark import Mark
+from sqs_redriver.runtime.model.groups import GroupAction
+from tests.support.aws import Aws
+from tests.support.operator import failure, park, tool
+
+TWO_HOURS = 7_200  # past the test source's return window (visibility timeout x receives)
+
+
+def tool_at(aws: Aws, clock: list[float]) -> Tool:
+    target = Target(
+        dlq_url=aws.dlq_url,
+        source_urls=(aws.source_url,),
+        parking_lot_url=aws.parking_lot_url,
+        table=aws.table_name,
+    )
+    return Tool(Connection(region=REGION), target, clock=lambda: clock[0])
+
+
+def replay_three(aws: Aws, clock: list[float]) -> str:
+    """Three parked messages of one bug replayed at ``clock``; the replay's id."""
+    for n in range(3):
+        park(aws, f"bad-{n}", fingerprint="fp-bad")
+    report = replay_chosen(
+        tool_at(aws, clock), Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport(), rate=100
+    )
+    assert report.moved == 3 and report.replay_id is not None
+    return report.replay_id
+
+
+def take_from_source(aws: Aws) -> dict[str, dict[str, Any]]:
+    """Every message of the source queue by its mark's identity, deleted (the consumer took it)."""
+    taken: dict[str, dict[str, Any]] = {}
+    while messages := aws.sqs.receive_message(
+        QueueUrl=aws.source_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages"):
+        for message in messages:
+            mark = Mark.from_json(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])
+            taken[mark.identity] = {"mark": mark, "body": message["Body"]}
+            aws.sqs.delete_message(QueueUrl=aws.source_url, ReceiptHandle=message["ReceiptHandle"])
+    return taken
+
+
+def fail_back_to_dlq(aws: Aws, mark: Mark, body: str, fingerprint: str) -> None:
+    """What the consumer kit does with a terminal failure: to the DLQ, its mark kept, a failure added."""
+    failed = Mark(
+        identity=mark.identity,
+        first_failed_at=mark.first_failed_at,
+        replays=mark.replays,
+        failure=failure(fingerprint),
+    )
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody=body,
+        MessageAttributes={MARK_ATTRIBUTE: string_attribute(failed.to_json())},
+    )
+
+
+def test_one_back_with_a_new_cause_two_not_back_past_the_return_window(aws: Aws) -> None:
+    clock = [time.time() - TWO_HOURS]
+    replay_id = replay_three(aws, clock)
+    taken = take_from_source(aws)
+    fail_back_to_dlq(aws, taken["id-bad-0"]["mark"], "bad-0", "fp-new")
+
+    clock[0] += TWO_HOURS
+    operator = tool_at(aws, clock)
+    outcome = judge_replay(operator, find(operator, replay_id[:10]), snapshot(operator))
+
+    assert outcome.counts[Fate.BACK_NEW] == 1 and outcome.counts[Fate.NOT_BACK] == 2
+    [back] = outcome.of(Fate.BACK_NEW)
+    assert (back.identity, back.before, back.fingerprint) == ("id-bad-0", "fp-bad", "fp-new")
+    assert "1 back in the DLQ (new cause), 2 not back after 120m" in outcome.line()
+
+
+def test_before_the_return_window_nothing_is_called_consumed(aws: Aws) -> None:
+    clock = [time.time()]
+    replay_id = replay_three(aws, clock)
+    take_from_source(aws)
+
+    operator = tool_at(aws, clock)
+    outcome = judge_replay(operator, find(operator, replay_id), snapshot(operator))
+
+    assert outcome.counts[Fate.TOO_EARLY] == 3
+    assert all(j.back_by is not None and j.back_by > clock[0] for j in outcome.judged)
+
+
+def test_the_kits_verdicts_make_the_unseen_consumed(aws: Aws) -> None:
+    clock = [time.time()]
+    replay_id = replay_three(aws, clock)
+    taken = take_from_source(aws)
+    fail_back_to_dlq(aws, taken["id-bad-1"]["mark"], "bad-1", "fp-bad")
+    record = find(tool_at(aws, clock), replay_id)
+    assert record.verdict_key is not None
+    assert all(t["mark"].verdict_key == record.verdict_key for t in taken.values())  # the kit reads it
+    KitAws(aws.table_name, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
+        record.verdict_key, Tally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
+    )
+
+    operator = tool_at(aws, clock)
+    outcome = judge_replay(operator, record, snapshot(operator))
+
+    assert outcome.counts[Fate.CONSUMED] == 2 and outcome.counts[Fate.BACK_SAME] == 1
+
+
+def test_a_group_retry_follows_the_groups_messages_in_the_dlq(aws: Aws) -> None:
+    clock = [time.time()]
+    for n in range(2):
+        mark = Mark(identity=f"id-dlq-{n}", first_failed_at=int(clock[0]) - 60, failure=failure("fp-bad"))
+        aws.sqs.send_message(
+            QueueUrl=aws.dlq_url,
+            MessageBody=f"dlq-{n}",
+            MessageAttributes={MARK_ATTRIBUTE: string_attribute(mark.to_json())},
+        )
+    operator = tool_at(aws, clock)
+
+    said = mark_group(operator, "fp-bad", GroupAction.RETRY, "fixed in 1.2.4", force=False)
+
+    [listed] = recent(operator)
+    assert listed.kind.value == "group-retry" and listed.count == 2 and listed.replay_id in said
+    outcome = judge_replay(operator, find(operator, listed.replay_id), snapshot(operator))
+    assert outcome.counts[Fate.NOT_SENT_YET] == 2  # the re-driver has not re-driven them yet
+
+
+def test_the_command_lists_the_recent_replays_and_details_one(aws: Aws) -> None:
+    replay_id = replay_three(aws, [time.time()])
+
+    listing = tool(aws, "outcome", "--json")
+    details = tool(aws, "outcome", replay_id[:15], "--json")
+    status = tool(aws, "status", "--json")
+    read = tool(aws, "outcome", replay_id)
+    table = tool(aws, "outcome")
+
+    assert listing.exit_code == 0, listing.output
+    [row] = json.loads(listing.stdout)
+    assert (row["replay_id"], row["sent"], row["counts"]["too-early"]) == (replay_id, 3, 3)
+    assert details.exit_code == 0, details.output
+    shown = json.loads(details.stdout)
+    assert {i["identity"] for i in shown["identities"]} == {"id-bad-0", "id-bad-1", "id-bad-2"}
+    assert json.loads(status.stdout)["latest_replay"].startswith(f"latest replay {replay_id} (replay by")
+    assert read.exit_code == 0 and "3 not back after 0m (too early to tell):" in read.stdout
+    assert "  id-bad-2  too early to tell: back by " in read.stdout
+    assert table.exit_code == 0 and replay_id in table.stdout and "Recent replays" in table.stdout
+
+
+def test_a_name_that_names_no_replay_lists_those_there_are(aws: Aws) -> None:
+    replay_id = replay_three(aws, [time.time()])
+
+    missing = tool(aws, "outcome", "29991231")
+
+    assert missing.exit_code == 1 and replay_id in missing.output and "Traceback" not in missing.output
+
+
+def test_a_corrupt_record_is_reported_not_a_crash(aws: Aws) -> None:
+    replay_id = replay_three(aws, [time.time()])
+    key = replay_record_key(aws.dlq_url, replay_id)
+    aws.dynamodb.update_item(
+        TableName=aws.table_name,
+        Key={"pk": {"S": key}},
+        UpdateExpression="SET sent = :x",
+        ExpressionAttributeValues={":x": {"L": [{"S": "not an identity!"}]}},
+    )
+
+    details = tool(aws, "outcome", replay_id)
+    listing = tool(aws, "outcome", "--json")
+    operator = tool_at(aws, [time.time()])
+
+    assert details.exit_code == 1 and "sent[0]" in details.output and "Traceback" not in details.output
+    assert "sent[0]" in json.loads(listing.stdout)[0]["error"]
+    assert latest_line(operator) is not None and "cannot be read" in (latest_line(operator) or "")
+
+
+def test_a_corrupt_index_is_reported_and_rewritten_by_the_next_replay(aws: Aws) -> None:
+    aws.dynamodb.put_item(
+        TableName=aws.table_name,
+        Item={"pk": {"S": replay_index_key(aws.dlq_url)}, "replays": {"S": "oops"}},
+    )
+    assert tool(aws, "outcome").exit_code == 1
+
+    replay_id = replay_three(aws, [time.time()])
+
+    assert [entry.replay_id for entry in recent(tool_at(aws, [time.time()]))] == [replay_id]
+
+
+class RefusingPuts:
+    """The table's client, refusing every PutItem and BatchWriteItem (the records' writes)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return self._refuse if name in ("put_item", "batch_write_item") else getattr(self._client, name)
+
+    def _refuse(self, **_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "PutItem")
+
+
+def test_a_record_that_cannot_be_written_never_hides_what_moved(aws: Aws) -> None:
+    for n in range(3):
+        park(aws, f"bad-{n}", fingerprint="fp-bad")
+    operator = tool_at(aws, [time.time()])
+    operator._clients["dynamodb"] = RefusingPuts(aws.dynamodb)
+
+    report = replay_chosen(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport())
+
+    assert report.moved == 3 and report.replay_id is None
+    assert report.error is not None and report.error.startswith("moved, but not recorded for `outcome`")

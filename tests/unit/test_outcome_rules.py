@@ -1,0 +1,113 @@
+"""What became of a replay, decided without AWS: every identity one fate, counts that add up, and
+nothing called consumed that the evidence does not vouch for."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sqs_redriver.console.inventory import Where
+from sqs_redriver.console.outcome_rules import BACK, Fate, Observation, Seen, Sent, judge
+
+SENT_AT = 1_800_000_000
+SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
+
+identities = st.text("abcdef0123", min_size=1, max_size=4)
+fingerprints = st.none() | st.sampled_from(["fp-a", "fp-b"])
+sents = st.lists(st.builds(Sent, identities, fingerprints, st.just(SOURCE)), max_size=12)
+seens = st.builds(Seen, st.sampled_from(list(Where)), fingerprints, st.just("why"), st.booleans())
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
+    sent = draw(sents)
+    found = draw(st.lists(st.sampled_from([s.identity for s in sent]), unique=True)) if sent else []
+    seen = {identity: draw(seens) for identity in found}
+    window = draw(st.none() | st.integers(0, 7_200))
+    observation = Observation(
+        seen=seen,
+        now=SENT_AT + draw(st.integers(0, 20_000)),
+        windows={} if window is None else {SOURCE: window},
+        ok_verdicts=draw(st.none() | st.integers(0, 15)),
+        complete=draw(st.booleans()),
+    )
+    return sent, observation
+
+
+@given(cases())
+def test_every_identity_gets_exactly_one_fate_and_the_counts_add_up(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    assert sorted(j.identity for j in outcome.judged) == sorted({s.identity for s in sent})
+    assert sum(outcome.counts.values()) == len({s.identity for s in sent})
+    assert outcome.line().startswith(f"{len(outcome.judged)} sent")
+
+
+@given(cases())
+def test_a_message_found_in_the_dlq_is_never_called_consumed(case: tuple[list[Sent], Observation]) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    for judged in outcome.judged:
+        if judged.identity in observation.seen:
+            assert judged.fate not in (Fate.CONSUMED, Fate.NOT_BACK, Fate.TOO_EARLY)
+        if judged.fate in BACK:
+            assert observation.seen[judged.identity].where is Where.DLQ
+
+
+@given(cases())
+def test_before_the_return_window_nothing_is_consumed_without_a_verdict(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+    window = observation.windows.get(SOURCE)
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    if observation.ok_verdicts is None:
+        assert not outcome.of(Fate.CONSUMED)
+    if window is None or observation.now < SENT_AT + window:
+        assert not outcome.of(Fate.NOT_BACK)
+
+
+@given(cases())
+def test_verdicts_vouch_only_for_as_many_as_they_count(case: tuple[list[Sent], Observation]) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    assert len(outcome.of(Fate.CONSUMED)) <= (observation.ok_verdicts or 0)
+
+
+def test_back_with_the_same_or_a_new_fingerprint_or_none() -> None:
+    sent = [Sent("a", "fp-a", SOURCE), Sent("b", "fp-a", SOURCE), Sent("c", None, SOURCE)]
+    seen = {"a": Seen(Where.DLQ, "fp-a"), "b": Seen(Where.DLQ, "fp-b"), "c": Seen(Where.DLQ, None)}
+
+    outcome = judge(sent, SENT_AT, Observation(seen=seen, now=SENT_AT + 60))
+
+    assert [j.fate for j in outcome.judged] == [Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED]
+
+
+def test_past_the_window_most_likely_consumed_before_it_too_early_to_tell() -> None:
+    sent = [Sent("a", None, SOURCE)]
+
+    early = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 599, windows={SOURCE: 600}))
+    late = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 900, windows={SOURCE: 600}))
+
+    assert early.judged[0].fate is Fate.TOO_EARLY and early.judged[0].back_by == SENT_AT + 600
+    assert late.line() == "1 sent: 1 not back after 15m (most likely consumed)"
+
+
+def test_a_copy_that_never_left_is_not_sent_yet_and_keeps_a_verdict_from_vouching() -> None:
+    sent = [Sent("a", None, SOURCE), Sent("b", None, SOURCE)]
+    seen = {"a": Seen(Where.PARKING_LOT, sent_since=False)}
+
+    outcome = judge(sent, SENT_AT, Observation(seen=seen, now=SENT_AT, ok_verdicts=1))
+
+    # The one "ok" may be a's copy that arrived (its delete failed): b is not vouched for.
+    assert [j.fate for j in outcome.judged] == [Fate.NOT_SENT_YET, Fate.TOO_EARLY]
