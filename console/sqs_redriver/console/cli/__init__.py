@@ -3,15 +3,16 @@
 Each command is a verb; ``--json`` prints data for scripts; nothing moves messages without a
 preview (``--dry-run`` prints it and stops). Exit codes: 0 done and all well, 1 a problem was found
 or something could not be done, 2 the command line was wrong. The commands: ``looking`` (status,
-groups, show), ``moving`` (replay, purge), ``steering`` (group records, pause, breakers).
+groups, show), ``moving`` (replay, purge), ``steering`` (group records, pause, breakers), ``ui``
+(the web console).
 """
 
 from __future__ import annotations
 
-from sqs_redriver.console.cli import looking, moving, steering
+from sqs_redriver.console.cli import looking, moving, steering, ui
 from sqs_redriver.console.cli.app import app
 
-__all__ = ["app", "looking", "main", "moving", "steering"]
+__all__ = ["app", "looking", "main", "moving", "steering", "ui"]
 
 
 def main() -> None:
