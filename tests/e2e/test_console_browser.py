@@ -9,12 +9,17 @@ were seen failing with an unescaped template, and without the policy)."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
+import boto3
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from local_aws import REGION
+from sqs_redriver.console.depth_history import DEPTH_METRIC
 from sqs_redriver.console.web.server import ConsoleServer
 from tests.support.aws import Aws
 from tests.support.console import console_tool
@@ -66,14 +71,36 @@ def snap(page: Page, name: str) -> None:
         page.screenshot(path=str(Path(SCREENSHOTS) / f"console-{name}.png"), full_page=True)
 
 
+def published_depths() -> None:
+    """Depths of the DLQ and the parking lot over the last hours, as SQS would publish them."""
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    now = int(time.time())
+    for minutes_ago in range(175, 0, -5):
+        at = datetime.fromtimestamp(now - minutes_ago * 60, UTC).replace(tzinfo=None)  # naive: moto
+        for queue, depth in (("orders-dlq", max(0, 40 - abs(minutes_ago - 90))), ("orders-parking-lot", 4)):
+            cloudwatch.put_metric_data(
+                Namespace="AWS/SQS",
+                MetricData=[
+                    {
+                        "MetricName": DEPTH_METRIC,
+                        "Dimensions": [{"Name": "QueueName", "Value": queue}],
+                        "Timestamp": at,
+                        "Value": float(depth),
+                    }
+                ],
+            )
+
+
 def test_every_page_loads_and_a_replay_is_previewed_then_confirmed(
     aws: Aws, console: str, page: Page
 ) -> None:
     park_groups(aws)
+    published_depths()
 
     page.goto(console)
     expect(page.get_by_role("heading", name="Circuit breakers")).to_be_visible()
     expect(page.get_by_text("4 message(s) in the parking lot")).to_be_visible()
+    expect(page.locator("figure.chart polyline")).to_have_count(2)
     snap(page, "status")
     page.get_by_role("link", name="Groups").click()
     expect(page.get_by_role("heading", name="5 message(s) in 3 group(s)")).to_be_visible()
