@@ -4,6 +4,7 @@ token its pages carry."""
 from __future__ import annotations
 
 import re
+
 from flask import Flask
 from flask.testing import FlaskClient
 

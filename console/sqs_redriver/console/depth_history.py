@@ -1,5 +1,5 @@
 """The depth of a deployment's queues over the last hours, as SQS publishes it to CloudWatch
-(``ApproximateNumberOfMessagesVisible``): one GetMetricData call for every queue. A local endpoint
+(``ApproximateNumberOfMessagesVisible``), read with GetMetricStatistics. A local endpoint
 publishes no SQS metrics: the series are then empty."""
 
 from __future__ import annotations
@@ -36,42 +36,30 @@ def depth_history(
     period_seconds: int = DEPTH_PERIOD_SECONDS,
 ) -> list[DepthSeries]:
     """The depth of each ``(label, queue name)`` over the ``window_seconds`` before ``now``, the
-    maximum of each period."""
-    if not queues:
-        return []
-    queries = [
-        {
-            "Id": f"q{index}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": "AWS/SQS",
-                    "MetricName": DEPTH_METRIC,
-                    "Dimensions": [{"Name": "QueueName", "Value": name}],
-                },
-                "Period": period_seconds,
-                "Stat": "Maximum",
-            },
-            "ReturnData": True,
-        }
-        for index, (_label, name) in enumerate(queues)
-    ]
-    found: dict[str, list[tuple[int, float]]] = {f"q{index}": [] for index in range(len(queues))}
-    try:
-        pages = cloudwatch.get_paginator("get_metric_data").paginate(
-            MetricDataQueries=queries,
-            StartTime=datetime.fromtimestamp(now - window_seconds, UTC),
-            EndTime=datetime.fromtimestamp(now, UTC),
-        )
-        for page in pages:
-            for result in page.get("MetricDataResults", []):
-                stamps, values = result.get("Timestamps", []), result.get("Values", [])
-                found.setdefault(result["Id"], []).extend(
-                    (int(stamp.timestamp()), float(value))
-                    for stamp, value in zip(stamps, values, strict=False)
-                )
-    except (ClientError, BotoCoreError) as exc:
-        raise AwsCallError(f"GetMetricData failed: {exc}") from exc
+    maximum of each period. GetMetricStatistics, one call a queue: what ``grant_operator`` already
+    grants for ``status``."""
     return [
-        DepthSeries(label, name, tuple(sorted(found[f"q{index}"])))
-        for index, (label, name) in enumerate(queues)
+        DepthSeries(label, name, _points(cloudwatch, name, now, window_seconds, period_seconds))
+        for label, name in queues
     ]
+
+
+def _points(
+    cloudwatch: Any, queue_name: str, now: int, window: int, period: int
+) -> tuple[tuple[int, float], ...]:
+    try:
+        response = cloudwatch.get_metric_statistics(
+            Namespace="AWS/SQS",
+            MetricName=DEPTH_METRIC,
+            Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+            StartTime=datetime.fromtimestamp(now - window, UTC),
+            EndTime=datetime.fromtimestamp(now, UTC),
+            Period=period,
+            Statistics=["Maximum"],
+        )
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"GetMetricStatistics failed: {exc}") from exc
+    found = (
+        (int(point["Timestamp"].timestamp()), float(point["Maximum"])) for point in response["Datapoints"]
+    )
+    return tuple(sorted(found))
