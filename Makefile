@@ -17,7 +17,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install dist test checks suite ci conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
+.PHONY: install dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
 
 install: $(STAMP)
 
@@ -57,9 +57,12 @@ dist: $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 # The static checks (one process, mypy the longest) beside the suite (pytest on every core); each
-# prints as a block when it ends, and a failure of one lets the other finish.
+# prints as a block when it ends, and a failure of one lets the others finish. CI (.ci/run) adds
+# the conformance run as a third job, make test CONFORMANCE=1: it mostly waits on its 1 s
+# visibility timeouts, and LocalStack's venv is built while .venv is.
+TEST_JOBS := checks suite $(if $(CONFORMANCE),conformance)
 test:
-	$(MAKE) --no-print-directory --jobs=2 --keep-going --output-sync=target checks suite
+	$(MAKE) --no-print-directory --jobs=3 --keep-going --output-sync=target $(TEST_JOBS)
 
 checks: $(STAMP)
 	$(BIN)/ruff check .
@@ -70,11 +73,6 @@ checks: $(STAMP)
 # (tests/conftest.py groups them), the others spread one by one, in collection order (slow e2e first).
 suite: $(STAMP)
 	$(BIN)/pytest --numprocesses=auto --dist=loadgroup --no-loadscope-reorder
-
-# CI, on a fresh clone (.ci/run): the checks, the suite and the conformance run side by side (the
-# latter mostly waits on its 1 s visibility timeouts), LocalStack's venv built while .venv is.
-ci:
-	$(MAKE) --no-print-directory --jobs=3 --keep-going --output-sync=target checks suite conformance
 
 # The re-drive cycle against a second SQS implementation: LocalStack's SQS provider (DynamoDB on moto).
 conformance: $(STAMP) $(LOCALSTACK_STAMP)

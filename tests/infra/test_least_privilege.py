@@ -30,6 +30,7 @@ from tests.support.stacks import (
     source_queue,
 )
 from tests.support.templates import (
+    OPERATOR_AUDIT_ACTIONS,
     OPERATOR_QUEUE_ACTIONS,
     OPERATOR_TABLE_ACTIONS,
     arn_of,
@@ -160,6 +161,11 @@ def archive_objects(redriver: SqsRedriver) -> dict[str, Any]:
     return {"Fn::Join": ["", [arn_of(redriver.archive), "/parked/*"]]}
 
 
+def edited_objects(redriver: SqsRedriver) -> dict[str, Any]:
+    assert redriver.archive is not None
+    return {"Fn::Join": ["", [arn_of(redriver.archive), "/edited/*"]]}
+
+
 def role_of(function: lambda_.Function) -> iam.IRole:
     assert function.role is not None
     return function.role
@@ -274,11 +280,15 @@ def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> Non
         {"Action": OPERATOR_TABLE_ACTIONS, "Resource": arn_of(redriver.state_table)},
         {"Action": "cloudformation:DescribeStacks", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},
-        {"Action": "s3:GetObject", "Resource": archive_objects(redriver)},
+        # the audit trail: append and read, never delete
+        {"Action": OPERATOR_AUDIT_ACTIONS, "Resource": arn_of(redriver.audit_log)},
+        {"Action": "s3:GetObject", "Resource": [archive_objects(redriver), edited_objects(redriver)]},
+        # the original of a message the operator edits, archived before the edit is sent
+        {"Action": "s3:PutObject", "Resource": edited_objects(redriver)},
         {
             "Action": "s3:ListBucket",
             "Resource": arn_of(redriver.archive),
-            "Condition": {"StringLike": {"s3:prefix": ["parked/*"]}},
+            "Condition": {"StringLike": {"s3:prefix": ["parked/*", "edited/*"]}},
         },
         *key,
     )

@@ -201,7 +201,11 @@ def test_grant_consumer_puts_the_consumers_errors_on_the_dashboard(
 def test_the_dashboard_lists_the_latest_breaker_transitions_from_the_functions_logs(
     default_template: Template, default_stack: RedriverStack
 ) -> None:
-    [widget] = [w for w in dashboard_body(default_template)["widgets"] if w["type"] == "log"]
+    [widget] = [
+        w
+        for w in dashboard_body(default_template)["widgets"]
+        if w["type"] == "log" and w["properties"]["title"] == BREAKER_TRANSITIONS_TITLE
+    ]
     log_group = logical_id(default_stack.redriver.function.log_group)
 
     assert widget["properties"]["title"] == BREAKER_TRANSITIONS_TITLE

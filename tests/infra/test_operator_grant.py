@@ -19,6 +19,7 @@ from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from tests.support.templates import (
+    OPERATOR_AUDIT_ACTIONS,
     OPERATOR_QUEUE_ACTIONS,
     OPERATOR_TABLE_ACTIONS,
     arn_of,
@@ -72,19 +73,23 @@ def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, An
         {"Action": OPERATOR_TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
         {"Action": ["cloudformation:DescribeStacks"], "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": ["cloudwatch:GetMetricStatistics"], "Effect": "Allow", "Resource": "*"},
+        {"Action": OPERATOR_AUDIT_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.audit_log)},
     ]
     if archive:
         assert redriver.archive is not None
         bucket = arn_of(redriver.archive)
+        edited = {"Fn::Join": ["", [bucket, "/edited/*"]]}
         statements += [
             {
                 "Action": ["s3:GetObject"],
                 "Effect": "Allow",
-                "Resource": {"Fn::Join": ["", [bucket, "/parked/*"]]},
+                "Resource": [edited, {"Fn::Join": ["", [bucket, "/parked/*"]]}],  # as CDK sorts them
             },
+            # the original of an edited message, archived before the edit is sent
+            {"Action": ["s3:PutObject"], "Effect": "Allow", "Resource": edited},
             {
                 "Action": ["s3:ListBucket"],
-                "Condition": {"StringLike": {"s3:prefix": ["parked/*"]}},
+                "Condition": {"StringLike": {"s3:prefix": ["parked/*", "edited/*"]}},
                 "Effect": "Allow",
                 "Resource": bucket,
             },
@@ -119,9 +124,10 @@ def test_cdk_nag_finds_nothing_unacknowledged_with_an_operator(app: cdk.App, sta
         if "OperatorPolicy" in json.dumps(suppressed)
     }
     assert stack.redriver.archive is not None
-    assert acknowledged == {  # the two wildcards, acknowledged on the operator's policy only
+    assert acknowledged == {  # the three wildcards, acknowledged on the operator's policy only
         "AwsSolutions-IAM5[Resource::*]",
         f"AwsSolutions-IAM5[Resource::<{logical_id(stack.redriver.archive)}.Arn>/parked/*]",
+        f"AwsSolutions-IAM5[Resource::<{logical_id(stack.redriver.archive)}.Arn>/edited/*]",
     }
 
 

@@ -4,11 +4,11 @@ waited out hidden in the DLQ, some longer than SQS lets a message hide, over a d
 and with a DLQ shared by two sources, each with its own breaker (each part gives the other's back).
 
 Each case: seed the DLQ, run the re-driver with one fault planned (S3 archive writes included), let
-time pass, then run healthy re-drivers until the DLQ is empty. Then every message must be in exactly
-one place (source queue or parking lot, and every parked one in the archive; nothing consumes
-here), duplicates only where a crash or a failed delete fell between a send and its delete (and
-then with one identity), counts never lower than before, and the breaker record the last of its
-writes, each one version on, with fields that fit its state. Every planned
+time pass, then run healthy re-drivers until the DLQ is empty (at most HEALTHY_RUNS). Then every
+message must be in exactly one place (source queue or parking lot, and every parked one in the
+archive; nothing consumes here), duplicates only where a crash or a failed delete fell between a
+send and its delete (and then with one identity), counts never lower than before, and the breaker
+record the last of its writes, each one version on, with fields that fit its state. Every planned
 fault must fire (the first of a schedule; the later ones may miss once it changed the flow). The
 figures are printed at the end of the session.
 """
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from local_aws.queues import drain, make_visible
+from local_aws.queues import drain, make_visible, queue_counts
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.protocol.mark import Mark
@@ -234,6 +234,8 @@ def run_with_faults(
             make_visible(aws.dlq_url)
             clock.advance(HEALTHY_STEP_SECONDS[long_holds])
             healthy.run(REMAINING)
+            if queue_counts(aws.sqs, aws.dlq_url).total == 0:
+                break  # the runs after would find nothing to move
         check_books(aws, seeded, faults, seeded_breaker + faults.puts + recorder.puts, outcome, sources)
         return outcome, faults.calls
 

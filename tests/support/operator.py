@@ -37,10 +37,19 @@ def failure(fingerprint: str) -> Failure:
     )
 
 
-def park(aws: Aws, body: str, *, count: int = 5, fingerprint: str | None = None, **attributes: str) -> None:
-    """A message as the re-driver parks it: its attributes and its mark with the parking reason."""
+def park(
+    aws: Aws,
+    body: str,
+    *,
+    count: int = 5,
+    fingerprint: str | None = None,
+    identity: str | None = None,
+    **attributes: str,
+) -> None:
+    """A message as the re-driver parks it: its attributes and its mark with the parking reason
+    (identity ``id-<body>`` unless given)."""
     mark = Mark(
-        identity=f"id-{body}",
+        identity=identity or f"id-{body}",
         count=count,
         first_failed_at=FIRST_FAILED,
         redriven_at=(FIRST_FAILED + 60,),

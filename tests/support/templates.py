@@ -26,6 +26,9 @@ OPERATOR_TABLE_ACTIONS = [
     "dynamodb:PutItem",
 ]
 
+# What it calls on the audit trail's log group.
+OPERATOR_AUDIT_ACTIONS = ["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"]
+
 
 def as_list(value: Any) -> list[Any]:
     """A policy field that holds one value or a list of them, as a list."""

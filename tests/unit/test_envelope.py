@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -21,8 +22,10 @@ from sqs_redriver.protocol.envelope import (
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.message_limits import (
+    EDIT_KEY_PATTERN,
     IDENTITY_PATTERN,
     MAX_COUNT,
+    MAX_EDIT_KEY_CHARS,
     MAX_EPOCH_SECONDS,
     MAX_IDENTITY_CHARS,
     MAX_MARK_BYTES,
@@ -60,6 +63,51 @@ def raw(attributes: dict[str, Any]) -> dict[str, Any]:
 def test_mark_survives_a_json_round_trip(identity: str, count: int, first: int, at: tuple[int, ...]) -> None:
     mark = Mark(identity, count, first, at)
     assert Mark.from_json(mark.to_json()) == mark
+
+
+@given(
+    edits=st.integers(min_value=1, max_value=MAX_COUNT),
+    at=st.integers(min_value=0, max_value=MAX_EPOCH_SECONDS),
+    key=st.from_regex(EDIT_KEY_PATTERN, fullmatch=True).filter(lambda k: len(k) <= MAX_EDIT_KEY_CHARS),
+    replays=st.lists(st.tuples(st.integers(0, MAX_EPOCH_SECONDS), st.integers(0, MAX_COUNT)), max_size=3),
+)
+def test_an_edited_mark_survives_a_json_round_trip_as_ed(
+    edits: int, at: int, key: str, replays: list[tuple[int, int]]
+) -> None:
+    mark = replace(MARK, edits=edits, last_edit=(at, key), replays=tuple(replays))
+    text = mark.to_json()
+    assert json.loads(text)["ed"] == [edits, at, key]
+    assert Mark.from_json(text) == mark
+
+
+def test_a_mark_written_before_edits_reads_as_never_edited_and_writes_no_ed() -> None:
+    mark = Mark.from_json(json.dumps(VALID))
+    assert (mark.edits, mark.last_edit) == (0, None)
+    assert "ed" not in json.loads(mark.to_json())
+
+
+def test_edited_is_a_replay_with_the_edit_counted_and_its_archive_key() -> None:
+    once = replace(MARK, failure=FAILURE).edited(500, "edited/a.json")
+    twice = once.after_redrive(600).edited(700, "edited/b.json")
+
+    assert (once.count, once.failure, once.replays, once.identity) == (0, None, ((500, 2),), "id-1")
+    assert (twice.edits, twice.last_edit, twice.replays) == (2, (700, "edited/b.json"), ((500, 2), (700, 1)))
+
+
+@pytest.mark.parametrize(
+    ("ed", "field"),
+    [
+        ("soon", "ed"),
+        ([1, 2], "ed"),
+        ([0, 1, "edited/a.json"], "ed[0]"),
+        ([1, -1, "edited/a.json"], "ed[1]"),
+        ([1, 1, "../a b"], "ed[2]"),
+        ([1, 1, "x" * (MAX_EDIT_KEY_CHARS + 1)], "ed[2]"),
+    ],
+)
+def test_a_mark_with_a_malformed_edit_is_rejected_naming_the_field(ed: object, field: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"not a re-drive mark: {field} ")):
+        Mark.from_json(json.dumps({**VALID, "ed": ed}))
 
 
 def test_from_json_ignores_extra_keys_such_as_the_parking_reason() -> None:
@@ -224,7 +272,10 @@ def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits
         1000,
         "arn:aws:sqs:ap-southeast-2:123456789012:" + "q" * 80,
     )
-    mark = replace(mark, failure=failure)
+    # and an edit with the longest archive key
+    mark = replace(
+        mark, failure=failure, edits=MAX_COUNT, last_edit=(1_800_099_999, "e" * MAX_EDIT_KEY_CHARS)
+    )
     # and the longest parking reason: an operator's, with the longest words the reason keeps
     operator = GroupMark("f" * 16, GroupAction.PARK, "\U0001f4a5" * 1000, "\U0001f4a5" * 1000, 1_800_099_000)
     source = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/" + "q" * 46  # 100 chars
@@ -234,7 +285,7 @@ def test_a_mark_with_the_longest_history_failure_parking_reason_and_replays_fits
     # WHEN it is written as the message attribute
     size = attribute_size(MARK_ATTRIBUTE, string_attribute(mark.to_json(parked=reason.to_dict())))
     # THEN it fits the bytes reserved for it
-    assert size <= MAX_MARK_BYTES
+    assert size <= MAX_MARK_BYTES, size
 
 
 def test_mark_with_a_null_identity_is_rejected() -> None:

@@ -52,7 +52,7 @@ json_values = st.recursive(
 # Marks of the right shape whose fields may hold anything JSON can.
 mark_like = st.fixed_dictionaries(
     {},
-    optional=dict.fromkeys(("id", "n", "first", "at", "err", "v", "p", "rp"), json_values),
+    optional=dict.fromkeys(("id", "n", "first", "at", "err", "v", "p", "rp", "s", "ed"), json_values),
 ).map(lambda fields: {**VALID, **fields})
 
 

@@ -28,6 +28,9 @@ TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_ti
 SCAN_HOLD_SECONDS = 300
 # Receives in a row that bring only messages already read (their hold lapsed) end a scan.
 STALE_RECEIVES = 3
+# The fleet view reads every queue of an account: one that does not answer is reported after
+# about half a minute, not after the minutes TOOL_CONFIG would wait.
+FLEET_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
 OLDEST_AGE_WINDOW_SECONDS = 900
 
 
@@ -43,10 +46,17 @@ class Connection:
     def _session(self) -> boto3.Session:
         return boto3.Session(profile_name=self.profile, region_name=self.region)
 
-    def client(self, service: str) -> Any:
+    @property
+    def region_name(self) -> str | None:
+        """The region calls go to: ``region``, else the profile's or the environment's."""
+        return self._session.region_name
+
+    def client(self, service: str, *, region: str | None = None, config: Config | None = None) -> Any:
         # boto3-stubs types client() per literal service name; the tool asks for its clients by name.
         session: Any = self._session
-        return session.client(service, endpoint_url=self.endpoint_url, config=TOOL_CONFIG)
+        return session.client(
+            service, region_name=region, endpoint_url=self.endpoint_url, config=config or TOOL_CONFIG
+        )
 
 
 def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:

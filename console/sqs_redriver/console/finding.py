@@ -3,7 +3,7 @@ the parking lot and the DLQ. Every message read is given back at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqs_redriver.console.aws import Coverage
@@ -11,6 +11,8 @@ from sqs_redriver.console.inventory import Inspected, Where
 from sqs_redriver.console.shown import inert_str, some
 from sqs_redriver.console.tool import NotFound, Tool
 
+BOTH_QUEUES = (Where.PARKING_LOT, Where.DLQ)
+QUEUE_NAMES = {Where.PARKING_LOT: "the parking lot", Where.DLQ: "the DLQ"}
 # Enough of a MessageId for `show` (it takes a prefix), short enough for a table row.
 SAMPLE_ID_CHARS = 13
 
@@ -39,12 +41,12 @@ def read_all(tool: Tool, where: Where) -> Read:
 
 
 def first_in_queues(
-    tool: Tool, wanted: Callable[[Inspected], bool]
+    tool: Tool, wanted: Callable[[Inspected], bool], queues: Sequence[Where] = BOTH_QUEUES
 ) -> tuple[Inspected | None, list[Inspected]]:
-    """The first message of the parking lot, then of the DLQ, that ``wanted`` takes (the scan stops
-    there and gives back what it read), and the messages read before it."""
+    """The first message of the parking lot, then of the DLQ (or of ``queues``), that ``wanted``
+    takes (the scan stops there and gives back what it read), and the messages read before it."""
     seen: list[Inspected] = []
-    for where in (Where.PARKING_LOT, Where.DLQ):
+    for where in queues:
         with tool.scan(where) as scan:
             for batch in scan.batches():
                 for item in batch:
@@ -54,14 +56,15 @@ def first_in_queues(
     return None, seen
 
 
-def find_message(tool: Tool, wanted: str) -> Inspected:
+def find_message(tool: Tool, wanted: str, queues: Sequence[Where] = BOTH_QUEUES) -> Inspected:
     """The message ``wanted`` (a MessageId or re-drive identity) names, first in the parking lot,
-    then in the DLQ; raise NotFound naming those there are."""
-    found, seen = first_in_queues(tool, lambda item: item.named(wanted))
+    then in the DLQ (or in ``queues``); raise NotFound naming those there are."""
+    found, seen = first_in_queues(tool, lambda item: item.named(wanted), queues)
     if found is not None:
         return found
     held = [item.message.message_id[:SAMPLE_ID_CHARS] for item in seen]
+    searched = " or ".join(QUEUE_NAMES[where] for where in queues)
     raise NotFound(
-        f"no message {inert_str(wanted)} in the parking lot or the DLQ; "
-        + (f"they hold {some(held)}" if held else "both are empty")
+        f"no message {inert_str(wanted)} in {searched}; "
+        + (f"they hold {some(held)}" if held else "both are empty" if len(queues) > 1 else "it is empty")
     )

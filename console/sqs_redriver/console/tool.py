@@ -41,6 +41,7 @@ class Target:
     parking_lot_url: str | None = None
     table: str | None = None
     audit_log_group: str | None = None
+    archive_bucket: str | None = None
 
     def explicit(self) -> Deployment | None:
         """The deployment the options name directly, when they name it whole."""
@@ -60,6 +61,7 @@ class Target:
             parking_lot_url=self.parking_lot_url,
             table_name=self.table,
             audit_log_group=self.audit_log_group or "",
+            archive_bucket=self.archive_bucket or "",
         )
 
 

@@ -6,16 +6,18 @@ from typing import TYPE_CHECKING, cast
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 
 from sqs_redriver.cdk.functions import acknowledge
 from sqs_redriver.cdk.settings import SettingsError
-from sqs_redriver.protocol.keys import ARCHIVE_PREFIX
+from sqs_redriver.protocol.keys import ARCHIVE_PREFIX, EDIT_ARCHIVE_PREFIX
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
 
 ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes (and the operator reads)
+EDITED_OBJECTS = f"{EDIT_ARCHIVE_PREFIX}/*"  # the originals of edited messages: the operator writes them
 # What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
 OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
 OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
@@ -34,6 +36,8 @@ OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
     "dynamodb:BatchWriteItem",
 )
 OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
+# The audit trail: append (a stream per session) and read; never delete or change retention.
+OPERATOR_AUDIT_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:FilterLogEvents")
 
 
 def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> None:
@@ -52,6 +56,12 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
         "cloudwatch:GetMetricStatistics supports no resource-level permissions; "
         "every other statement of the operator's policy names its resource.",
     )
+    acknowledge(
+        policy,
+        f"AwsSolutions::AwsSolutions-IAM5[Resource::<{audit_log_logical_id(redriver)}.Arn>:*]",
+        "The operator's tool appends to the audit log group's streams (one per session, named at run "
+        "time) and reads them: CreateLogStream, PutLogEvents and FilterLogEvents on that group only.",
+    )
     if redriver.archive is not None:
         acknowledge(
             policy,
@@ -59,10 +69,17 @@ def attach_operator_policy(redriver: SqsRedriver, principal: iam.IGrantable) -> 
             "The operator reads parked messages from the archive, one object each under keys made "
             "up at run time: GetObject on the parked/ prefix only.",
         )
+        acknowledge(
+            policy,
+            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{archive_logical_id(redriver)}.Arn>/{EDITED_OBJECTS}]",
+            "The operator's tool archives the original of each message it edits before sending the "
+            "edit, one object each under keys made up at run time: PutObject and GetObject on the "
+            "edited/ prefix only.",
+        )
 
 
 def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
-    """The queues, the table's items, the stack's outputs and the metrics."""
+    """The queues, the table's items, the stack's outputs, the metrics and the audit trail."""
     queues = [redriver.dead_letter_queue, redriver.parking_lot]
     return [
         iam.PolicyStatement(
@@ -77,6 +94,9 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
             actions=["cloudformation:DescribeStacks"], resources=[Stack.of(redriver).stack_id]
         ),
         iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
+        iam.PolicyStatement(
+            actions=list(OPERATOR_AUDIT_ACTIONS), resources=[redriver.audit_log.log_group_arn]
+        ),
     ]
 
 
@@ -104,13 +124,18 @@ def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
 
 
 def _archive_statements(archive: s3.IBucket) -> list[iam.PolicyStatement]:
-    """Reading the archived messages: their objects, and listing their prefix."""
+    """Reading the archived messages (parked, and originals of edits), listing their prefixes, and
+    archiving the original of a message before its edit is sent."""
+    prefixes = [ARCHIVE_OBJECTS, EDITED_OBJECTS]
     return [
-        iam.PolicyStatement(actions=["s3:GetObject"], resources=[archive.arn_for_objects(ARCHIVE_OBJECTS)]),
+        iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[archive.arn_for_objects(prefix) for prefix in prefixes]
+        ),
+        iam.PolicyStatement(actions=["s3:PutObject"], resources=[archive.arn_for_objects(EDITED_OBJECTS)]),
         iam.PolicyStatement(
             actions=["s3:ListBucket"],
             resources=[archive.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [ARCHIVE_OBJECTS]}},
+            conditions={"StringLike": {"s3:prefix": prefixes}},
         ),
     ]
 
@@ -130,6 +155,13 @@ def _attach(policy: iam.Policy, identity: iam.IPrincipal) -> None:
             "grant_operator: principal must be an IAM role, user or group (or hold one, like a "
             f"function), got {type(identity).__name__}: grant a role it assumes instead"
         )
+
+
+def audit_log_logical_id(redriver: SqsRedriver) -> str:
+    """The audit log group's logical id, as cdk-nag names it in findings."""
+    cfn_group = redriver.audit_log.node.default_child
+    assert isinstance(cfn_group, logs.CfnLogGroup)
+    return Stack.of(redriver).get_logical_id(cfn_group)
 
 
 def archive_logical_id(redriver: SqsRedriver) -> str:

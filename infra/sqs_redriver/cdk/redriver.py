@@ -19,6 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sqs_redriver.cdk.alarms import alarm_retention_seconds
+from sqs_redriver.cdk.audit_trail import AUDIT_RETENTION, audit_widget, build_audit_log
 from sqs_redriver.cdk.consumer_kit import add_consumer_layers, consumer_kit_layer
 from sqs_redriver.cdk.consumer_metrics import ConsumerFunctions
 from sqs_redriver.cdk.functions import powertools_layer
@@ -70,14 +71,16 @@ class SqsRedriver(Construct):
     those the construct sets itself are refused. ``monitoring``: a CloudWatch dashboard and
     alarms; they send to ``alarm_topic`` if given, or to a topic made here with ``alarm_email``
     subscribed. ``dlq_retention``: an imported DLQ's retention, for the oldest-age alarm (default
-    4 days).
+    4 days). ``audit_retention``: how long the audit trail of operator actions (``audit_log``, a
+    log group) keeps them: a period CloudWatch Logs offers (default 365 days).
 
     Attributes: ``parking_lot``, ``archive`` (the S3 bucket of parked messages, None when
-    disabled), ``state_table``, ``function``, ``schedule_rule``, ``powertools_layer`` (the function's,
-    for other functions of the app), ``consumer_kit_layer`` (the stack's consumer kit layer, see
-    ``grant_consumer``) and ``encryption_key`` (the KMS key of what the construct created, None when
-    it uses AWS-managed encryption), and ``dashboard``, ``alarms`` (name -> alarm) and
-    ``alarm_topic`` (None, empty and None with ``monitoring=False``; see monitoring.py).
+    disabled), ``state_table``, ``audit_log``, ``function``, ``schedule_rule``,
+    ``powertools_layer`` (the function's, for other functions of the app), ``consumer_kit_layer``
+    (the stack's consumer kit layer, see ``grant_consumer``) and ``encryption_key`` (the KMS key of
+    what the construct created, None when it uses AWS-managed encryption), and ``dashboard``,
+    ``alarms`` (name -> alarm) and ``alarm_topic`` (None, empty and None with ``monitoring=False``;
+    see monitoring.py).
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class SqsRedriver(Construct):
         alarm_email: str | None = None,
         alarm_topic: sns.ITopic | None = None,
         dlq_retention: Duration | None = None,
+        audit_retention: Duration = AUDIT_RETENTION,
     ) -> None:
         """Check the props (raising SettingsError naming the one at fault), then build the re-driver."""
         super().__init__(scope, construct_id)
@@ -125,6 +129,7 @@ class SqsRedriver(Construct):
             build_archive_bucket(self, archive_expiration, removal_policy, key) if archive else None
         )
         self.state_table = state_table or build_state_table(self, key, removal_policy)
+        self.audit_log = build_audit_log(self, audit_retention, removal_policy)
         self.function = build_redrive_function(self, function_props)
         grant_redrive_function(self)
         self._consumer_functions = ConsumerFunctions(self.function, self.source_queues)
@@ -143,6 +148,7 @@ class SqsRedriver(Construct):
             "table_name": self.state_table.table_name,
             "function_name": self.function.function_name,
             "archive_bucket": self.archive.bucket_name if self.archive else "",
+            "audit_log_group": self.audit_log.log_group_name,
         }
         CfnOutput(
             self, "Deployment", value=Stack.of(self).to_json_string(document), description=OUTPUT_DESCRIPTION
@@ -161,6 +167,8 @@ class SqsRedriver(Construct):
             self, on=on, alarm_email=alarm_email, alarm_topic=alarm_topic, dlq_retention_seconds=retention
         )
         self.dashboard = self.monitoring.dashboard if self.monitoring else None
+        if self.dashboard is not None:
+            self.dashboard.add_widgets(audit_widget(self.audit_log))
         self.alarms = self.monitoring.alarms if self.monitoring else {}
         self.alarm_topic = self.monitoring.alarm_topic if self.monitoring else None
 

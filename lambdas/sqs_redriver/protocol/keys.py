@@ -38,6 +38,8 @@ PARK_RECORD_PREFIX = RecordKind.PARK.value
 
 # Where the archive bucket keeps parked messages: the only objects the re-driver writes.
 ARCHIVE_PREFIX = "parked"
+# Where the operator's tool archives the original of each message it edits (the only objects it writes).
+EDIT_ARCHIVE_PREFIX = "edited"
 
 
 def kind_of(key: str) -> RecordKind | None:

@@ -17,9 +17,11 @@ from sqs_redriver.protocol import wire
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.message_limits import (
     EARLIEST_MARK_TIME,
+    EDIT_KEY_PATTERN,
     IDENTITY_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
     MAX_COUNT,
+    MAX_EDIT_KEY_CHARS,
     MAX_EPOCH_SECONDS,
     MAX_IDENTITY_CHARS,
     MAX_MARK_BYTES,
@@ -41,7 +43,9 @@ class Mark:
     The consumer kit adds ``failure`` when it dead-letters a message; the re-driver adds
     ``verdict_key`` (where the kit reports the consumer's verdict) and ``probe`` (a probe's first
     failure goes straight back to the DLQ) when it re-drives one. The operator's tool adds an entry
-    to ``replays`` (replayed at, re-drive count before the replay) when it replays a parked one.
+    to ``replays`` (replayed at, re-drive count before the replay) when it replays a parked one,
+    and counts ``edits`` (with the last one's time and the archive key of the original it replaced)
+    when an operator edits one and sends it again.
     """
 
     identity: str
@@ -56,6 +60,9 @@ class Mark:
     # many it processed meanwhile: a suspect of poison, parked at SUSPECT_LIMIT.
     suspected: int = 0
     processed_meanwhile: int = 0
+    edits: int = 0
+    # (edited at, archive key of the original); that original's own mark names the edit before it.
+    last_edit: tuple[int, str] | None = None
 
     @property
     def suspect(self) -> bool:
@@ -108,6 +115,11 @@ class Mark:
             processed_meanwhile=0,
         )
 
+    def edited(self, now: int, archive_key: str) -> Mark:
+        """The mark of a message an operator edited and sends back: a replay (``replayed``), with
+        the edit counted and where its original is archived."""
+        return replace(self.replayed(now), edits=min(self.edits + 1, MAX_COUNT), last_edit=(now, archive_key))
+
     def to_json(self, **extra: Any) -> str:
         payload: dict[str, Any] = {
             "id": self.identity,
@@ -125,6 +137,8 @@ class Mark:
             payload["rp"] = [[at, count] for at, count in self.replays]
         if self.suspected:
             payload["s"] = [self.suspected, self.processed_meanwhile]
+        if self.last_edit is not None:
+            payload["ed"] = [self.edits, *self.last_edit]
         payload.update(extra)
         return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
@@ -180,6 +194,7 @@ def held_to_clock(mark: Mark, now: int) -> tuple[Mark | None, Rejection | None]:
         ("first", mark.first_failed_at),
         *((f"at[{i}]", t) for i, t in enumerate(mark.redriven_at)),
         *((f"rp[{i}][0]", at) for i, (at, _) in enumerate(mark.replays)),
+        *([("ed[1]", mark.last_edit[0])] if mark.last_edit is not None else []),
     ]
     for field, value in times:
         if not EARLIEST_MARK_TIME <= value <= latest:
@@ -198,6 +213,7 @@ def _mark(payload: Mapping[str, Any]) -> Mark:
     history = wire.array(wire.required(payload, "at"), "at", max_items=MAX_MARK_HISTORY)
     replays = wire.array(payload.get("rp", []), "rp", max_items=MAX_REPLAYS)
     suspected, processed = _suspicion(payload.get("s"))
+    edits, last_edit = _edits(payload.get("ed"))
     return Mark(
         identity=wire.text_of(payload, "id", max_chars=MAX_IDENTITY_CHARS, pattern=IDENTITY_PATTERN),
         count=wire.integer_of(payload, "n", low=0, high=MAX_COUNT),
@@ -210,6 +226,8 @@ def _mark(payload: Mapping[str, Any]) -> Mark:
         replays=tuple(_replay(entry, f"rp[{i}]") for i, entry in enumerate(replays)),
         suspected=suspected,
         processed_meanwhile=processed,
+        edits=edits,
+        last_edit=last_edit,
     )
 
 
@@ -223,6 +241,17 @@ def _suspicion(value: object) -> tuple[int, int]:
     return wire.integer(pair[0], "s[0]", low=0, high=MAX_COUNT), wire.integer(
         pair[1], "s[1]", low=0, high=MAX_COUNT
     )
+
+
+def _edits(value: object) -> tuple[int, tuple[int, str] | None]:
+    """``ed``: [edits, last edited at, its original's archive key], absent for a message never edited."""
+    if value is None:
+        return 0, None
+    entry = wire.array(value, "ed", max_items=3)
+    if len(entry) != 3:
+        raise Rejection("ed", f"has {len(entry)} items, not [edits, edited_at, archive_key]")
+    key = wire.text(entry[2], "ed[2]", max_chars=MAX_EDIT_KEY_CHARS, pattern=EDIT_KEY_PATTERN)
+    return wire.integer(entry[0], "ed[0]", low=1, high=MAX_COUNT), (_time(entry[1], "ed[1]"), key)
 
 
 def _time(value: object, field: str) -> int:

@@ -31,6 +31,9 @@ MAX_FINGERPRINT_CHARS = 64
 FINGERPRINT_PATTERN = re.compile(r"[A-Za-z0-9._:-]+")
 MAX_VERDICT_KEY_CHARS = 256
 VERDICT_KEY_PATTERN = re.compile(r"[A-Za-z0-9._:/-]+")
+# The archive key of an operator's last edit (``edited/<day>/<identity>/<time>-<MessageId>.json``).
+MAX_EDIT_KEY_CHARS = 256
+EDIT_KEY_PATTERN = re.compile(r"[A-Za-z0-9._:/-]+")
 # Where the kit received the message: an SQS queue ARN (empty when the event did not say).
 MAX_QUEUE_ARN_CHARS = 256
 QUEUE_ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:sqs:[a-z0-9-]{1,32}:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?")

@@ -26,3 +26,14 @@ SQS_DEFAULT_RETENTION_SECONDS = 4 * 86_400
 # A DynamoDB partition key: at most 2,048 bytes (UTF-8). An S3 object key: at most 1,024 bytes.
 DYNAMODB_MAX_KEY_BYTES = 2_048
 S3_MAX_KEY_BYTES = 1_024
+# A message attribute's name: at most 256 of A-Z a-z 0-9 _ - . (no leading, trailing or double
+# period; none starting with AWS. or Amazon., in any case). Its data type: String, Number or Binary,
+# with an optional custom label after a period, at most 256 in all. A Number: at most 38 digits.
+SQS_MAX_ATTRIBUTE_NAME_CHARS = 256
+SQS_ATTRIBUTE_NAME_CHARACTERS = "A-Za-z0-9_.-"
+SQS_RESERVED_ATTRIBUTE_PREFIXES = ("aws.", "amazon.")
+SQS_MAX_ATTRIBUTE_TYPE_CHARS = 256
+SQS_MAX_NUMBER_DIGITS = 38
+# The characters a body or a String attribute may hold (XML 1.0's): #x9 #xA #xD, #x20 to #xD7FF,
+# #xE000 to #xFFFD, #x10000 to #x10FFFF; anything else makes SQS refuse the message.
+SQS_INVALID_CHARACTERS = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"

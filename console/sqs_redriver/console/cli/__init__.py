@@ -3,16 +3,17 @@
 Each command is a verb; ``--json`` prints data for scripts; nothing moves messages without a
 preview (``--dry-run`` prints it and stops). Exit codes: 0 done and all well, 1 a problem was found
 or something could not be done, 2 the command line was wrong. The commands: ``looking`` (status,
-groups, show), ``moving`` (replay, purge), ``steering`` (group records, pause, breakers), ``ui``
-(the web console).
+groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``steering`` (group records,
+pause, breakers), ``trail`` (audit), ``fleet`` (every dead-letter queue of the account),
+``ui`` (the web console).
 """
 
 from __future__ import annotations
 
-from sqs_redriver.console.cli import looking, moving, steering, ui
+from sqs_redriver.console.cli import editing, fleet, looking, moving, steering, trail, ui
 from sqs_redriver.console.cli.app import app
 
-__all__ = ["app", "looking", "main", "moving", "steering", "ui"]
+__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "steering", "trail", "ui"]
 
 
 def main() -> None:

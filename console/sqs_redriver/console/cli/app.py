@@ -95,6 +95,9 @@ def options(
     audit_log_group: Annotated[
         str | None, typer.Option(help="Without --stack: the log group that records operator actions.")
     ] = None,
+    archive_bucket: Annotated[
+        str | None, typer.Option(help="Without --stack: the archive bucket (where edits keep originals).")
+    ] = None,
     profile: Annotated[str | None, typer.Option(envvar="AWS_PROFILE", help="AWS profile.")] = None,
     region: Annotated[str | None, typer.Option(envvar="AWS_REGION", help="AWS region.")] = None,
     endpoint_url: Annotated[
@@ -111,6 +114,7 @@ def options(
             parking_lot_url=parking_lot_url,
             table=table,
             audit_log_group=audit_log_group,
+            archive_bucket=archive_bucket,
         ),
     )
 

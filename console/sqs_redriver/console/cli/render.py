@@ -156,6 +156,11 @@ def message_view(item: Inspected, now: int) -> RenderableType:
         table.add_row("first failed", when(mark.first_failed_at, now))
         table.add_row("re-driven at", ", ".join(when(at, now) for at in mark.redriven_at) or "-")
         table.add_row("replays", ", ".join(f"{when(at, now)} after {n}" for at, n in mark.replays) or "-")
+        if mark.last_edit is not None:
+            edited_at, archive_key = mark.last_edit
+            table.add_row(
+                "edits", inert(f"{mark.edits}, the last {when(edited_at, now)}: original at {archive_key}")
+            )
     if item.failure is not None:
         failure = item.failure
         table.add_row("failure", inert(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
