@@ -93,9 +93,10 @@ destroy: $(STAMP) $(CDK)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(CDK) destroy --no-notices
 
 # The whole loop locally: synthesize with the demo profile, deploy into an embedded moto server,
-# run the real handlers. Options: make demo ARGS="--orders 80 --outage-seconds 30 --json"
+# run the real handlers. Options: make demo ARGS="--orders 80 --outage-seconds 30 --json"; KEEP=1 keeps
+# act 1's local AWS and serves the web console on it afterwards, until Ctrl-C.
 demo: $(STAMP)
-	$(BIN)/python -m demo $(ARGS)
+	$(BIN)/python -m demo $(if $(KEEP),--keep) $(ARGS)
 
 # Published design vs this re-driver on one moto server: make bench ARGS="--sizes 200 500 --repeats 3";
 # then, in simulated time (also alone: make bench-recovery), the recovery scenarios with and

@@ -1,6 +1,7 @@
 """Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--kit-only]
-[--json]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Act 2, in
-simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py)."""
+[--json] [--keep]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Act 2, in
+simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py). With
+--keep, act 1's local AWS stays up afterwards with the web console on it (demo/keep.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
+from demo.keep import keep
 from demo.kit_act import KitAct, KitOptions
 from demo.no_kit_act import NoKitAct, NoKitOptions, run_no_kit_act
 from demo.operator import OperatorTool
@@ -48,7 +50,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="skip act 2 (a consumer without the kit, in simulated time: about 20 s)",
     )
     parser.add_argument("--json", action="store_true", help="print only the final report, as JSON")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="after act 1, keep its local AWS and serve the web console on it until Ctrl-C (skips act 2)",
+    )
     args = parser.parse_args(argv)
+    if args.keep and args.json:
+        parser.error("--keep prints a URL and commands for a person: drop --json")
     if not 0 <= args.poison <= args.orders:
         parser.error("--poison must be between 0 and --orders")
     return args
@@ -85,7 +94,15 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
             act = KitAct(deployment, options, log, tool)
             with KitLiveView(deployment, options) as view:
                 report = act.run(view.update)
-    report.log_file = log.name
+        report.log_file = log.name
+        if not args.json:
+            from demo.view import print_report
+
+            print_report(report)  # act 1's, before act 2 starts (or the world is kept)
+        if args.keep:
+            # Act 2 plays in in-process moto, whose backends this server shares: it would wipe
+            # what is kept. The real terminal: stdout is the log meanwhile.
+            keep(endpoint, REGION, deployment.stack_name, sys.__stdout__ or sys.stdout)
     return report
 
 
@@ -110,11 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         # metrics, JSON logs) goes to the log; the views draw on the real terminal.
         with redirect_stdout(log), redirect_stderr(log):
             report = run(args, log)
-            if not args.json:
-                from demo.view import print_report
-
-                print_report(report)  # act 1's, before act 2 starts
-            if not args.kit_only:
+            if not (args.kit_only or args.keep):
                 report.add_no_kit_act(run_no_kit(args))
     if args.json:
         print(report.to_json())

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from local_aws import REGION
 from sqs_redriver.console import aws as tool_aws
 from sqs_redriver.console import fleet as fleet_reads
+from sqs_redriver.console.advice import NO_REGION
 from sqs_redriver.console.cli import app
-from sqs_redriver.console.cli.errors import NO_REGION
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 

@@ -15,8 +15,8 @@ from botocore.stub import Stubber
 from typer.testing import CliRunner
 
 from sqs_redriver.console import aws as tool_aws
+from sqs_redriver.console.advice import EXPIRED, NO_CREDENTIALS, NO_REGION
 from sqs_redriver.console.cli import app
-from sqs_redriver.console.cli.errors import EXPIRED, NO_CREDENTIALS, NO_REGION
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from tests.support.aws import Aws

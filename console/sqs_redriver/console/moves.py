@@ -74,6 +74,28 @@ class MoveReport:
             "replay_id": self.replay_id,
         }
 
+    def summary_lines(self, verb: str) -> list[str]:
+        """What the move did, a line each, as the command line and the web console show it (raw:
+        the caller makes the text inert or escapes it)."""
+        lines = [f"{verb}: {self.moved}"]
+        if self.not_deleted:
+            lines.append(
+                f"sent but still in the queue (its delete failed; a duplicate): {len(self.not_deleted)}"
+            )
+        lines.extend(f"left in place {mid}: {why}" for mid, why in self.failed.items())
+        if self.error:
+            lines.append(f"stopped: {self.error}")
+        if self.hidden:
+            lines.append(f"{self.hidden} read but not given back at once: they reappear within 5 minutes")
+        if self.interrupted:
+            lines.append("interrupted: everything not moved was given back")
+            if self.in_transit:
+                lines.append(
+                    "interrupted between a send and its delete, so possibly in both queues: "
+                    + ", ".join(self.in_transit)
+                )
+        return lines
+
 
 def replayed(item: Inspected, now: int, verdict_key: str | None = None) -> Tracked:
     """The message as it goes back to its source: count reset, the replay in its mark's history,

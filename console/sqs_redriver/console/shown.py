@@ -5,6 +5,7 @@ top (their templates autoescape)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 # How many names an error lists (of the groups, fingerprints or messages there are).
 NAMES_SHOWN = 10
@@ -38,3 +39,29 @@ def some(names: Sequence[str], shown: int = NAMES_SHOWN) -> str:
     listed = ", ".join(inert_str(name) for name in names[:shown])
     rest = len(names) - shown
     return f"{listed} and {rest} more" if rest > 0 else listed
+
+
+def when(epoch: int, now: int) -> str:
+    """``2026-11-23 19:40:05Z (3m ago)``."""
+    if not epoch:
+        return "-"
+    stamp = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"{stamp} ({duration(now - epoch)} ago)"
+
+
+def duration(seconds: int) -> str:
+    """``45s``, ``12m``, ``3h20m``, ``2d4h``."""
+    if seconds < 0:
+        return f"-{duration(-seconds)}"
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86_400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86_400}d{seconds % 86_400 // 3600}h"
+
+
+def age(epoch: int, now: int) -> str:
+    """``3h20m ago``."""
+    return f"{duration(now - epoch)} ago" if epoch else "-"

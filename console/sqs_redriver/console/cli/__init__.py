@@ -5,15 +5,15 @@ preview (``--dry-run`` prints it and stops). Exit codes: 0 done and all well, 1 
 or something could not be done, 2 the command line was wrong. The commands: ``looking`` (status,
 groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``outcome`` (what became of each
 replay), ``steering`` (group records, pause, breakers), ``trail`` (audit), ``fleet`` (every
-dead-letter queue of the account).
+dead-letter queue of the account), ``ui`` (the web console).
 """
 
 from __future__ import annotations
 
-from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail
+from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail, ui
 from sqs_redriver.console.cli.app import app
 
-__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "outcome", "steering", "trail"]
+__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "outcome", "steering", "trail", "ui"]
 
 
 def main() -> None:

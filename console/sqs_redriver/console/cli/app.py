@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from sqs_redriver.console.advice import explain
 from sqs_redriver.console.audit import AuditUnavailable
 from sqs_redriver.console.aws import Connection
-from sqs_redriver.console.cli.errors import explain
 from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.deployment import DeploymentNotFound
 from sqs_redriver.console.steering import Conflict

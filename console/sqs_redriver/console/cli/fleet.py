@@ -20,7 +20,7 @@ from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.fleet import read_fleet
 from sqs_redriver.console.fleet_model import Fleet, FleetRow, Guard
 from sqs_redriver.console.queue_ref import REGION_LABEL
-from sqs_redriver.console.shown import inert_str, some
+from sqs_redriver.console.shown import duration, inert_str, some
 from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS
 from sqs_redriver.console.tool import Tool, UsageError
 
@@ -112,7 +112,7 @@ def _cells(row: FleetRow) -> list[RenderableType]:
 
 
 def _known(seconds: int | None) -> str:
-    return "unknown" if seconds is None else render.duration(seconds)
+    return "unknown" if seconds is None else duration(seconds)
 
 
 def _guard_cell(guards: tuple[Guard, ...] | None, *, holds_messages: bool) -> Text:

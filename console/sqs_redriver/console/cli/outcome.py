@@ -13,6 +13,7 @@ from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.outcome_rules import BACK, PHRASES, Fate, Outcome, explain
 from sqs_redriver.console.replay_records import ReplayRecord
+from sqs_redriver.console.shown import age, when
 from sqs_redriver.console.tool import NotFound, Tool
 
 REPLAY_ID_CHARS = len("20261123-091240-3f9c")
@@ -82,7 +83,7 @@ def _list_recent(tool: Tool, *, json: bool) -> None:
         table.add_row(
             row["replay_id"],
             row["kind"],
-            render.age(row["at"], now),
+            age(row["at"], now),
             inert(row.get("who", "-")),
             inert(row.get("summary") or row.get("error", "")),
         )
@@ -93,7 +94,7 @@ def _print_details(record: ReplayRecord, judged: Outcome) -> None:
     out.print(
         inert(
             f"{record.kind.value} {record.replay_id} by {record.who} "
-            f"{render.when(record.at, judged.now)}: {record.detail or '-'}",
+            f"{when(record.at, judged.now)}: {record.detail or '-'}",
             style="bold",
         )
     )

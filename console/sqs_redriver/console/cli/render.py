@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -17,7 +16,7 @@ from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.finding import SAMPLE_ID_CHARS
 from sqs_redriver.console.inventory import Group, Inspected, Where
 from sqs_redriver.console.moves import MoveReport
-from sqs_redriver.console.shown import inert_str
+from sqs_redriver.console.shown import age, duration, inert_str, when
 from sqs_redriver.console.status import Status
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.groups import GroupMark
@@ -34,27 +33,6 @@ def as_json(data: Any) -> str:
 def print_json(console: Console, data: Any) -> None:
     """``data`` as JSON, faithful and inert: every non-ASCII or control character escaped."""
     console.print_json(as_json(data), ensure_ascii=True)
-
-
-def when(epoch: int, now: int) -> str:
-    """``2026-11-23 19:40:05Z (3m ago)``."""
-    if not epoch:
-        return "-"
-    stamp = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-    return f"{stamp} ({duration(now - epoch)} ago)"
-
-
-def duration(seconds: int) -> str:
-    """``45s``, ``12m``, ``3h20m``, ``2d4h``."""
-    if seconds < 0:
-        return f"-{duration(-seconds)}"
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86_400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86_400}d{seconds % 86_400 // 3600}h"
 
 
 def status_view(status: Status) -> RenderableType:
@@ -163,11 +141,6 @@ def groups_table(groups: Sequence[Group], now: int, *, title: str) -> Table:
     return table
 
 
-def age(epoch: int, now: int) -> str:
-    """``3h20m ago``."""
-    return f"{duration(now - epoch)} ago" if epoch else "-"
-
-
 def message_view(item: Inspected, now: int) -> RenderableType:
     message = item.message
     table = Table.grid(padding=(0, 2))
@@ -245,23 +218,7 @@ def rules_table(marks: Sequence[GroupMark], now: int) -> Table:
 
 
 def move_summary(verb: str, report: MoveReport) -> Text:
-    lines = [f"{verb}: {report.moved}"]
-    if report.not_deleted:
-        lines.append(
-            f"sent but still in the queue (its delete failed; a duplicate): {len(report.not_deleted)}"
-        )
-    lines.extend(f"left in place {mid}: {why}" for mid, why in report.failed.items())
-    if report.error:
-        lines.append(f"stopped: {report.error}")
-    if report.hidden:
-        lines.append(f"{report.hidden} read but not given back at once: they reappear within 5 minutes")
-    if report.interrupted:
-        lines.append("interrupted: everything not moved was given back")
-        if report.in_transit:
-            lines.append(
-                "interrupted between a send and its delete, so possibly in both queues: "
-                + ", ".join(report.in_transit)
-            )
+    lines = report.summary_lines(verb)
     return Text("\n".join(inert_str(line) for line in lines), style="green" if report.clean else "yellow")
 
 

@@ -12,6 +12,7 @@ from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.inventory import parse_duration
+from sqs_redriver.console.shown import when
 from sqs_redriver.console.tool import Tool, UsageError
 
 OUTCOME_STYLE = {
@@ -64,7 +65,7 @@ def audit_table(actions: list[AuditedAction], now: int, since: str) -> Table:
         details = "; ".join(f"{name}: {value}" for name, value in sorted(action.details.items()))
         outcome = action.outcome.value + (f": {action.error}" if action.error else "")
         table.add_row(
-            render.when(action.at, now),
+            when(action.at, now),
             inert(action.who),
             inert(action.action),
             inert(details),

@@ -1,5 +1,6 @@
-"""What a failed AWS call means to the operator: one line that says what to do, for the failures
-of setup (region, credentials, endpoint, permissions) that every command can meet."""
+"""What a failed AWS call means to the operator, in the terminal or the web console: one line that
+says what to do, for the failures of setup (region, credentials, endpoint, permissions) that every
+command and page can meet."""
 
 from __future__ import annotations
 

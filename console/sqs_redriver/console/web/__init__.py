@@ -1,0 +1,41 @@
+"""The web console, ``sqs-redriver ui``: the command line's views and actions as pages, served on
+127.0.0.1 to the browser holding the printed token (guard.py). Server-rendered, no JavaScript.
+
+A page is a view function in a blueprint module and a template; its place in the navigation is a
+line of ``NAVIGATION``. Every view calls the library the command line calls (sqs_redriver.console),
+never logic of its own."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from sqs_redriver.console.shown import age, duration, inert_str, when
+from sqs_redriver.console.tool import Tool
+from sqs_redriver.console.web import acting, failures, looking
+from sqs_redriver.console.web.current import TOOL
+from sqs_redriver.console.web.guard import bind, csrf_token, guard
+
+# (endpoint, label) of each page the navigation bar links to, in order.
+NAVIGATION = (("looking.status", "Status"), ("looking.groups", "Groups"), ("looking.audit", "Audit"))
+
+
+def create_app(tool: Tool, *, token: str, port: int) -> Flask:
+    """The console over ``tool`` (its deployment, connection and audit trail), for the browser that
+    opens it with ``token`` on 127.0.0.1:``port``."""
+    app = Flask(__name__)
+    app.extensions[TOOL] = tool
+    guard(app, token)
+    bind(app, port)
+    failures.register(app)
+    app.register_blueprint(looking.pages)
+    app.register_blueprint(acting.pages)
+    app.jinja_env.autoescape = True
+    app.jinja_env.filters.update(inert=_inert, duration=duration)
+    app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
+    return app
+
+
+def _inert(value: object, multiline: bool = False) -> str:
+    """Text from outside, with what a browser would hide or act on (bidi overrides, zero-width
+    characters, controls) shown as escapes; the template escapes the HTML."""
+    return inert_str("" if value is None else str(value), multiline=multiline)
