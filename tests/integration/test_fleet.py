@@ -19,13 +19,14 @@ from sqs_redriver.console import aws as tool_aws
 from sqs_redriver.console import fleet as fleet_reads
 from sqs_redriver.console.advice import NO_REGION
 from sqs_redriver.console.cli import app
+from sqs_redriver.console.cli.app import out
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 
 OTHER_REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 RETENTION = 345_600  # moto's default, four days
-WIDE = {"COLUMNS": "220"}  # the whole table on one line per row
+TABLE_WIDTH = 220  # the whole table on one line per row
 
 
 def create_queue(sqs: Any, name: str, dlq: str | None = None, region: str = REGION) -> str:
@@ -146,8 +147,16 @@ def refuse_listing(plan: dict[str, Any], region: str | None) -> None:
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "ListQueues")
 
 
+@pytest.fixture(autouse=True)
+def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool's console as wide as the table, whatever the environment: rich fixes a console's
+    width from COLUMNS when it is made (at import), so a COLUMNS set for one invocation changes
+    nothing once a process started with another (a full run's workers did: 80 columns)."""
+    monkeypatch.setattr(out, "_width", TABLE_WIDTH)
+
+
 def fleet(*args: str) -> Any:
-    return CliRunner().invoke(app, ["fleet", *args], env=WIDE)
+    return CliRunner().invoke(app, ["fleet", *args])
 
 
 @pytest.mark.usefixtures("account")
