@@ -20,6 +20,10 @@ COMMANDS = (
     "groups",
     "show ID  # ID: a sample of groups",
     "replay --from parking-lot --all --dry-run",
+    "edit ID  # opens $EDITOR on a parked message",
+    "outcome  # what became of the story's replay",
+    "audit",
+    "fleet",
     "ui",
 )
 
