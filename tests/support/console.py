@@ -22,12 +22,14 @@ CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
 def console_tool(aws: Aws, *, audited: bool = True) -> Tool:
-    """A tool over ``aws``'s resources, named explicitly (with an audit trail unless told)."""
+    """A tool over ``aws``'s resources, named explicitly, with its archive bucket (and an audit trail
+    unless told)."""
     target = Target(
         dlq_url=aws.dlq_url,
         source_urls=(aws.source_url,),
         parking_lot_url=aws.parking_lot_url,
         table=aws.table_name,
+        archive_bucket=aws.archive_bucket,
         audit_log_group=AUDIT_LOG_GROUP if audited else None,
     )
     tool = Tool(Connection(region=REGION), target)

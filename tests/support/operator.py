@@ -31,10 +31,8 @@ def tool(aws: Aws, *args: str, input: str | None = None) -> Any:
     return CliRunner().invoke(app, [*target, *args], input=input)
 
 
-def failure(fingerprint: str) -> Failure:
-    return Failure(
-        FailureKind.TERMINAL, "orders.InvalidOrder", "no items", fingerprint, FIRST_FAILED, 1, "arn"
-    )
+def failure(fingerprint: str, at: int = FIRST_FAILED) -> Failure:
+    return Failure(FailureKind.TERMINAL, "orders.InvalidOrder", "no items", fingerprint, at, 1, "arn")
 
 
 def park(
@@ -44,27 +42,28 @@ def park(
     count: int = 5,
     fingerprint: str | None = None,
     identity: str | None = None,
+    first_failed: int = FIRST_FAILED,
     **attributes: str,
 ) -> None:
     """A message as the re-driver parks it: its attributes and its mark with the parking reason
-    (identity ``id-<body>`` unless given)."""
+    (identity ``id-<body>`` unless given; it first failed at ``first_failed``)."""
     mark = Mark(
         identity=identity or f"id-{body}",
         count=count,
-        first_failed_at=FIRST_FAILED,
-        redriven_at=(FIRST_FAILED + 60,),
-        failure=failure(fingerprint) if fingerprint else None,
+        first_failed_at=first_failed,
+        redriven_at=(first_failed + 60,),
+        failure=failure(fingerprint, first_failed) if fingerprint else None,
     )
     cause = ParkCause.TERMINAL if fingerprint else ParkCause.OVER_LIMIT
-    reason = ParkReason(cause, "test", count, FIRST_FAILED, FIRST_FAILED + 90, aws.source_url, "m-1")
+    reason = ParkReason(cause, "test", count, first_failed, first_failed + 90, aws.source_url, "m-1")
     message_attributes = {name: string_attribute(value) for name, value in attributes.items()}
     message_attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
     aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=message_attributes)
 
 
-def park_groups(aws: Aws) -> None:
+def park_groups(aws: Aws, first_failed: int = FIRST_FAILED) -> None:
     """Three messages parked for one bug (fp-bad), one parked over the limit, one waiting in the DLQ."""
     for n in range(3):
-        park(aws, f"bad-{n}", fingerprint="fp-bad")
-    park(aws, "poison")
+        park(aws, f"bad-{n}", fingerprint="fp-bad", first_failed=first_failed)
+    park(aws, "poison", first_failed=first_failed)
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="waiting")

@@ -16,10 +16,11 @@ from rich.console import Console
 
 from sqs_redriver.console.cli.fleet import fleet_view
 from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.console.fleet import guards_of_stack
+from sqs_redriver.console.fleet import guards_of_stack, regions_to_read
 from sqs_redriver.console.fleet_listing import ListedQueue, Problem, parse_listing
 from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble
-from sqs_redriver.console.queue_ref import NotAQueueName, QueueRef
+from sqs_redriver.console.queue_ref import REGION_LABEL, NotAQueueName, QueueRef
+from sqs_redriver.console.tool import UsageError
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from tests.support.record_strategies import robust
 
@@ -265,3 +266,16 @@ def test_the_table_shows_unknowns_and_hostile_names_inertly() -> None:
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b[31mS" not in shown and "\\x1b[31mS/[bold]x[/bold] (stack S)" in shown
     assert "unknown" in shown and "unguarded" in shown
+
+
+@given(st.lists(st.sampled_from(["eu-west-1", "us-east-1", "ap-south-2", "eu west", "", "<b>"]), max_size=5))
+def test_the_regions_asked_are_read_each_once_in_order_or_the_bad_one_is_named(asked: list[str]) -> None:
+    bad = [name for name in asked if not REGION_LABEL.fullmatch(name)]
+    if bad:
+        with pytest.raises(UsageError, match="is not a region name"):
+            regions_to_read(asked, "us-east-1")
+        return
+
+    regions = regions_to_read(asked, "us-east-1")
+
+    assert regions == (list(dict.fromkeys(asked)) or ["us-east-1"])

@@ -48,6 +48,22 @@ def test_every_identity_gets_exactly_one_fate_and_the_counts_add_up(
 
 
 @given(cases())
+def test_by_fate_groups_every_identity_once_under_the_phrases_of_the_line(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+    grouped = outcome.by_fate()
+
+    assert sorted(j.identity for _, _, members in grouped for j in members) == sorted(
+        j.identity for j in outcome.judged
+    )
+    assert all(members and all(j.fate is fate for j in members) for fate, _, members in grouped)
+    assert all(f"{len(members)} {phrase}" in outcome.line() for _, phrase, members in grouped)
+
+
+@given(cases())
 def test_a_message_found_in_the_dlq_is_never_called_consumed(case: tuple[list[Sent], Observation]) -> None:
     sent, observation = case
 

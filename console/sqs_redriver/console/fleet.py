@@ -25,11 +25,13 @@ from botocore.exceptions import (
     UnauthorizedSSOTokenError,
 )
 
-from sqs_redriver.console.aws import oldest_age_seconds
+from sqs_redriver.console.aws import FLEET_CONFIG, Connection, oldest_age_seconds
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.fleet_listing import ListedQueue, Listing, Problem, parse_listing
 from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble, dead_letter_refs
-from sqs_redriver.console.queue_ref import NotAQueueName, QueueRef
+from sqs_redriver.console.queue_ref import REGION_LABEL, NotAQueueName, QueueRef
+from sqs_redriver.console.shown import inert_str
+from sqs_redriver.console.tool import UsageError
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.runtime.adapters import AwsCallError
 
@@ -47,6 +49,28 @@ SETUP_ERRORS = (
     SSOTokenLoadError,
     UnauthorizedSSOTokenError,
 )
+
+
+def regions_to_read(asked: Sequence[str], default: str | None) -> list[str]:
+    """The regions asked, each once and in order, else ``default``: UsageError naming one that is
+    not a region's name, NoRegionError when none is asked and there is no default."""
+    for name in asked:
+        if not REGION_LABEL.fullmatch(name):
+            raise UsageError(f"region {inert_str(name)!r} is not a region name (like eu-west-1)")
+    if asked:
+        return list(dict.fromkeys(asked))
+    if default is None:
+        raise NoRegionError()
+    return [default]
+
+
+def read_connection_fleet(connection: Connection, regions: Sequence[str], *, now: int) -> Fleet:
+    """``read_fleet`` with ``connection``'s clients (the fleet's timeouts and retries)."""
+    return read_fleet(
+        lambda service, region: connection.client(service, region=region, config=FLEET_CONFIG),
+        regions,
+        now=now,
+    )
 
 
 def read_fleet(clients: Clients, regions: Sequence[str], *, now: int, readers: int = READERS) -> Fleet:

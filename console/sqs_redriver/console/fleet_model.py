@@ -21,6 +21,11 @@ class Guard:
     name: str
     dlq: QueueRef
 
+    @property
+    def label(self) -> str:
+        """The re-driver's construct path, and its stack when the path does not start with it."""
+        return self.name if self.name.startswith(f"{self.stack}/") else f"{self.name} (stack {self.stack})"
+
     def to_dict(self) -> dict[str, str]:
         return {"stack": self.stack, "name": self.name}
 

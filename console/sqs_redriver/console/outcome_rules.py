@@ -102,6 +102,12 @@ class Outcome:
     def of(self, fate: Fate) -> list[Judged]:
         return [j for j in self.judged if j.fate is fate]
 
+    def by_fate(self) -> list[tuple[Fate, str, list[Judged]]]:
+        """Each fate met, in PHRASES' order: its phrase (``not back after 20m ...``) and members."""
+        minutes = max(0, self.now - self.sent_at) // 60
+        grouped = [(fate, phrase.format(minutes=minutes), self.of(fate)) for fate, phrase in PHRASES.items()]
+        return [(fate, phrase, members) for fate, phrase, members in grouped if members]
+
     def line(self) -> str:
         """The summary in one line: ``3 sent: 1 back (new cause), 2 not back after 20m ...``."""
         counts = self.counts

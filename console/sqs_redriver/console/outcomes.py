@@ -5,7 +5,7 @@ return window). ``outcome_rules`` decides; this reads and writes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqs_redriver.console.finding import read_all
 from sqs_redriver.console.inventory import Inspected, Where
@@ -20,6 +20,7 @@ from sqs_redriver.console.replay_records import (
     new_replay_id,
 )
 from sqs_redriver.console.shown import inert_str, some
+from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import NotFound, Tool
 from sqs_redriver.protocol.keys import replay_verdict_key
 from sqs_redriver.runtime.adapters import AwsCallError
@@ -152,3 +153,44 @@ def latest_line(tool: Tool) -> str | None:
         return f"latest replay: {exc}"
     outcome = judge_replay(tool, record, snapshot(tool))
     return f"latest replay {record.replay_id} ({record.kind.value} by {record.who}): {outcome.line()}"
+
+
+@dataclass(frozen=True)
+class Recent:
+    """One recent replay, edit or group retry: its record and what became of it, or why its record
+    cannot be read (``error``)."""
+
+    listed: Listed
+    record: ReplayRecord | None = None
+    outcome: Outcome | None = None
+    error: str = ""
+
+
+def recent_outcomes(tool: Tool) -> tuple[list[Recent], Snapshot | None]:
+    """The recent replays, newest first, each judged against one read of the DLQ and the parking
+    lot (returned too: its gaps say what could not be read; None when there is no replay)."""
+    listed = recent(tool)
+    if not listed:
+        return [], None
+    seen = snapshot(tool)
+    found = []
+    for entry in listed:
+        try:
+            record = find(tool, entry.replay_id)
+        except NotFound as exc:  # unreadable, or deleted by hand since it was listed
+            found.append(Recent(entry, error=str(exc)))
+            continue
+        found.append(Recent(entry, record, judge_replay(tool, record, seen)))
+    return found, seen
+
+
+def status_with_latest_replay(tool: Tool) -> Status:
+    """What ``status`` shows: the re-driver's state, and what became of its latest replay."""
+    current = read_status(
+        tool.deployment,
+        sqs=tool.client("sqs"),
+        cloudwatch=tool.client("cloudwatch"),
+        table=tool.table,
+        now=tool.now(),
+    )
+    return replace(current, latest_replay=latest_line(tool))

@@ -7,22 +7,19 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from botocore.exceptions import NoRegionError
 from rich.console import Group as Stack
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from sqs_redriver.console.aws import FLEET_CONFIG
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.fleet import read_fleet
+from sqs_redriver.console.fleet import read_connection_fleet, regions_to_read
 from sqs_redriver.console.fleet_model import Fleet, FleetRow, Guard
-from sqs_redriver.console.queue_ref import REGION_LABEL
-from sqs_redriver.console.shown import duration, inert_str, some
+from sqs_redriver.console.shown import duration, some
 from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS
-from sqs_redriver.console.tool import Tool, UsageError
+from sqs_redriver.console.tool import Tool
 
 SOURCES_SHOWN = 3
 
@@ -43,32 +40,15 @@ def fleet(
 
     A queue, stack or region that cannot be read is listed as a problem (exit 1); the rest is shown."""
     tool: Tool = ctx.obj
-    regions = _regions(tool, region or [])
+    regions = regions_to_read(region or [], tool.connection.region_name)
     with err.status(f"reading the queues and stacks of {', '.join(regions)}"):
-        found = read_fleet(
-            lambda service, where: tool.connection.client(service, region=where, config=FLEET_CONFIG),
-            regions,
-            now=tool.now(),
-        )
+        found = read_connection_fleet(tool.connection, regions, now=tool.now())
     if json:
         render.print_json(out, found.to_dict())
     else:
         out.print(fleet_view(found))
     if found.problems:
         raise typer.Exit(1)
-
-
-def _regions(tool: Tool, asked: list[str]) -> list[str]:
-    """The regions asked, each once and in order, else the connection's."""
-    for name in asked:
-        if not REGION_LABEL.fullmatch(name):
-            raise UsageError(f"--region {inert_str(name)!r} is not a region name (like eu-west-1)")
-    if asked:
-        return list(dict.fromkeys(asked))
-    default = tool.connection.region_name
-    if default is None:
-        raise NoRegionError()
-    return [default]
 
 
 def fleet_view(found: Fleet) -> RenderableType:
@@ -120,9 +100,4 @@ def _guard_cell(guards: tuple[Guard, ...] | None, *, holds_messages: bool) -> Te
         return Text("unknown", style="yellow")
     if not guards:
         return Text("unguarded", style="yellow" if holds_messages else "")
-    return inert(", ".join(_guard_name(guard) for guard in guards))
-
-
-def _guard_name(guard: Guard) -> str:
-    """The re-driver's construct path, and its stack when the path does not start with it."""
-    return guard.name if guard.name.startswith(f"{guard.stack}/") else f"{guard.name} (stack {guard.stack})"
+    return inert(", ".join(guard.label for guard in guards))

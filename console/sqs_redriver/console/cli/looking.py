@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -15,7 +14,6 @@ from sqs_redriver.console import finding, outcomes
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, app, err, out
 from sqs_redriver.console.inventory import Inspected, Where, group
-from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import Tool, UsageError
 
 
@@ -31,20 +29,10 @@ def status(
     if watch and json:
         raise UsageError("--watch redraws a view for a person: drop --json (or --watch)")
 
-    def look() -> Status:
-        status = read_status(
-            tool.deployment,
-            sqs=tool.client("sqs"),
-            cloudwatch=tool.client("cloudwatch"),
-            table=tool.table,
-            now=tool.now(),
-        )
-        return replace(status, latest_replay=outcomes.latest_line(tool))
-
     if watch:
-        _watch(lambda: render.status_view(look()), interval)
+        _watch(lambda: render.status_view(outcomes.status_with_latest_replay(tool)), interval)
         return
-    current = look()
+    current = outcomes.status_with_latest_replay(tool)
     if json:
         render.print_json(out, current.to_dict())
     else:

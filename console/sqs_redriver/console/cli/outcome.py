@@ -11,10 +11,10 @@ from sqs_redriver.console import outcomes
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.outcome_rules import BACK, PHRASES, Fate, Outcome, explain
+from sqs_redriver.console.outcome_rules import BACK, Fate, Outcome, explain
 from sqs_redriver.console.replay_records import ReplayRecord
 from sqs_redriver.console.shown import age, when
-from sqs_redriver.console.tool import NotFound, Tool
+from sqs_redriver.console.tool import Tool
 
 REPLAY_ID_CHARS = len("20261123-091240-3f9c")
 
@@ -52,20 +52,23 @@ def outcome(
 
 
 def _list_recent(tool: Tool, *, json: bool) -> None:
-    listed = outcomes.recent(tool)
-    seen = outcomes.snapshot(tool) if listed else None
+    found, _seen = outcomes.recent_outcomes(tool)
     rows: list[dict[str, Any]] = []
-    for entry in listed:
-        try:
-            record = outcomes.find(tool, entry.replay_id)
-        except NotFound as exc:  # unreadable, or deleted by hand since it was listed
+    for entry in found:
+        if entry.record is None or entry.outcome is None:
+            listed = entry.listed
             rows.append(
-                {"replay_id": entry.replay_id, "kind": entry.kind.value, "at": entry.at, "error": str(exc)}
+                {
+                    "replay_id": listed.replay_id,
+                    "kind": listed.kind.value,
+                    "at": listed.at,
+                    "error": entry.error,
+                }
             )
             continue
-        assert seen is not None
-        judged = outcomes.judge_replay(tool, record, seen)
-        rows.append({**_record_dict(record), "summary": judged.line(), "counts": _counts(judged)})
+        rows.append(
+            {**_record_dict(entry.record), "summary": entry.outcome.line(), "counts": _counts(entry.outcome)}
+        )
     if json:
         render.print_json(out, rows)
         return
@@ -99,12 +102,8 @@ def _print_details(record: ReplayRecord, judged: Outcome) -> None:
         )
     )
     out.print(inert(judged.line()))
-    for fate, phrase in PHRASES.items():
-        members = judged.of(fate)
-        if not members:
-            continue
-        minutes = max(0, judged.now - judged.sent_at) // 60
-        out.print(inert(f"{len(members)} {phrase.format(minutes=minutes)}:"))
+    for _fate, phrase, members in judged.by_fate():
+        out.print(inert(f"{len(members)} {phrase}:"))
         for member in members:
             out.print(inert(f"  {member.identity}  {explain(member, judged)}"))
 

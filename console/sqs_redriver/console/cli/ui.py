@@ -18,8 +18,9 @@ def ui(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Only print the URL.")] = False,
 ) -> None:
-    """The same views and actions in a browser: status with a depth chart, groups, messages, replay,
-    group rules, pause and the audit trail. Serves 127.0.0.1 only, to the URL's token; Ctrl-C stops."""
+    """The same views and actions in a browser: status with a depth chart, the fleet, groups,
+    messages, replay, edit and retry, group rules, pause, outcomes and the audit trail. Serves
+    127.0.0.1 only, to the URL's token; Ctrl-C stops."""
     tool: Tool = ctx.obj
     name = tool.deployment.name  # a wrong stack or options fail here, on one line, before serving
     console = ConsoleServer.bind(tool, port)

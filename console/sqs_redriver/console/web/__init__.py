@@ -11,12 +11,18 @@ from flask import Flask
 
 from sqs_redriver.console.shown import age, duration, inert_str, when
 from sqs_redriver.console.tool import Tool
-from sqs_redriver.console.web import acting, failures, looking
+from sqs_redriver.console.web import acting, editing, failures, looking
 from sqs_redriver.console.web.current import TOOL
 from sqs_redriver.console.web.guard import bind, csrf_token, guard
 
 # (endpoint, label) of each page the navigation bar links to, in order.
-NAVIGATION = (("looking.status", "Status"), ("looking.groups", "Groups"), ("looking.audit", "Audit"))
+NAVIGATION = (
+    ("looking.status", "Status"),
+    ("looking.fleet", "Fleet"),
+    ("looking.groups", "Groups"),
+    ("looking.recent_outcomes", "Outcomes"),
+    ("looking.audit", "Audit"),
+)
 
 
 def create_app(tool: Tool, *, token: str, port: int) -> Flask:
@@ -29,6 +35,7 @@ def create_app(tool: Tool, *, token: str, port: int) -> Flask:
     failures.register(app)
     app.register_blueprint(looking.pages)
     app.register_blueprint(acting.pages)
+    app.register_blueprint(editing.pages)
     app.jinja_env.autoescape = True
     app.jinja_env.filters.update(inert=_inert, duration=duration)
     app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)

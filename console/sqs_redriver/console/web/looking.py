@@ -1,16 +1,20 @@
-"""Pages that look: status (with the depth chart), groups, one message, the audit trail. None of
-them consumes a message: the library gives back everything it reads."""
+"""Pages that look: status (with the depth chart), the account's fleet of DLQs, groups, one message,
+what became of each replay, the audit trail. None of them consumes a message: the library gives
+back everything it reads."""
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from flask import Blueprint, render_template, request
 from markupsafe import Markup
 
-from sqs_redriver.console import finding
+from sqs_redriver.console import finding, outcomes
 from sqs_redriver.console.audit import AuditedAction
 from sqs_redriver.console.depth_history import DEPTH_WINDOW_SECONDS, depth_history
+from sqs_redriver.console.fleet import read_connection_fleet, regions_to_read
 from sqs_redriver.console.inventory import Where, group, is_fingerprint
-from sqs_redriver.console.status import read_status
+from sqs_redriver.console.outcome_rules import BACK, Fate, explain
+from sqs_redriver.console.shown import some
+from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS
 from sqs_redriver.console.web.chart import depth_chart, swatch
 from sqs_redriver.console.web.current import tool
 
@@ -24,14 +28,8 @@ LAST_RUNS_SHOWN = 10
 def status() -> str:
     """What `sqs-redriver status` shows, and the depth of each queue over the last hours."""
     console = tool()
-    now = console.now()
-    current = read_status(
-        console.deployment,
-        sqs=console.client("sqs"),
-        cloudwatch=console.client("cloudwatch"),
-        table=console.table,
-        now=now,
-    )
+    current = outcomes.status_with_latest_replay(console)
+    now = current.at
     queues = [(f"source {d.name}", d.name) for d in current.sources]
     queues += [(f"DLQ {current.dlq.name}", current.dlq.name), ("parking lot", current.parking_lot.name)]
     history = depth_history(console.client("cloudwatch"), queues, now)
@@ -45,6 +43,23 @@ def status() -> str:
         legend=[(Markup(swatch(index)), series.label) for index, series in enumerate(history)],  # noqa: S704
         has_points=any(series.points for series in history),
         now=now,
+    )
+
+
+@pages.get("/fleet")
+def fleet() -> str:
+    """What `sqs-redriver fleet` shows: every DLQ of the account in the regions asked
+    (``?region=a&region=b``; the connection's by default), and what could not be read."""
+    console = tool()
+    asked = [region.strip() for region in request.args.getlist("region") if region.strip()]  # a blank field
+    regions = regions_to_read(asked, console.connection.region_name)
+    found = read_connection_fleet(console.connection, regions, now=console.now())
+    return render_template(
+        "fleet.html",
+        fleet=found,
+        holding=sum(1 for row in found.rows if row.depth is not None and row.depth.total),
+        expiring=EXPIRY_WARNING_SECONDS,
+        some=some,
     )
 
 
@@ -85,4 +100,30 @@ def audit() -> str:
         actions, unreadable = trail.read(now - AUDIT_DAYS * 86_400, now + 60, AUDIT_SHOWN)
     return render_template(
         "audit.html", trail=trail, actions=actions, unreadable=unreadable, days=AUDIT_DAYS, now=now
+    )
+
+
+@pages.get("/outcomes")
+def recent_outcomes() -> str:
+    """What `sqs-redriver outcome` lists: the recent replays, edits and group retries, each in a line."""
+    console = tool()
+    found, seen = outcomes.recent_outcomes(console)
+    return render_template("outcomes.html", recent=found, gaps=seen.gaps if seen else "", now=console.now())
+
+
+@pages.get("/outcomes/<replay_id>")
+def outcome(replay_id: str) -> str:
+    """What `sqs-redriver outcome ID` shows: one replay's identities, grouped by what became of them."""
+    console = tool()
+    record = outcomes.find(console, replay_id)
+    seen = outcomes.snapshot(console)
+    judged = outcomes.judge_replay(console, record, seen)
+    return render_template(
+        "outcome.html",
+        record=record,
+        judged=judged,
+        gaps=seen.gaps,
+        explain=explain,
+        findable={*BACK, Fate.PARKED, Fate.NOT_SENT_YET},
+        now=judged.now,
     )
