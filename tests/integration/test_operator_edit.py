@@ -132,6 +132,34 @@ class FailingSends:
         raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "SendMessageBatch")
 
 
+class InterruptedAfterSending:
+    """The SQS client, except that Ctrl-C comes right after a send arrived (before the delete)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def send_message_batch(self, **kwargs: Any) -> Any:
+        self._client.send_message_batch(**kwargs)
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_after_the_send_reports_that_the_edit_went_and_the_original_stayed(aws: Aws) -> None:
+    park(aws, ORDER, identity="order-7")
+    ops = operator(aws)
+    item = find_message(ops, "order-7")
+    ops._clients["sqs"] = InterruptedAfterSending(aws.sqs)
+
+    report = edit_and_retry(ops, item, with_items(document_of(item), [1]))
+
+    assert report.interrupted and not report.deleted
+    assert "interrupted while sending it" in report.summary() and "sent twice" in report.summary()
+    assert queue_counts(aws.sqs, aws.source_url).visible == 1  # it went
+    assert queue_counts(aws.sqs, aws.parking_lot_url).visible == 1  # and the original was given back
+
+
 def test_a_failed_send_leaves_the_original_where_it_was(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
     ops = operator(aws)

@@ -25,6 +25,7 @@ from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.model.groups import GroupAction
 from tests.support.aws import Aws
+from tests.support.factories import NamesTheSource
 from tests.support.operator import failure, park, tool
 
 TWO_HOURS = 7_200  # past the test source's return window (visibility timeout x receives)
@@ -142,6 +143,27 @@ def test_a_group_retry_follows_the_groups_messages_in_the_dlq(aws: Aws) -> None:
     assert listed.kind.value == "group-retry" and listed.count == 2 and listed.replay_id in said
     outcome = judge_replay(operator, find(operator, listed.replay_id), snapshot(operator))
     assert outcome.counts[Fate.NOT_SENT_YET] == 2  # the re-driver has not re-driven them yet
+
+
+def test_a_group_retry_leaves_out_a_message_of_another_source_and_its_record_reads_back(aws: Aws) -> None:
+    clock = [time.time()]
+    for body in ("ours:1", "theirs:1"):
+        mark = Mark(identity=f"id-{body}", first_failed_at=int(clock[0]) - 60, failure=failure("fp-bad"))
+        aws.sqs.send_message(
+            QueueUrl=aws.dlq_url,
+            MessageBody=body,
+            MessageAttributes={MARK_ATTRIBUTE: string_attribute(mark.to_json())},
+        )
+    operator = tool_at(aws, clock)
+    # A shared DLQ: SQS names each message's source (moto does not: the proxy does it).
+    operator._clients["sqs"] = NamesTheSource(operator.client("sqs"), {"theirs": "someone-elses"})
+
+    mark_group(operator, "fp-bad", GroupAction.RETRY, "fixed in 1.2.4", force=False)
+
+    [listed] = recent(operator)
+    record = find(operator, listed.replay_id)  # readable: no source left empty
+    assert [sent.identity for sent in record.sent] == ["id-ours:1"]
+    assert "cannot be read" not in (latest_line(operator) or "")
 
 
 def test_the_command_lists_the_recent_replays_and_details_one(aws: Aws) -> None:

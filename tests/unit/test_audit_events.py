@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.console.audit import AuditEvent, AuditLog, Outcome, Phase, actions_from
+from sqs_redriver.console.audit import AuditEvent, AuditLog, AuditUnavailable, Outcome, Phase, actions_from
 
 texts = st.text(min_size=1, max_size=40)
 events = st.builds(
@@ -109,3 +110,45 @@ def test_ctrl_c_is_recorded_interrupted() -> None:
         raise KeyboardInterrupt
 
     assert logs.messages[-1]["outcome"] == "interrupted"
+
+
+class EndRefused(FakeLogs):
+    """Takes the start of an action, refuses its end."""
+
+    def put_log_events(self, *, logEvents: list[dict[str, Any]], **kwargs: Any) -> None:
+        if self.messages:
+            raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "PutLogEvents")
+        super().put_log_events(logEvents=logEvents, **kwargs)
+
+
+def test_an_action_done_whose_end_cannot_be_written_still_returns_and_says_so() -> None:
+    with AuditLog(EndRefused(), "group", target="orders").action("replay", "me", lambda: 5) as tally:
+        tally.count = 3
+
+    assert tally.unrecorded_end is not None
+    assert "replay ended (done, 3)" in tally.unrecorded_end and "shows it unfinished" in tally.unrecorded_end
+
+
+class StreamRefusedOnce(FakeLogs):
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: list[str] = []
+
+    def create_log_stream(self, *, logStreamName: str, **_: Any) -> None:
+        if not self.streams:
+            self.streams.append("refused")
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "CreateLogStream"
+            )
+        self.streams.append(logStreamName)
+
+
+def test_a_stream_that_could_not_be_made_is_made_on_the_next_action() -> None:
+    logs = StreamRefusedOnce()
+    trail = AuditLog(logs, "group", target="orders")
+    with pytest.raises(AuditUnavailable), trail.action("pause", "me", lambda: 5):
+        pass
+    with trail.action("pause", "me", lambda: 6):
+        pass
+
+    assert len(logs.streams) == 2 and [m["phase"] for m in logs.messages] == ["begun", "ended"]

@@ -180,6 +180,8 @@ class Tally:
 
     count: int = 0
     problem: str | None = None
+    # Set by the trail: the action ended but its end could not be written (it reads as unfinished).
+    unrecorded_end: str | None = None
 
 
 class AuditUnavailable(RuntimeError):
@@ -213,21 +215,19 @@ class AuditLog:
         try:
             yield tally
         except KeyboardInterrupt:
-            self._end(start, tally, Outcome.INTERRUPTED, None, now, quiet=True)
+            self._end(start, tally, Outcome.INTERRUPTED, None, now)
             raise
         except Exception as exc:
-            self._end(start, tally, Outcome.FAILED, str(exc)[:DETAIL_CHARS], now, quiet=True)
+            self._end(start, tally, Outcome.FAILED, str(exc)[:DETAIL_CHARS], now)
             raise
         if tally.problem:
-            self._end(start, tally, Outcome.FAILED, tally.problem[:DETAIL_CHARS], now, quiet=False)
+            self._end(start, tally, Outcome.FAILED, tally.problem[:DETAIL_CHARS], now)
         else:
-            self._end(start, tally, Outcome.DONE, None, now, quiet=False)
+            self._end(start, tally, Outcome.DONE, None, now)
 
-    def _end(
-        self, start: AuditEvent, tally: Tally, outcome: Outcome, error: str | None, now: Any, *, quiet: bool
-    ) -> None:
-        """Record the end. When that fails after the action failed, its own error is the one to
-        show (the trail will call it unfinished); after it was done, say so."""
+    def _end(self, start: AuditEvent, tally: Tally, outcome: Outcome, error: str | None, now: Any) -> None:
+        """Record the end. When that fails, the action's own report still reaches the operator
+        (it moved what it moved): ``tally.unrecorded_end`` says the trail will show it unfinished."""
         end = AuditEvent(
             start.action_id, Phase.ENDED, start.action, start.who, int(now()), start.target,
             start.details, tally.count, outcome, error,
@@ -235,21 +235,21 @@ class AuditLog:
         try:
             self._put(end)
         except AwsCallError as exc:
-            if not quiet:
-                raise AuditUnavailable(
-                    f"{start.action} was done ({tally.count}), but its end could not be recorded in the "
-                    f"audit log {self.group_name} (the trail shows it unfinished): {exc}"
-                ) from exc
+            tally.unrecorded_end = (
+                f"{start.action} ended ({outcome.value}, {tally.count}), but its end could not be recorded "
+                f"in the audit log {self.group_name}: the trail shows it unfinished ({exc})"
+            )
 
     def _put(self, event: AuditEvent) -> None:
         if self._stream is None:
-            self._stream = _stream_name(event.who, event.at)
+            stream = _stream_name(event.who, event.at)
             _call(
                 "CreateLogStream",
                 self.logs.create_log_stream,
                 logGroupName=self.group_name,
-                logStreamName=self._stream,
+                logStreamName=stream,
             )
+            self._stream = stream  # only once it exists: a failed create is tried again next time
         _call(
             "PutLogEvents",
             self.logs.put_log_events,

@@ -13,12 +13,12 @@ import base64
 import binascii
 import difflib
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqs_redriver.console import exact_json
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, MessageAttributes, message_size
 from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
 from sqs_redriver.protocol.sqs_limits import (
@@ -84,11 +84,11 @@ def render(message: Edited) -> str:
         "body": message.body if structured is None else structured,
         "attributes": {name: shown_attribute(value) for name, value in sorted(message.attributes.items())},
     }
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    text = exact_json.dumps(document, indent=2) + "\n"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(document, indent=2) + "\n"
+        return exact_json.dumps(document, indent=2, ensure_ascii=True) + "\n"
     return text
 
 
@@ -170,7 +170,7 @@ def _body(value: object, original: str) -> str:
     if isinstance(value, dict | list):
         if value == was_json:
             return original  # unchanged: its own spacing and number forms kept
-        body = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        body = exact_json.dumps(value)
     elif isinstance(value, str):
         body = value
         if was_json is not None and structured_body(body) is None:
@@ -257,28 +257,8 @@ def _check_characters(text: str, field: str) -> None:
 
 
 def _strict_json(text: str) -> Any:
-    """JSON as RFC 8259 has it: no NaN or Infinity, no number too large for a float, no key twice."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_unique)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:24]} is too large")
-    return value
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise ValueError(f"the key {_name(key)} is given twice")
-        found[key] = value
-    return found
+    """JSON as RFC 8259 has it, every number exact (exact_json)."""
+    return exact_json.loads(text)
 
 
 def _name(name: str) -> str:

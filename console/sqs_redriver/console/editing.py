@@ -17,6 +17,7 @@ from typing import Any
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.edit_rules import Edited, changed, editable, render, shown_attribute
 from sqs_redriver.console.inventory import Inspected, Where
+from sqs_redriver.console.moves import Destination
 from sqs_redriver.console.outcome_rules import Sent
 from sqs_redriver.console.outcomes import Ticket, new_ticket, record_sent
 from sqs_redriver.console.replay_records import ReplayKind
@@ -52,6 +53,7 @@ class EditReport:
     deleted: bool = False
     error: str | None = None
     replay_id: str | None = None  # its outcome record (`sqs-redriver outcome ID`)
+    interrupted: bool = False  # Ctrl-C at or after the send
 
     @property
     def clean(self) -> bool:
@@ -75,6 +77,7 @@ class EditReport:
             "not_deleted": self.not_deleted,
             "error": self.error,
             "replay_id": self.replay_id,
+            "interrupted": self.interrupted,
         }
 
     def summary(self) -> str:
@@ -85,6 +88,11 @@ class EditReport:
             return (
                 f"edited and sent to {self.source_queue}; the original is archived at {self.archive_key}"
                 f"{followed}{unrecorded}"
+            )
+        if self.interrupted:
+            return (
+                f"{self.error}: the original is still in the {self.where.value}; look at {self.source_queue} "
+                f"before editing again, or the edit is sent twice; archived at {self.archive_key}"
             )
         if self.not_deleted:
             return (
@@ -144,19 +152,35 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
             raise AwsCallError(f"cannot archive the original, so nothing was sent: {exc}") from exc
         report.archived = True
         sending = _outgoing(current, edited, now, report.archive_key, destination.url, ticket.verdict_key)
-        result = destination.send([sending])
-        if result.succeeded:
-            report.sent = True
-            tally.count = 1
-            _delete_original(scan, current, report)
-            _record(tool, current, destination.url, ticket, report)
-        else:
-            failure = result.failed.get("0")
-            report.error = result.call_error or (
-                f"{failure.code}: {failure.message}" if failure else "not sent"
-            )
+        try:
+            _send_then_delete(tool, scan, current, destination, sending, ticket, report)
+        except KeyboardInterrupt:
+            # From the send on, the operator must learn what may have gone: the report, not a stop.
+            report.interrupted = True
+            report.error = "interrupted " + ("after the edit was sent" if report.sent else "while sending it")
+        tally.count = int(report.sent)
         tally.problem = report.error
     return report
+
+
+def _send_then_delete(
+    tool: Tool,
+    scan: QueueScan,
+    current: Inspected,
+    destination: Destination,
+    sending: Outgoing,
+    ticket: Ticket,
+    report: EditReport,
+) -> None:
+    """Send the edit; only once it arrived, delete the original and record what was sent."""
+    result = destination.send([sending])
+    if result.succeeded:
+        report.sent = True
+        _delete_original(scan, current, report)
+        _record(tool, current, destination.url, ticket, report)
+        return
+    failure = result.failed.get("0")
+    report.error = result.call_error or (f"{failure.code}: {failure.message}" if failure else "not sent")
 
 
 def _outgoing(

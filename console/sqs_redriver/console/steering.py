@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqs_redriver.console.finding import first_in_queues, read_all
-from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.inventory import Where, is_fingerprint
 from sqs_redriver.console.outcome_rules import Sent
 from sqs_redriver.console.outcomes import record_sent
 from sqs_redriver.console.replay_records import ReplayKind
@@ -109,16 +109,13 @@ def _record_retry(tool: Tool, fingerprint: str) -> str:
     recorded, as the end of a line; a failure to record never undoes the rule."""
     try:
         in_dlq = [item for item in read_all(tool, Where.DLQ).items if item.group == fingerprint]
-        sent = [Sent.of(item, _source_url(tool, item)) for item in in_dlq]
+        routed = [(item, tool.source_for(item)) for item in in_dlq]
+        # A message naming a source that is not this re-driver's is never re-driven: not followed.
+        sent = [Sent.of(item, source.url) for item, source in routed if source is not None]
         record = record_sent(tool, ReplayKind.GROUP_RETRY, sent, detail=f"group={fingerprint}")
     except AwsCallError as exc:
         return f"; its messages are not followed for `outcome`: {exc}"
     return f"; {len(record.sent)} message(s) followed as replay {record.replay_id}" if record else ""
-
-
-def _source_url(tool: Tool, item: Inspected) -> str:
-    source = tool.source_for(item)
-    return source.url if source is not None else ""
 
 
 def clear_group(tool: Tool, fingerprint: str, *, force: bool) -> str:

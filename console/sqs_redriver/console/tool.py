@@ -72,6 +72,8 @@ class Tool:
     connection: Connection
     target: Target
     clock: Any = time.time
+    # Actions done whose end the audit trail could not record (take_warnings).
+    warnings: list[str] = field(default_factory=list)
     _clients: dict[str, Any] = field(default_factory=dict)
     _queues: dict[str, SqsQueue] = field(default_factory=dict)
     # How far AWS's clock (the Date of its latest response) is ahead of ``clock``; None: no answer yet.
@@ -131,6 +133,13 @@ class Tool:
             return
         with self.audit_log.action(action, self.who, self.now, **details) as tally:
             yield tally
+        if tally.unrecorded_end:
+            self.warnings.append(tally.unrecorded_end)
+
+    def take_warnings(self) -> list[str]:
+        """What the actions since the last call did not get recorded, to tell the operator."""
+        taken, self.warnings = self.warnings, []
+        return taken
 
     def now(self) -> int:
         """The tool's clock, but never more than a second ahead of AWS's: the re-driver refuses a

@@ -31,7 +31,7 @@ class ReportingGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context (typer.Context is narrower)
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except UsageError as exc:
             fail(str(exc), code=2)
         except (
@@ -44,6 +44,20 @@ class ReportingGroup(TyperGroup):
             ClientError,
         ) as exc:
             fail(explain(exc) or str(exc), code=1)
+        finally:
+            unrecorded = _unrecorded(ctx)
+        if unrecorded:
+            raise typer.Exit(1)
+        return result
+
+
+def _unrecorded(ctx: Any) -> list[str]:
+    """Say (on stderr) each action done whose end the audit trail could not record."""
+    tool = ctx.obj if isinstance(ctx.obj, Tool) else None
+    taken = tool.take_warnings() if tool is not None else []
+    for warning in taken:
+        err.print(Text.assemble(("warning: ", "yellow"), inert(warning)), soft_wrap=True)
+    return taken
 
 
 def fail(message: str, *, code: int) -> NoReturn:

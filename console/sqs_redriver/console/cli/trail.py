@@ -43,7 +43,7 @@ def audit(
             "a newer one, or name the group with --audit-log-group"
         )
     now = tool.now()
-    actions, unreadable = tool.audit_log.read(now - window, now + 60, limit)
+    actions, unreadable = tool.audit_log.read(max(0, now - window), now + 60, limit)
     if unreadable:
         err.print(f"warning: {unreadable} event(s) of the log group are not audit events (skipped)")
     if json:

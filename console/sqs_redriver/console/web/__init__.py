@@ -39,6 +39,7 @@ def create_app(tool: Tool, *, token: str, port: int) -> Flask:
     app.jinja_env.autoescape = True
     app.jinja_env.filters.update(inert=_inert, duration=duration)
     app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
+    app.context_processor(lambda: {"unrecorded": tool.take_warnings()})
     return app
 
 
