@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from botocore.exceptions import ClientError
 from flask.testing import FlaskClient
 
 from local_aws.queues import queue_counts
@@ -201,3 +202,22 @@ def test_an_aws_failure_is_a_503_page_with_one_line(aws: Aws) -> None:
     code, page = get(client, "/groups")
 
     assert code == 503 and "Traceback" not in page
+
+
+class RefusingMetrics:
+    """CloudWatch, refusing every metric read."""
+
+    def get_metric_statistics(self, **_: object) -> object:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no metrics"}}, "GetMetricStatistics")
+
+
+def test_status_without_the_chart_when_cloudwatch_refuses_it_still_shows_the_rest(aws: Aws) -> None:
+    park_groups(aws)
+    client, tool = open_console(aws)
+    tool._clients["cloudwatch"] = RefusingMetrics()
+
+    code, page = get(client, "/")
+
+    assert code == 200 and "Circuit breakers" in page and "4 message(s) in the parking lot" in page
+    assert "No chart: GetMetricStatistics failed" in page and "no metrics" in page
+    assert "oldest message age could not be read" in page  # a problem, not the end of the page

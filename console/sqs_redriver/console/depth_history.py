@@ -59,7 +59,10 @@ def _points(
         )
     except (ClientError, BotoCoreError) as exc:
         raise AwsCallError(f"GetMetricStatistics failed: {exc}") from exc
-    found = (
-        (int(point["Timestamp"].timestamp()), float(point["Maximum"])) for point in response["Datapoints"]
-    )
+    found = []
+    for point in response.get("Datapoints", []):
+        try:  # what CloudWatch answers is read as untrusted: a point without a time or a value is left out
+            found.append((int(point["Timestamp"].timestamp()), float(point["Maximum"])))
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+            continue
     return tuple(sorted(found))

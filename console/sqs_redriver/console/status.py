@@ -8,6 +8,7 @@ from typing import Any
 from sqs_redriver.console.aws import QueueDepth, oldest_age_seconds, queue_depth
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key
+from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker
 from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
@@ -35,6 +36,8 @@ class Status:
     runs: list[RunSummary]
     # What became of the latest replay, edit or group retry, in one line (outcomes.latest_line).
     latest_replay: str | None = None
+    # Why the DLQ's oldest age is unknown, when CloudWatch refused or failed to say.
+    age_unread: str | None = None
 
     @property
     def dlq_time_to_expiry_seconds(self) -> int | None:
@@ -57,6 +60,8 @@ class Status:
             for url, breaker in self.breakers.items()
             if breaker.silent_probes >= SILENT_PROBES_LIMIT
         ]
+        if self.age_unread:
+            found.append(f"the DLQ's oldest message age could not be read: {self.age_unread}")
         expiry = self.dlq_time_to_expiry_seconds
         if expiry is not None and expiry < EXPIRY_WARNING_SECONDS:
             found.append(f"the DLQ's oldest message expires in {expiry} s")
@@ -99,6 +104,10 @@ class Status:
 def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: StateTable, now: int) -> Status:
     """Read everything ``status`` shows: a few GetItem and GetQueueAttributes calls, one metric."""
     dlq = queue_depth(sqs, deployment.dlq_url)
+    try:
+        oldest, age_unread = oldest_age_seconds(cloudwatch, dlq.name, now), None
+    except AwsCallError as exc:  # the queues and the breakers are still worth showing
+        oldest, age_unread = None, str(exc)
     return Status(
         deployment=deployment,
         at=now,
@@ -107,8 +116,9 @@ def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: Sta
         sources=[queue_depth(sqs, url) for url in deployment.source_queue_urls],
         dlq=dlq,
         parking_lot=queue_depth(sqs, deployment.parking_lot_url),
-        dlq_oldest_age_seconds=oldest_age_seconds(cloudwatch, dlq.name, now),
+        dlq_oldest_age_seconds=oldest,
         runs=[RunSummary.from_dict(run) for run in table.load_runs(runs_key(deployment.dlq_url))],
+        age_unread=age_unread,
     )
 
 

@@ -52,7 +52,6 @@ def replay() -> str:
         replay_chosen(console, where, selection, rate=rate, report=report)
     return render_template(
         "moved.html",
-        verb="replayed",
         chosen=len(chosen.items),
         report=report,
         lines=report.summary_lines("replayed"),

@@ -30,10 +30,6 @@ KNOWN: tuple[tuple[type[Exception], int, str], ...] = (
     (BotoCoreError, 503, "AWS did not answer"),
     (ClientError, 503, "AWS refused"),
 )
-MOVED_MEANWHILE = (
-    "It may have moved meanwhile: a run re-drove or parked it, or someone replayed or purged it. "
-    "Groups shows what is there now."
-)
 
 
 def page(title: str, message: str, status: int, *, moved: bool = False) -> tuple[str, int]:

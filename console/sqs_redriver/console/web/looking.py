@@ -17,6 +17,7 @@ from sqs_redriver.console.shown import some
 from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS
 from sqs_redriver.console.web.chart import depth_chart, swatch
 from sqs_redriver.console.web.current import tool
+from sqs_redriver.runtime.adapters import AwsCallError
 
 pages = Blueprint("looking", __name__)
 AUDIT_DAYS = 7
@@ -32,7 +33,10 @@ def status() -> str:
     now = current.at
     queues = [(f"source {d.name}", d.name) for d in current.sources]
     queues += [(f"DLQ {current.dlq.name}", current.dlq.name), ("parking lot", current.parking_lot.name)]
-    history = depth_history(console.client("cloudwatch"), queues, now)
+    try:
+        history, chart_problem = depth_history(console.client("cloudwatch"), queues, now), ""
+    except AwsCallError as exc:  # the chart is an extra: the status is still worth showing
+        history, chart_problem = [], str(exc)
     chart = depth_chart([s.points for s in history], now - DEPTH_WINDOW_SECONDS, now)
     return render_template(
         "status.html",
@@ -42,6 +46,7 @@ def status() -> str:
         chart=Markup(chart),  # noqa: S704
         legend=[(Markup(swatch(index)), series.label) for index, series in enumerate(history)],  # noqa: S704
         has_points=any(series.points for series in history),
+        chart_problem=chart_problem,
         now=now,
     )
 
