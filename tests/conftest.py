@@ -10,6 +10,7 @@ from unittest.mock import patch
 
 import botocore.loaders
 import pytest
+from _pytest.nodeid import NodeId  # pytest 9's structured node id (see _name_the_groups)
 from moto import mock_aws
 
 from local_aws import REGION
@@ -71,9 +72,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (a synthesized app, a deployed world) go to one worker, which builds it once; the others spread
     one by one. A wrapper, so that the groups are marked before xdist's own hook reads them (a
     ``tryfirst`` hook of a conftest still ran after it)."""
-    if getattr(config.option, "loadgroup", False):  # set in xdist's workers only
+    grouping = getattr(config.option, "loadgroup", False)  # set in xdist's workers only
+    if grouping:
         _group_by_shared_fixtures(items)
-    return (yield)
+    result = yield
+    if grouping:
+        _name_the_groups(items)
+    return result
 
 
 def _group_by_shared_fixtures(items: list[pytest.Item]) -> None:
@@ -82,6 +87,18 @@ def _group_by_shared_fixtures(items: list[pytest.Item]) -> None:
         definitions = fixtures.name2fixturedefs.values() if fixtures else ()
         if any(d[-1].scope in ("class", "module", "package") for d in definitions):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _name_the_groups(items: list[pytest.Item]) -> None:
+    """What xdist's own hook means to do: end each grouped test's id with ``@group``, the scope
+    its scheduler reads. pytest 9 builds ids from a structured ``_id``, so xdist 3.8's write to
+    ``_nodeid`` is lost and every test ran alone (pytest-xdist#1386; its fix, #1388, sets ``_id``
+    as here). Without this, a module's shared fixture was built on both workers."""
+    for item in items:
+        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
