@@ -21,6 +21,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sqs_redriver.console.aws import aws_call
 from sqs_redriver.runtime.adapters import AwsCallError
 
 # Details longer than this are cut: a reason is a sentence, not a document.
@@ -243,14 +244,14 @@ class AuditLog:
     def _put(self, event: AuditEvent) -> None:
         if self._stream is None:
             stream = _stream_name(event.who, event.at)
-            _call(
+            aws_call(
                 "CreateLogStream",
                 self.logs.create_log_stream,
                 logGroupName=self.group_name,
                 logStreamName=stream,
             )
             self._stream = stream  # only once it exists: a failed create is tried again next time
-        _call(
+        aws_call(
             "PutLogEvents",
             self.logs.put_log_events,
             logGroupName=self.group_name,
@@ -282,10 +283,3 @@ def _stream_name(who: str, at: int) -> str:
     day = datetime.fromtimestamp(at, UTC).strftime("%Y/%m/%d")
     person = STREAM_UNSAFE.sub("_", who.rsplit("/", 1)[-1])[:64] or "unknown"
     return f"{day}/{person}/{uuid.uuid4().hex[:8]}"
-
-
-def _call(operation: str, call: Any, **kwargs: Any) -> None:
-    try:
-        call(**kwargs)
-    except (ClientError, BotoCoreError) as exc:
-        raise AwsCallError(f"{operation} failed: {exc}") from exc

@@ -105,7 +105,7 @@ class QueueDepth:
 
 
 def queue_depth(sqs: Any, url: str) -> QueueDepth:
-    attributes = _call(
+    attributes = aws_call(
         "GetQueueAttributes",
         sqs.get_queue_attributes,
         QueueUrl=url,
@@ -129,7 +129,7 @@ def oldest_age_seconds(cloudwatch: Any, queue_name: str, now: float) -> int | No
     """The queue's ApproximateAgeOfOldestMessage as SQS last published it to CloudWatch (None when
     there is no recent datapoint: an empty or idle queue, or a local endpoint). Reading it consumes
     nothing, unlike receiving messages to look at their age."""
-    response = _call(
+    response = aws_call(
         "GetMetricStatistics",
         cloudwatch.get_metric_statistics,
         Namespace="AWS/SQS",
@@ -214,7 +214,7 @@ class QueueScan:
         Then ``coverage`` tells what the scan could not read."""
         stale = 0
         while stale < STALE_RECEIVES:
-            response = _call(
+            response = aws_call(
                 "ReceiveMessage",
                 self._sqs.receive_message,
                 QueueUrl=self.queue.url,
@@ -273,7 +273,8 @@ class QueueScan:
         return self.unreleased
 
 
-def _call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
+def aws_call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
+    """``call(**kwargs)``; a refusal or failure of AWS as AwsCallError naming ``operation``."""
     try:
         response: Mapping[str, Any] = call(**kwargs)
     except (ClientError, BotoCoreError) as exc:

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.console.aws import aws_call
 
 DEPTH_WINDOW_SECONDS = 3 * 3600
 DEPTH_PERIOD_SECONDS = 300
@@ -47,18 +45,17 @@ def depth_history(
 def _points(
     cloudwatch: Any, queue_name: str, now: int, window: int, period: int
 ) -> tuple[tuple[int, float], ...]:
-    try:
-        response = cloudwatch.get_metric_statistics(
-            Namespace="AWS/SQS",
-            MetricName=DEPTH_METRIC,
-            Dimensions=[{"Name": "QueueName", "Value": queue_name}],
-            StartTime=datetime.fromtimestamp(now - window, UTC),
-            EndTime=datetime.fromtimestamp(now, UTC),
-            Period=period,
-            Statistics=["Maximum"],
-        )
-    except (ClientError, BotoCoreError) as exc:
-        raise AwsCallError(f"GetMetricStatistics failed: {exc}") from exc
+    response = aws_call(
+        "GetMetricStatistics",
+        cloudwatch.get_metric_statistics,
+        Namespace="AWS/SQS",
+        MetricName=DEPTH_METRIC,
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=datetime.fromtimestamp(now - window, UTC),
+        EndTime=datetime.fromtimestamp(now, UTC),
+        Period=period,
+        Statistics=["Maximum"],
+    )
     found = []
     for point in response.get("Datapoints", []):
         try:  # what CloudWatch answers is read as untrusted: a point without a time or a value is left out
