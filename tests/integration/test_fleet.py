@@ -15,6 +15,7 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from local_aws import REGION
+from local_aws.clients import ClientProxy
 from sqs_redriver.console import aws as tool_aws
 from sqs_redriver.console import fleet as fleet_reads
 from sqs_redriver.console.advice import NO_REGION
@@ -94,16 +95,13 @@ def account() -> Iterator[None]:
         yield
 
 
-class Doctored:
+class Doctored(ClientProxy):
     """An SQS client whose GetQueueAttributes refuses some queues and garbles some policies."""
 
     def __init__(self, client: Any, refused: set[str], policies: dict[str, str]) -> None:
-        self._client = client
+        super().__init__(client)
         self._refused = refused
         self._policies = policies
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     def get_queue_attributes(self, *, QueueUrl: str, **kwargs: Any) -> Any:  # noqa: N803 - boto3's name
         name = QueueUrl.rsplit("/", 1)[-1]

@@ -14,18 +14,13 @@ from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.model.breaker_state import State
 from tests.support.aws import Aws
+from tests.support.operator import operator_tool
 
 AN_HOUR_FAST = 3600
 
 
 def fast_tool(aws: Aws) -> Tool:
-    target = Target(
-        dlq_url=aws.dlq_url,
-        source_urls=(aws.source_url,),
-        parking_lot_url=aws.parking_lot_url,
-        table=aws.table_name,
-    )
-    return Tool(Connection(region=REGION), target, clock=lambda: time.time() + AN_HOUR_FAST)
+    return operator_tool(aws, clock=lambda: time.time() + AN_HOUR_FAST)
 
 
 def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aws: Aws) -> None:

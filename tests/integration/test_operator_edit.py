@@ -15,32 +15,20 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_aws import REGION
+from local_aws.clients import ClientProxy
 from local_aws.queues import drain, queue_counts
-from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.edit_rules import DocumentError
 from sqs_redriver.console.editing import document_of, edit_and_retry
 from sqs_redriver.console.finding import find_message
-from sqs_redriver.console.tool import NotFound, Target, Tool
+from sqs_redriver.console.tool import NotFound
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
-from tests.support.operator import FIRST_FAILED, park, tool
+from tests.support.operator import FIRST_FAILED, operator_tool, park, tool
 
 ORDER = '{"order": 7, "items": [], "note": "héllo"}'
 AUDIT_GROUP = "orders-audit"
-
-
-def operator(aws: Aws, *, audit_log_group: str | None = None) -> Tool:
-    target = Target(
-        dlq_url=aws.dlq_url,
-        source_urls=(aws.source_url,),
-        parking_lot_url=aws.parking_lot_url,
-        table=aws.table_name,
-        archive_bucket=aws.archive_bucket,
-        audit_log_group=audit_log_group,
-    )
-    return Tool(Connection(region=REGION), target)
 
 
 def with_items(document: str, items: list[Any]) -> str:
@@ -71,7 +59,7 @@ def test_an_edited_parked_message_arrives_at_its_source_with_its_identity_and_th
     aws: Aws,
 ) -> None:
     park(aws, ORDER, identity="order-7", tenant="acme")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
 
     report = edit_and_retry(ops, item, with_items(document_of(item), [{"sku": "A1"}]))
@@ -94,7 +82,7 @@ def test_an_edited_parked_message_arrives_at_its_source_with_its_identity_and_th
 
 def test_an_edit_past_the_size_limit_is_refused_before_anything_is_sent(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
     document = json.loads(document_of(item))
     document["body"]["note"] = "x" * SQS_MAX_MESSAGE_BYTES
@@ -108,7 +96,7 @@ def test_an_edit_past_the_size_limit_is_refused_before_anything_is_sent(aws: Aws
 
 def test_a_message_that_moved_meanwhile_is_not_edited_and_nothing_is_sent(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
     drain(aws.sqs, aws.parking_lot_url)  # someone purged it
 
@@ -119,27 +107,15 @@ def test_a_message_that_moved_meanwhile_is_not_edited_and_nothing_is_sent(aws: A
     assert edited_originals(aws) == []
 
 
-class FailingSends:
+class FailingSends(ClientProxy):
     """The SQS client, except that every send fails."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     def send_message_batch(self, **_: Any) -> Any:
         raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "SendMessageBatch")
 
 
-class InterruptedAfterSending:
+class InterruptedAfterSending(ClientProxy):
     """The SQS client, except that Ctrl-C comes right after a send arrived (before the delete)."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
     def send_message_batch(self, **kwargs: Any) -> Any:
         self._client.send_message_batch(**kwargs)
@@ -148,7 +124,7 @@ class InterruptedAfterSending:
 
 def test_ctrl_c_after_the_send_reports_that_the_edit_went_and_the_original_stayed(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
     ops._clients["sqs"] = InterruptedAfterSending(aws.sqs)
 
@@ -162,7 +138,7 @@ def test_ctrl_c_after_the_send_reports_that_the_edit_went_and_the_original_staye
 
 def test_a_failed_send_leaves_the_original_where_it_was(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
     ops._clients["sqs"] = FailingSends(aws.sqs)
 
@@ -177,7 +153,7 @@ def test_a_failed_send_leaves_the_original_where_it_was(aws: Aws) -> None:
 def test_the_audit_trail_records_the_edit_with_its_archive_key(aws: Aws) -> None:
     boto3.client("logs", region_name=REGION).create_log_group(logGroupName=AUDIT_GROUP)
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws, audit_log_group=AUDIT_GROUP)
+    ops = operator_tool(aws, audit_log_group=AUDIT_GROUP)
     item = find_message(ops, "order-7")
 
     report = edit_and_retry(ops, item, with_items(document_of(item), [1]))
@@ -276,7 +252,7 @@ def test_edit_without_an_archive_bucket_is_refused(
 
 def test_an_edit_is_recorded_for_outcome_and_its_mark_carries_the_records_verdict_key(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
-    ops = operator(aws)
+    ops = operator_tool(aws)
     item = find_message(ops, "order-7")
 
     report = edit_and_retry(ops, item, with_items(document_of(item), [{"sku": "A1"}]))

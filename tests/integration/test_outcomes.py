@@ -9,15 +9,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from local_aws import REGION
-from sqs_redriver.console.aws import Connection
+from local_aws.clients import ClientProxy
 from sqs_redriver.console.inventory import Where
 from sqs_redriver.console.moves import MoveReport
 from sqs_redriver.console.moving import parse_selection, replay_chosen
 from sqs_redriver.console.outcome_rules import Fate
 from sqs_redriver.console.outcomes import find, judge_replay, latest_line, recent, snapshot
 from sqs_redriver.console.steering import mark_group
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.tool import Tool
 from sqs_redriver.kit.aws import KitAws
 from sqs_redriver.kit.verdicts import Tally
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
@@ -26,19 +25,13 @@ from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.model.groups import GroupAction
 from tests.support.aws import Aws
 from tests.support.factories import NamesTheSource
-from tests.support.operator import failure, park, tool
+from tests.support.operator import failure, operator_tool, park, tool
 
 TWO_HOURS = 7_200  # past the test source's return window (visibility timeout x receives)
 
 
 def tool_at(aws: Aws, clock: list[float]) -> Tool:
-    target = Target(
-        dlq_url=aws.dlq_url,
-        source_urls=(aws.source_url,),
-        parking_lot_url=aws.parking_lot_url,
-        table=aws.table_name,
-    )
-    return Tool(Connection(region=REGION), target, clock=lambda: clock[0])
+    return operator_tool(aws, clock=lambda: clock[0])
 
 
 def replay_three(aws: Aws, clock: list[float]) -> str:
@@ -226,24 +219,16 @@ def test_a_corrupt_index_is_reported_and_rewritten_by_the_next_replay(aws: Aws) 
     assert [entry.replay_id for entry in recent(tool_at(aws, [time.time()]))] == [replay_id]
 
 
-class RefusingPuts:
-    """The table's client, refusing every PutItem and BatchWriteItem (the records' writes)."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return self._refuse if name in ("put_item", "batch_write_item") else getattr(self._client, name)
-
-    def _refuse(self, **_: Any) -> Any:
-        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "PutItem")
+def refuse(**_: Any) -> Any:
+    raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "PutItem")
 
 
 def test_a_record_that_cannot_be_written_never_hides_what_moved(aws: Aws) -> None:
     for n in range(3):
         park(aws, f"bad-{n}", fingerprint="fp-bad")
     operator = tool_at(aws, [time.time()])
-    operator._clients["dynamodb"] = RefusingPuts(aws.dynamodb)
+    # The table's client, refusing every PutItem and BatchWriteItem (the records' writes).
+    operator._clients["dynamodb"] = ClientProxy(aws.dynamodb, put_item=refuse, batch_write_item=refuse)
 
     report = replay_chosen(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport())
 

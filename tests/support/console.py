@@ -8,11 +8,10 @@ import re
 from flask import Flask
 from flask.testing import FlaskClient
 
-from local_aws import REGION
-from sqs_redriver.console.aws import Connection
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.tool import Tool
 from sqs_redriver.console.web import create_app
 from tests.support.aws import Aws
+from tests.support.operator import operator_tool
 
 PORT = 8765
 BASE_URL = f"http://127.0.0.1:{PORT}"
@@ -24,15 +23,7 @@ CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 def console_tool(aws: Aws, *, audited: bool = True) -> Tool:
     """A tool over ``aws``'s resources, named explicitly, with its archive bucket (and an audit trail
     unless told)."""
-    target = Target(
-        dlq_url=aws.dlq_url,
-        source_urls=(aws.source_url,),
-        parking_lot_url=aws.parking_lot_url,
-        table=aws.table_name,
-        archive_bucket=aws.archive_bucket,
-        audit_log_group=AUDIT_LOG_GROUP if audited else None,
-    )
-    tool = Tool(Connection(region=REGION), target)
+    tool = operator_tool(aws, audit_log_group=AUDIT_LOG_GROUP if audited else None)
     if audited:
         tool.client("logs").create_log_group(logGroupName=AUDIT_LOG_GROUP)
     return tool

@@ -3,11 +3,16 @@ the re-driver would have for it to find."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from typer.testing import CliRunner
 
+from local_aws import REGION
+from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.cli import app
+from sqs_redriver.console.tool import Target, Tool
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
@@ -29,6 +34,22 @@ def tool(aws: Aws, *args: str, input: str | None = None) -> Any:
         aws.table_name,
     ]
     return CliRunner().invoke(app, [*target, *args], input=input)
+
+
+def operator_tool(
+    aws: Aws, *, audit_log_group: str | None = None, clock: Callable[[], float] = time.time
+) -> Tool:
+    """The operator's library over ``aws``'s resources, named explicitly (with the archive bucket,
+    and the audit log group if given), on ``clock``."""
+    target = Target(
+        dlq_url=aws.dlq_url,
+        source_urls=(aws.source_url,),
+        parking_lot_url=aws.parking_lot_url,
+        table=aws.table_name,
+        archive_bucket=aws.archive_bucket,
+        audit_log_group=audit_log_group,
+    )
+    return Tool(Connection(region=REGION), target, clock=clock)
 
 
 def failure(fingerprint: str, at: int = FIRST_FAILED) -> Failure:
