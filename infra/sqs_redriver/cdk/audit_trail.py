@@ -14,6 +14,7 @@ from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sqs_redriver.cdk.dashboard import log_table
 from sqs_redriver.cdk.settings import SettingsError
 
 AUDIT_RETENTION = Duration.days(365)
@@ -68,17 +69,14 @@ def build_audit_log(scope: Construct, retention: Duration, removal_policy: Remov
 def audit_widget(log_group: logs.ILogGroup) -> cw.LogQueryWidget:
     """The latest operator actions on the dashboard: their ends (with the count), newest first; an
     action begun and never ended shows as its start."""
-    return cw.LogQueryWidget(
-        title=AUDIT_TITLE,
-        log_group_names=[log_group.log_group_name],
-        query_lines=[
+    return log_table(
+        AUDIT_TITLE,
+        log_group,
+        [
             "fields @timestamp as time, who, action, outcome, count, details.reason as reason, phase",
             f"filter phase = {json.dumps('ended')} or phase = {json.dumps('begun')}",
             "sort @timestamp desc",
             "dedup id",
             f"limit {AUDIT_ACTIONS_SHOWN}",
         ],
-        view=cw.LogQueryVisualizationType.TABLE,
-        width=24,
-        height=6,
     )

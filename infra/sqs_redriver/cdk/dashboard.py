@@ -149,15 +149,24 @@ def _function_row(watched: Watched) -> list[cw.IWidget]:
 def breaker_transitions(log_group: logs.ILogGroup, service: str) -> cw.LogQueryWidget:
     """The latest breaker transitions with their evidence, a Logs Insights query over the re-drive
     function's log group (``service`` keeps out other functions' lines, should it be shared)."""
-    return cw.LogQueryWidget(
-        title=BREAKER_TRANSITIONS_TITLE,
-        log_group_names=[log_group.log_group_name],
-        query_lines=[
+    return log_table(
+        BREAKER_TRANSITIONS_TITLE,
+        log_group,
+        [
             "fields @timestamp as time, breaker, `from`, `to`, evidence, version",
             f"filter message = {json.dumps(BREAKER_TRANSITION_MESSAGE)} and service = {json.dumps(service)}",
             "sort @timestamp desc",
             f"limit {BREAKER_TRANSITIONS_SHOWN}",
         ],
+    )
+
+
+def log_table(title: str, log_group: logs.ILogGroup, query_lines: list[str]) -> cw.LogQueryWidget:
+    """A dashboard row: a Logs Insights query over ``log_group``, shown as a table."""
+    return cw.LogQueryWidget(
+        title=title,
+        log_group_names=[log_group.log_group_name],
+        query_lines=query_lines,
         view=cw.LogQueryVisualizationType.TABLE,
         width=24,
         height=6,
