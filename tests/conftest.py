@@ -12,6 +12,7 @@ import botocore.loaders
 import pytest
 from _pytest.nodeid import NodeId  # pytest 9's structured node id (see _name_the_groups)
 from moto import mock_aws
+from moto.sqs.models import SQSBackend
 
 from local_aws import REGION
 from tests.support.aws import IDEMPOTENCY_TABLE, Aws, create_aws
@@ -24,6 +25,20 @@ def one_botocore_loader() -> Iterator[None]:
     """Each mock_aws() starts a fresh boto3 session, which would read the service models from disk
     again (a third of a second per test); one loader per data path reads each model once a run."""
     with patch("botocore.session.create_loader", functools.cache(botocore.loaders.create_loader)):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def long_polls_answered_at_once() -> Iterator[None]:
+    """In-process moto waits out a long poll of an empty queue in real time: a second idle for each
+    scan of the operator's tool. Nothing can arrive meanwhile that a test may count on (no test
+    depends on threads' timing), so every receive is answered at once with what it finds."""
+    receive = SQSBackend.receive_message
+
+    def at_once(backend: SQSBackend, queue_name: str, count: int, _wait: int, *rest: Any) -> Any:
+        return receive(backend, queue_name, count, 0, *rest)
+
+    with patch.object(SQSBackend, "receive_message", at_once):
         yield
 
 

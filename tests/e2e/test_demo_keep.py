@@ -27,7 +27,8 @@ STORY_SECONDS = 240
 
 
 def lines_of(stream: object) -> queue.Queue[str]:
-    """The lines of ``stream`` as they come (a reader thread), so that a wait can time out."""
+    """The lines of ``stream`` as they come (a reader thread, which ends at the stream's end, "" in
+    the queue), so that a wait can time out."""
     found: queue.Queue[str] = queue.Queue()
 
     def read() -> None:
@@ -37,6 +38,11 @@ def lines_of(stream: object) -> queue.Queue[str]:
 
     threading.Thread(target=read, daemon=True).start()
     return found
+
+
+def all_of(lines: queue.Queue[str]) -> str:
+    """What a stream's reader read, up to the stream's end."""
+    return "".join(iter(lambda: lines.get(timeout=60), ""))
 
 
 def test_the_kept_demo_serves_the_console_and_stops_cleanly_on_ctrl_c() -> None:
@@ -49,8 +55,8 @@ def test_the_kept_demo_serves_the_console_and_stops_cleanly_on_ctrl_c() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    printed, errors_printed = lines_of(demo.stdout), lines_of(demo.stderr)
     try:
-        printed = lines_of(demo.stdout)
         seen: list[str] = []
         while not any(URL.search(line) for line in seen):
             line = printed.get(timeout=STORY_SECONDS)
@@ -67,7 +73,8 @@ def test_the_kept_demo_serves_the_console_and_stops_cleanly_on_ctrl_c() -> None:
         assert any(COMMAND.search(line) for line in seen), "".join(seen)
     finally:
         demo.send_signal(signal.SIGINT)
-        _out, errors = demo.communicate(timeout=60)
+        demo.wait(timeout=60)  # both readers drain their pipes meanwhile, and end at their close
+        errors = all_of(errors_printed)
 
     assert demo.returncode == 0, errors
     assert "Traceback" not in errors, errors

@@ -14,8 +14,9 @@ from moto.core.utils import unix_time, unix_time_millis
 from moto.sqs.models import SQSBackend, sqs_backends
 
 from local_aws import ACCOUNT, REGION
-from local_aws.cloudformation import deploy
+from local_aws.cloudformation import deploy_synthesized
 from local_aws.server import speed_up_moto_sqs
+from local_aws.simulation import default_stack
 from sqs_redriver.cdk.functions import powertools_layer_parameter
 from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import Aws
@@ -76,7 +77,7 @@ def test_the_deployed_consumer_gets_the_kits_environment_and_the_layer_is_publis
     # function's Layers (the template test checks the attachment); the layer version itself is
     # published from the zipped asset the fake bootstrap uploaded.
     with mock_aws():
-        deployment = deploy({})
+        deployment = deploy_synthesized(default_stack())
         [kit_layer] = boto3.client("lambda").list_layers(CompatibleRuntime="python3.14")["Layers"]
         s3 = boto3.client("s3")
         buckets = {b["Name"] for b in s3.list_buckets()["Buckets"]}
@@ -109,7 +110,7 @@ def test_the_powertools_layers_dynamic_reference_deploys_into_moto_unchanged() -
     # moto resolves no {{resolve:ssm:...}} and cannot hold parameters under /aws/: the template goes
     # in as `cdk deploy` would send it, and moto drops the function's Layers.
     with mock_aws():
-        deployment = deploy({})
+        deployment = deploy_synthesized(default_stack())
         body = boto3.client("cloudformation").get_template(StackName=deployment.stack_name)["TemplateBody"]
 
     template = body if isinstance(body, str) else json.dumps(body)
