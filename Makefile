@@ -24,7 +24,9 @@ install: $(STAMP)
 # The project itself is installed editable: its import root, sqs_redriver, is then the same in the
 # repository as installed from the wheel (the part folders infra/, lambdas/, console/ on the path).
 # No byte-compiling at install (here and for LocalStack's venv): Python compiles what it imports, a
-# quarter of aws-cdk-lib; compiling all of it cost more CPU than the rest of the install.
+# quarter of aws-cdk-lib; compiling all of it cost more CPU than the rest of the install. Both venvs
+# get the newest pip first: with the pip Python 3.13 ships, LocalStack's took 77 CPU-seconds to
+# install, with the newest 37.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -44,6 +46,7 @@ localstack-venv: $(LOCALSTACK_STAMP)
 $(LOCALSTACK_STAMP): $(LOCALSTACK_REQUIREMENTS)
 	test -x $(LOCALSTACK_VENV)/bin/python || { \
 		python=$$(tests/conformance/find-python $(LOCALSTACK_PYTHON)) && $$python -m venv $(LOCALSTACK_VENV); }
+	$(LOCALSTACK_VENV)/bin/pip install --quiet --upgrade pip
 	$(LOCALSTACK_VENV)/bin/pip install --quiet --no-compile -r $(LOCALSTACK_REQUIREMENTS)
 	touch $(LOCALSTACK_STAMP)
 
