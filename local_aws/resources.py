@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import boto3
 
@@ -33,18 +33,31 @@ class Resources:
     archive_bucket: str
 
 
+class Clients(NamedTuple):
+    """The clients of a world's resources."""
+
+    sqs: Any
+    dynamodb: Any
+    s3: Any
+
+
+def new_clients() -> Clients:
+    """Clients of whatever AWS boto3 reaches now (moto in-process or a moto server's endpoint)."""
+    return Clients(*(boto3.client(service, region_name=REGION) for service in Clients._fields))
+
+
 def create_resources(
     *,
     fifo: bool = False,
     max_receive_count: int = 2,
     source_visibility_timeout: int = 30,
     name: str = "orders",
+    clients: Clients | None = None,
 ) -> Resources:
     """Queues ``name``, ``name-dlq`` and ``name-parking-lot`` (with ``.fifo`` for FIFO), the
     state table and the archive bucket, on whatever AWS boto3 reaches (moto in-process or a moto
-    server); clients included."""
-    sqs = boto3.client("sqs", region_name=REGION)
-    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    server); with ``clients``, or new ones."""
+    sqs, dynamodb, s3 = clients or new_clients()
     kind: dict[QueueAttributeNameType, str] = {"FifoQueue": "true"} if fifo else {}
     suffix = ".fifo" if fifo else ""
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes=kind)["QueueUrl"]
@@ -62,7 +75,6 @@ def create_resources(
     )["QueueUrl"]
     parking_lot_url = sqs.create_queue(QueueName=f"{name}-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
     create_table(dynamodb, STATE_TABLE, STATE_TABLE_KEY)
-    s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket=ARCHIVE_BUCKET)
     return Resources(
         sqs=sqs,

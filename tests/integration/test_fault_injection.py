@@ -38,7 +38,7 @@ from sqs_redriver.runtime.decide.backoff import backoff_step
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.decide.fairness import turn_order
 from sqs_redriver.runtime.model.breaker_state import State
-from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings
+from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings, reused_clients
 from tests.support.factories import LONG_AGO, TEN_ATTRIBUTES, FakeClock, NamesTheSource
 from tests.support.faults import (
     BATCH_ENTRY_OPERATIONS,
@@ -185,7 +185,7 @@ def run_with_faults(
     per-run limit and its continuations follow under the same plan (its slot writes are calls).
     With ``shared``, the DLQ has two sources, each with its own breaker."""
     with mock_aws():
-        aws = create_aws()
+        aws = create_aws(clients=reused_clients())
         sources = shared_sources(aws, shared)
         seeded = seed_messages(fresh=7 + 10 * (parallel_batches - 1), long_holds=long_holds, shared=shared)
         fill(aws, seeded)

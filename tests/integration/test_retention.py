@@ -22,7 +22,7 @@ from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
 from sqs_redriver.runtime.model.breaker_state import Mode, State
-from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings
+from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings, reused_clients
 from tests.support.factories import LONG_AGO, FakeClock
 from tests.support.faults import (
     BATCH_ENTRY_OPERATIONS,
@@ -219,7 +219,7 @@ def sweep_with_faults(plan: dict[int, Fault]) -> tuple[list[str], list[str]]:
     """12 expiring messages, the breaker OPEN, a sweep run with ``plan``'s faults, then healthy
     runs. Returns the calls of the faulted run and the problems found in the books."""
     with mock_aws():
-        aws = create_aws()
+        aws = create_aws(clients=reused_clients())
         short_retention(aws)
         bodies = {f"s-{i}" for i in range(12)}
         for body in sorted(bodies):

@@ -3,10 +3,11 @@ them, and readers of what the queues and the table hold."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from local_aws.compose import local_redriver
-from local_aws.resources import Resources, create_resources, create_table
+from local_aws.resources import Clients, Resources, create_resources, create_table, new_clients
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
@@ -24,14 +25,26 @@ Aws = Resources  # what the `aws` fixture yields
 REMAINING = lambda: 60_000  # noqa: E731 - the Lambda context's clock, plenty of time
 
 
-def create_aws(*, fifo: bool = False) -> Aws:
+def create_aws(*, fifo: bool = False, clients: Clients | None = None) -> Aws:
     """A source queue with its DLQ (maxReceiveCount 2), a parking lot, the state table and the
-    consumer's idempotency table; inside mock_aws."""
+    consumer's idempotency table; inside mock_aws. With ``clients``, or new ones."""
     aws = create_resources(
-        fifo=fifo, max_receive_count=MAX_RECEIVE_COUNT, source_visibility_timeout=SOURCE_VISIBILITY_TIMEOUT
+        fifo=fifo,
+        max_receive_count=MAX_RECEIVE_COUNT,
+        source_visibility_timeout=SOURCE_VISIBILITY_TIMEOUT,
+        clients=clients,
     )
     create_table(aws.dynamodb, IDEMPOTENCY_TABLE, "id")
     return aws
+
+
+@functools.cache
+def reused_clients() -> Clients:
+    """One set of clients for the worlds of a test that builds hundreds of them, one after another,
+    each in its own mock_aws (moto answers a client whenever a mock is on, whenever it was made):
+    a client costs more to make than a world's calls. Only for worlds whose clients no test
+    changes (an event handler registered on one would stay for every later world)."""
+    return new_clients()
 
 
 def make_settings(aws: Aws, **overrides: Any) -> Settings:
