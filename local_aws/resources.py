@@ -43,7 +43,11 @@ class Clients(NamedTuple):
 
 def new_clients() -> Clients:
     """Clients of whatever AWS boto3 reaches now (moto in-process or a moto server's endpoint)."""
-    return Clients(*(boto3.client(service, region_name=REGION) for service in Clients._fields))
+    return Clients(
+        sqs=boto3.client("sqs", region_name=REGION),
+        dynamodb=boto3.client("dynamodb", region_name=REGION),
+        s3=boto3.client("s3", region_name=REGION),
+    )
 
 
 def create_resources(
