@@ -4,6 +4,7 @@ named (never another exception), and joined into actions: one per id, unfinished
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -68,6 +69,18 @@ def test_each_action_is_listed_once_newest_first_unfinished_without_an_end(
     ended = {e.action_id for e in written if e.phase is Phase.ENDED}
     for action in actions:
         assert (action.outcome is Outcome.UNFINISHED) == (action.action_id not in ended)
+
+
+@given(st.lists(st.tuples(events, st.integers(min_value=0, max_value=1)), max_size=12))
+def test_actions_of_the_same_second_are_listed_the_later_in_the_log_first(
+    stamped: list[tuple[AuditEvent, int]],
+) -> None:
+    written = [replace(event, at=second) for event, second in stamped]
+    actions = actions_from(written)
+
+    place = {action_id: i for i, action_id in enumerate(dict.fromkeys(e.action_id for e in written))}
+    for newer, older in zip(actions, actions[1:], strict=False):
+        assert newer.at > older.at or place[newer.action_id] > place[older.action_id]
 
 
 class FakeLogs:

@@ -148,12 +148,13 @@ class AuditedAction:
 
 
 def actions_from(events: Sequence[AuditEvent]) -> list[AuditedAction]:
-    """Join each action's events, newest first. An end with no start (its start fell outside the
-    window read) is shown from the end's own fields."""
+    """Join each action's events, newest first. ``events`` are in the log's order (oldest first),
+    which orders actions begun within the same second. An end with no start (its start fell
+    outside the window read) is shown from the end's own fields."""
     begun = {e.action_id: e for e in events if e.phase is Phase.BEGUN}
     ended = {e.action_id: e for e in events if e.phase is Phase.ENDED}
     actions = []
-    for action_id in begun.keys() | ended.keys():
+    for action_id in reversed(dict.fromkeys(e.action_id for e in events)):
         start, end = begun.get(action_id), ended.get(action_id)
         first = start or end
         assert first is not None
@@ -171,7 +172,7 @@ def actions_from(events: Sequence[AuditEvent]) -> list[AuditedAction]:
                 ended_at=end.at if end else None,
             )
         )
-    return sorted(actions, key=lambda a: (-a.at, a.action_id))
+    return sorted(actions, key=lambda a: -a.at)  # stable: within a second, the later first
 
 
 @dataclass
@@ -205,9 +206,10 @@ class AuditLog:
         clock (a callable giving epoch seconds)."""
         action_id = uuid.uuid4().hex
         cut = {name: value[:DETAIL_CHARS] for name, value in details.items() if value}
-        start = AuditEvent(action_id, Phase.BEGUN, action, who, int(now()), self.target, cut)
+        moment = now()
+        start = AuditEvent(action_id, Phase.BEGUN, action, who, int(moment), self.target, cut)
         try:
-            self._put(start)
+            self._put(start, moment)
         except AwsCallError as exc:
             raise AuditUnavailable(
                 f"cannot record {action} in the audit log {self.group_name}: {exc}"
@@ -229,19 +231,22 @@ class AuditLog:
     def _end(self, start: AuditEvent, tally: Tally, outcome: Outcome, error: str | None, now: Any) -> None:
         """Record the end. When that fails, the action's own report still reaches the operator
         (it moved what it moved): ``tally.unrecorded_end`` says the trail will show it unfinished."""
+        moment = now()
         end = AuditEvent(
-            start.action_id, Phase.ENDED, start.action, start.who, int(now()), start.target,
+            start.action_id, Phase.ENDED, start.action, start.who, int(moment), start.target,
             start.details, tally.count, outcome, error,
         )  # fmt: skip
         try:
-            self._put(end)
+            self._put(end, moment)
         except AwsCallError as exc:
             tally.unrecorded_end = (
                 f"{start.action} ended ({outcome.value}, {tally.count}), but its end could not be recorded "
                 f"in the audit log {self.group_name}: the trail shows it unfinished ({exc})"
             )
 
-    def _put(self, event: AuditEvent) -> None:
+    def _put(self, event: AuditEvent, moment: float) -> None:
+        """Append ``event``, stamped to the millisecond at ``moment`` (epoch seconds): the log then
+        holds a session's actions in the order they were done, even within a second."""
         if self._stream is None:
             stream = _stream_name(event.who, event.at)
             aws_call(
@@ -256,7 +261,7 @@ class AuditLog:
             self.logs.put_log_events,
             logGroupName=self.group_name,
             logStreamName=self._stream,
-            logEvents=[{"timestamp": event.at * 1000, "message": event.to_json()}],
+            logEvents=[{"timestamp": int(moment * 1000), "message": event.to_json()}],
         )
 
     def read(self, since: int, until: int, limit: int) -> tuple[list[AuditedAction], int]:
