@@ -68,6 +68,16 @@ def test_a_large_replay_is_written_in_parts_and_read_back_whole() -> None:
     assert [e.replay_id for e in records.recent(now=AT + 60)] == [record.replay_id]
 
 
+def test_replays_of_the_same_second_are_listed_the_later_first() -> None:
+    records = ReplayRecords("state", FakeDynamoDB(), DLQ)
+    second = new_replay_id(AT)[:-4]
+    in_order_done = [second + tail for tail in ("ffff", "0000", "8888")]  # their random tails, unsorted
+    for replay_id in in_order_done:
+        records.save(ReplayRecord(replay_id, ReplayKind.REPLAY, "arn:aws:iam::1:user/on-call", AT, "all", ()))
+
+    assert [e.replay_id for e in records.recent(now=AT)] == in_order_done[::-1]
+
+
 def test_a_missing_part_is_named() -> None:
     client = FakeDynamoDB()
     records = ReplayRecords("state", client, DLQ)

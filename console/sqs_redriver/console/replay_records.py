@@ -168,7 +168,8 @@ class ReplayRecords(DynamoTable):
         version = item.get("version")
         entries = enumerate(_list(item, "replays", key))
         listed = [_listed(_text(value, f"replays[{n}]", key), key) for n, value in entries]
-        return sorted(listed, key=lambda e: (-e.at, e.replay_id)), {
+        # Stable: the index holds the replays of one second newest first, as they were added.
+        return sorted(listed, key=lambda e: -e.at), {
             "ConditionExpression": "version = :read",
             "ExpressionAttributeValues": {":read": version},
         }
