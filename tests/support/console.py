@@ -1,5 +1,5 @@
-"""The web console on moto: a Flask test client signed in with the console's token, and the form
-token its pages carry."""
+"""The web console on moto: a Flask test client signed in with the console's token, the form
+token its pages carry, and a page's requests as (status, text)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,26 @@ def csrf_of(page: str) -> str:
     found = CSRF.search(page)
     assert found, "the page has no form"
     return found.group(1)
+
+
+def open_console(aws: Aws, *, audited: bool = True) -> tuple[FlaskClient, Tool]:
+    """A signed-in client of a console over ``aws``, and the console's tool."""
+    tool = console_tool(aws, audited=audited)
+    return signed_in(console_app(tool)), tool
+
+
+def get(client: FlaskClient, path: str) -> tuple[int, str]:
+    response = client.get(path, base_url=BASE_URL)
+    return response.status_code, response.get_data(as_text=True)
+
+
+def post(client: FlaskClient, path: str, form_page: str, **fields: str | list[str]) -> tuple[int, str]:
+    """Submit ``fields`` with the form token of ``form_page``, the page the form was on."""
+    response = client.post(path, data={**fields, "csrf": csrf_of(form_page)}, base_url=BASE_URL)
+    return response.status_code, response.get_data(as_text=True)
+
+
+def parked_id(aws: Aws) -> str:
+    """The id of a message in the parking lot (left visible)."""
+    received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, VisibilityTimeout=0)
+    return str(received["Messages"][0]["MessageId"])

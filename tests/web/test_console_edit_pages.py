@@ -11,39 +11,17 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from flask.testing import FlaskClient
 
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console import aws as tool_aws
-from sqs_redriver.console.tool import Tool
 from tests.support.aws import Aws
-from tests.support.console import BASE_URL, console_app, console_tool, csrf_of, signed_in
+from tests.support.console import BASE_URL, get, open_console, parked_id, post
 from tests.support.operator import park, park_groups
 
 ORDER = '{"order": 7, "items": []}'
 HOSTILE = "</textarea><script>window.pwned=1</script>"
 TEXTAREA = re.compile(r"<textarea[^>]*>(.*?)</textarea>", re.S)
 HIDDEN_DOCUMENT = re.compile(r'name="document" value="([^"]*)"')
-
-
-def open_console(aws: Aws) -> tuple[FlaskClient, Tool]:
-    tool = console_tool(aws)
-    return signed_in(console_app(tool)), tool
-
-
-def get(client: FlaskClient, path: str) -> tuple[int, str]:
-    response = client.get(path, base_url=BASE_URL)
-    return response.status_code, response.get_data(as_text=True)
-
-
-def post(client: FlaskClient, path: str, form_page: str, **fields: str) -> tuple[int, str]:
-    response = client.post(path, data={**fields, "csrf": csrf_of(form_page)}, base_url=BASE_URL)
-    return response.status_code, response.get_data(as_text=True)
-
-
-def parked_id(aws: Aws) -> str:
-    received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, VisibilityTimeout=0)
-    return str(received["Messages"][0]["MessageId"])
 
 
 def textarea_of(page: str) -> str:

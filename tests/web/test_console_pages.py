@@ -6,35 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from botocore.exceptions import ClientError
-from flask.testing import FlaskClient
 
 from local_aws.queues import queue_counts
-from sqs_redriver.console.tool import Tool
 from tests.support.aws import Aws
-from tests.support.console import BASE_URL, console_app, console_tool, csrf_of, signed_in
+from tests.support.console import get, open_console, parked_id, post
 from tests.support.operator import park, park_groups
 
 HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=1">'
-
-
-def open_console(aws: Aws, *, audited: bool = True) -> tuple[FlaskClient, Tool]:
-    tool = console_tool(aws, audited=audited)
-    return signed_in(console_app(tool)), tool
-
-
-def get(client: FlaskClient, path: str) -> tuple[int, str]:
-    response = client.get(path, base_url=BASE_URL)
-    return response.status_code, response.get_data(as_text=True)
-
-
-def post(client: FlaskClient, path: str, form_page: str, **fields: str | list[str]) -> tuple[int, str]:
-    response = client.post(path, data={**fields, "csrf": csrf_of(form_page)}, base_url=BASE_URL)
-    return response.status_code, response.get_data(as_text=True)
-
-
-def parked_id(aws: Aws) -> str:
-    received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, VisibilityTimeout=0)
-    return str(received["Messages"][0]["MessageId"])
 
 
 def test_status_shows_breakers_queues_and_says_there_are_no_datapoints_yet(aws: Aws) -> None:
