@@ -1,7 +1,9 @@
 """The re-drive cycle against a second SQS implementation, LocalStack's, where moto is not SQS: SQS
 itself dead-letters failed messages (RedrivePolicy) and names their source queue, FIFO groups keep
 their order on the way to the DLQ, SendMessageBatch carries trace headers, and sizes are UTF-8
-bytes, refused past 1 MiB. Real clock, real waits: the queues' visibility timeout is 1 s."""
+bytes, refused past 1 MiB. Real waits (the queues' visibility timeout is 1 s), bounded by deadlines
+that only a hang reaches: a verdict never depends on how soon one step follows another. Where the
+re-driver's own clock decides (a backoff), the test holds that clock."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.report import RunReport
 from sqs_redriver.runtime.run.runner import Redriver
 from tests.support.aws import REMAINING, make_settings, mark_of
-from tests.support.factories import always, never, order_body
+from tests.support.factories import FakeClock, always, never, order_body
 from tests.support.localstack import Rig
 
 pytestmark = pytest.mark.conformance
@@ -29,15 +31,17 @@ pytestmark = pytest.mark.conformance
 WAIT_SECONDS = 30
 # Re-driven messages that come back must not open the breaker here: these tests are about SQS.
 PATIENT_BREAKER = BreakerPolicy(failure_threshold=100, minimum_volume=1000)
+# The FIFO test's backoff: 2 to 3 s before a first re-drive, 3 to 6 s before a second.
+BACKOFF_BASE, BACKOFF_CAP = 3, 6
 
 Message = dict[str, Any]
 
 
-def redriver_for(aws: Resources, **overrides: Any) -> Redriver:
-    """The real re-driver (composed as in Lambda) on the real clock. LocalStack's receive is atomic,
-    as SQS's is, so it keeps its default parallel batches."""
+def redriver_for(aws: Resources, clock: Callable[[], float] = time.time, **overrides: Any) -> Redriver:
+    """The real re-driver (composed as in Lambda), on the real clock unless given one. LocalStack's
+    receive is atomic, as SQS's is, so it keeps its default parallel batches."""
     settings = make_settings(aws, parallel_batches=default("parallel_batches"), **overrides)
-    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
+    return local_redriver(settings, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock)
 
 
 def is_empty(aws: Resources, queue_url: str) -> bool:
@@ -107,7 +111,9 @@ def test_a_dead_lettered_message_keeps_its_count_until_the_consumer_succeeds(rig
 
 def test_fifo_groups_keep_their_order_through_dead_lettering_and_backoff(rig: Rig) -> None:
     # GIVEN two groups of three orders, interleaved, that SQS dead-letters twice: once before the
-    # first re-drive and once after it, so the second re-drive waits its backoff in the DLQ
+    # first re-drive and once after it, so the second re-drive waits its backoff in the DLQ. The
+    # re-driver's clock is the test's: ahead of SQS's by a full step, so the first re-drives are
+    # due whenever the runs come, and then still until the test moves it on.
     aws = rig.resources(fifo=True)
     groups = {"a": ["a1", "a2", "a3"], "b": ["b1", "b2", "b3"]}
     for first, second in zip(groups["a"], groups["b"], strict=True):
@@ -116,17 +122,24 @@ def test_fifo_groups_keep_their_order_through_dead_lettering_and_backoff(rig: Ri
                 QueueUrl=aws.source_url, MessageBody=body, MessageGroupId=body[0], MessageDeduplicationId=body
             )
     consume(aws, aws.source_url, always)
-    redriver = redriver_for(aws, base_delay_seconds=3, max_delay_seconds=6, breaker=PATIENT_BREAKER)
+    clock = FakeClock(now=time.time() + BACKOFF_CAP)
+    redriver = redriver_for(
+        aws, clock, base_delay_seconds=BACKOFF_BASE, max_delay_seconds=BACKOFF_CAP, breaker=PATIENT_BREAKER
+    )
     redrive_until_empty(aws, redriver)
     consume(aws, aws.source_url, always)
 
-    # WHEN the re-driver runs until the DLQ is empty, and the consumer has recovered
+    # WHEN the re-driver runs before their second backoff (3 to 6 s) has passed, and then, once it
+    # has, until the DLQ is empty, and the consumer has recovered
+    early = redriver.run(REMAINING)
+    clock.advance(BACKOFF_CAP)
     reports = redrive_until_empty(aws, redriver)
     delivered = consume(aws, aws.source_url, never)
 
-    # THEN some run held messages in the DLQ, and each group arrived in the order it was sent
-    assert any(report.received > report.redriven for report in reports), reports
-    assert sum(report.redriven for report in reports) == 6
+    # THEN the early run held every message it received in the DLQ, the later ones re-drove all
+    # six, and each group arrived in the order it was sent
+    assert early.received > 0 and early.redriven == 0, early
+    assert sum(report.redriven for report in reports) == 6, reports
     for group, bodies in groups.items():
         assert [m["Body"] for m in delivered if m["Attributes"]["MessageGroupId"] == group] == bodies
     assert {mark_of(m).count for m in delivered} == {2}
