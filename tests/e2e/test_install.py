@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.install
 ROOT = Path(__file__).resolve().parents[2]
 # What the build reads (pyproject.toml names the part folders and the readme). Built from a copy, so
 # the build writes nothing into the checkout.
-BUILD_INPUTS = ("pyproject.toml", "README.md", "infra", "lambdas", "console")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "infra", "lambdas", "console")
 # sqs_redriver's parts, each in the part folder it is built from.
 PARTS = {"cdk": "infra", "runtime": "lambdas", "kit": "lambdas", "protocol": "lambdas", "console": "console"}
 NOT_PACKAGED = ("__pycache__", "*.pyc")
@@ -227,6 +228,19 @@ def test_the_wheel_holds_the_five_parts_of_sqs_redriver_as_the_repository_has_th
     assert "sqs-redriver = sqs_redriver.console.cli:main" in entry_points
 
 
+def test_the_wheel_names_its_licence_and_carries_its_text(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        [metadata] = [archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA")]
+        [licence] = [archive.read(n) for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    headers = metadata.split("\n\n", 1)[0].splitlines()
+
+    assert "License-Expression: Apache-2.0" in headers
+    assert "License-File: LICENSE" in headers
+    assert licence == (ROOT / "LICENSE").read_bytes()
+    assert b"Apache License" in licence and b"Version 2.0, January 2004" in licence
+
+
 # --- each extra in a venv of its own ---------------------------------------------------------------
 
 
@@ -251,6 +265,15 @@ def test_the_cli_extra_installs_the_command_line_tool_without_the_cdk(
 
     assert "status" in done.stdout
     assert found["found"] == dict.fromkeys(THE_CDK)
+
+
+def test_the_installed_tool_says_its_version(shared: Path, wheel: Path, tmp_path: Path) -> None:
+    cli_venv = venv_with(shared, wheel, "cli")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    done = run(cli_venv / "bin" / "sqs-redriver", "--version", cwd=tmp_path)
+
+    assert done.stdout == f"sqs-redriver {project['version']}\n"
 
 
 def test_the_cdk_extra_imports_the_construct_from_the_venv(cdk_venv: Path, user_dir: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -85,6 +86,20 @@ ReasonOption = Annotated[str, typer.Option("--reason", "-r", help="Why (recorded
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
+DISTRIBUTION = "sqs-smart-redriver"
+
+
+def show_version(asked: bool) -> None:
+    """``--version``: the installed package's version, then exit."""
+    if not asked:
+        return
+    try:
+        out.print(f"sqs-redriver {version(DISTRIBUTION)}", markup=False, highlight=False)
+    except PackageNotFoundError:
+        fail(f"the package {DISTRIBUTION} is not installed: its version is unknown", code=1)
+    raise typer.Exit()
+
+
 class QueueChoice(StrEnum):
     DLQ = "dlq"
     PARKING_LOT = "parking-lot"
@@ -94,6 +109,10 @@ class QueueChoice(StrEnum):
 @app.callback()
 def options(
     ctx: typer.Context,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
     stack: Annotated[
         str | None, typer.Option(envvar="SQS_REDRIVER_STACK", help="CloudFormation stack of the re-driver.")
     ] = None,
