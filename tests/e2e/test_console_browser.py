@@ -45,6 +45,10 @@ ORDER = '{"order": 7, "items": [], "note": "gift wrap"}'
 # SCREENSHOTS=docs makes the screenshots of docs/ (status, fleet, groups, a message, an edit's
 # preview) while the tests run.
 SCREENSHOTS = os.environ.get("SCREENSHOTS")
+# Playwright fails an expectation not met within 5 s: on a busy machine a page of many AWS calls can
+# take that long. The verdict is what the page shows; this bound is only ever reached by a hang.
+HANG_MS = 60_000
+expect.set_options(timeout=HANG_MS)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +76,7 @@ def console(aws: Aws) -> Iterator[str]:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(HANG_MS)
     yield context.new_page()
     context.close()
 
