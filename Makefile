@@ -17,12 +17,13 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
+.PHONY: install browser dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
 
 install: $(STAMP)
 
-# The project itself is installed editable: its import root, sqs_redriver, is then the same in the
-# repository as installed from the wheel (the part folders infra/, lambdas/, console/ on the path).
+# The project itself is installed editable (`-e .` in requirements.txt, which requirements-dev.txt
+# includes): its import root, sqs_redriver, is then the same in the repository as installed from the
+# wheel (the part folders infra/, lambdas/, console/ on the path).
 # No byte-compiling at install (here and for LocalStack's venv): Python compiles what it imports, a
 # quarter of aws-cdk-lib; compiling all of it cost more CPU than the rest of the install. Both venvs
 # get the newest pip first: with the pip Python 3.13 ships, LocalStack's took 77 CPU-seconds to
@@ -31,8 +32,22 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $(STAMP)
+
+# The web console's browser tests (tests/e2e/test_console_browser.py) drive Debian's Chromium through
+# Playwright. Missing, it is installed when apt-get can (root, as in CI or a container); otherwise
+# one line names the command. Playwright needs no chromium-driver.
+CHROMIUM := /usr/bin/chromium
+APT_GET := apt-get
+browser:
+	@test -x $(CHROMIUM) || { \
+		if [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
+			DEBIAN_FRONTEND=noninteractive $(APT_GET) update && \
+			DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y chromium; \
+		else \
+			echo "make test needs Chromium at $(CHROMIUM) for the web console's browser tests: run sudo apt-get install -y chromium" >&2; \
+			exit 1; \
+		fi; }
 
 bench-venv: $(BENCH_STAMP)
 
@@ -74,7 +89,7 @@ checks: $(STAMP)
 
 # xdist: tests sharing a module's fixture (a synthesized app, a deployed world) stay on one worker
 # (tests/conftest.py groups them), the others spread one by one, in collection order (slow e2e first).
-suite: $(STAMP)
+suite: $(STAMP) browser
 	$(BIN)/pytest --numprocesses=auto --dist=loadgroup --no-loadscope-reorder
 
 # The re-drive cycle against a second SQS implementation: LocalStack's SQS provider (DynamoDB on moto).
