@@ -89,6 +89,31 @@ def test_one_back_with_a_new_cause_two_not_back_past_the_return_window(aws: Aws)
     assert "1 back in the DLQ (new cause), 2 not back after 120m" in outcome.line()
 
 
+def test_a_replay_waiting_unconsumed_in_its_source_is_never_called_consumed_until_it_leaves(aws: Aws) -> None:
+    replay_id = replay_three(aws, [time.time() - TWO_HOURS])  # past the return window now
+
+    waiting = tool(aws, "outcome", replay_id, "--json")
+    said = tool(aws, "outcome", replay_id)
+    take_from_source(aws)  # the consumer, back at last, takes them
+    consumed = tool(aws, "outcome", replay_id, "--json")
+
+    assert waiting.exit_code == 0, waiting.output
+    shown = json.loads(waiting.stdout)
+    assert shown["counts"]["may-be-waiting"] == 3 and shown["counts"]["not-back"] == 0
+    assert {i["fate"] for i in shown["identities"]} == {"may-be-waiting"}
+    assert shown["identities"][0]["source_queue_holds"] == {"visible": 3, "in_flight": 0, "delayed": 0}
+    assert "3 not back after 120m (may still be waiting in its source queue)" in said.stdout
+    words = " ".join(said.stdout.split())  # rich wraps long lines
+    assert (
+        "its source queue still holds 3 message(s) (3 visible, 0 in flight, 0 delayed), so it may be "
+        in words
+    )
+    assert "consumed" not in said.stdout
+    after = json.loads(consumed.stdout)
+    assert after["counts"]["not-back"] == 3 and after["counts"]["may-be-waiting"] == 0
+    assert after["summary"] == "3 sent: 3 not back after 120m, its source queue empty (consumed)"
+
+
 def test_before_the_return_window_nothing_is_called_consumed(aws: Aws) -> None:
     clock = [time.time()]
     replay_id = replay_three(aws, clock)
@@ -170,13 +195,16 @@ def test_the_command_lists_the_recent_replays_and_details_one(aws: Aws) -> None:
 
     assert listing.exit_code == 0, listing.output
     [row] = json.loads(listing.stdout)
-    assert (row["replay_id"], row["sent"], row["counts"]["too-early"]) == (replay_id, 3, 3)
+    assert (row["replay_id"], row["sent"], row["counts"]["may-be-waiting"]) == (replay_id, 3, 3)
     assert details.exit_code == 0, details.output
     shown = json.loads(details.stdout)
     assert {i["identity"] for i in shown["identities"]} == {"id-bad-0", "id-bad-1", "id-bad-2"}
     assert json.loads(status.stdout)["latest_replay"].startswith(f"latest replay {replay_id} (replay by")
-    assert read.exit_code == 0 and "3 not back after 0m (too early to tell):" in read.stdout
-    assert "  id-bad-2  too early to tell: back by " in read.stdout
+    assert (
+        read.exit_code == 0
+        and "3 not back after 0m (may still be waiting in its source queue):" in read.stdout
+    )
+    assert "  id-bad-2  sent to its source queue at " in read.stdout
     assert table.exit_code == 0 and replay_id in table.stdout and "Recent replays" in table.stdout
 
 

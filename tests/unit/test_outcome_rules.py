@@ -1,5 +1,6 @@
 """What became of a replay, decided without AWS: every identity one fate, counts that add up, and
-nothing called consumed that the evidence does not vouch for."""
+nothing called consumed that the evidence does not vouch for: above all, never a message that may
+still be waiting in its source queue."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.outcome_rules import BACK, Fate, Observation, Seen, Sent, judge
+from sqs_redriver.console.outcome_rules import BACK, Fate, Held, Observation, Seen, Sent, explain, judge
 
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
@@ -16,6 +17,9 @@ identities = st.text("abcdef0123", min_size=1, max_size=4)
 fingerprints = st.none() | st.sampled_from(["fp-a", "fp-b"])
 sents = st.lists(st.builds(Sent, identities, fingerprints, st.just(SOURCE)), max_size=12)
 seens = st.builds(Seen, st.sampled_from(list(Where)), fingerprints, st.just("why"), st.booleans())
+counts = st.integers(0, 3)
+helds = st.builds(Held, counts, counts, counts, st.integers(60, 1_209_600))
+EMPTY = Held(0, 0, 0, 1_209_600)
 
 
 @st.composite
@@ -30,6 +34,7 @@ def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
         windows={} if window is None else {SOURCE: window},
         ok_verdicts=draw(st.none() | st.integers(0, 15)),
         complete=draw(st.booleans()),
+        held=draw(st.dictionaries(st.just(SOURCE), helds, max_size=1)),
     )
     return sent, observation
 
@@ -71,7 +76,7 @@ def test_a_message_found_in_the_dlq_is_never_called_consumed(case: tuple[list[Se
 
     for judged in outcome.judged:
         if judged.identity in observation.seen:
-            assert judged.fate not in (Fate.CONSUMED, Fate.NOT_BACK, Fate.TOO_EARLY)
+            assert judged.fate not in (Fate.CONSUMED, Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY)
         if judged.fate in BACK:
             assert observation.seen[judged.identity].where is Where.DLQ
 
@@ -88,7 +93,27 @@ def test_before_the_return_window_nothing_is_consumed_without_a_verdict(
     if observation.ok_verdicts is None:
         assert not outcome.of(Fate.CONSUMED)
     if window is None or observation.now < SENT_AT + window:
-        assert not outcome.of(Fate.NOT_BACK)
+        assert not outcome.of(Fate.NOT_BACK) and not outcome.of(Fate.GONE)
+
+
+@given(cases())
+def test_without_a_verdict_a_message_that_may_wait_in_its_source_is_never_consumed(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+    held = observation.held.get(SOURCE)
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    inferred = outcome.of(Fate.NOT_BACK) + outcome.of(Fate.GONE)
+    if observation.ok_verdicts is None:
+        assert not outcome.of(Fate.CONSUMED)
+    if held is None or held.total or not observation.complete:
+        assert not inferred  # the source holds messages, or cannot be read, or a scan missed some
+    if held is not None and held.total and observation.ok_verdicts is None:
+        unseen = [j for j in outcome.judged if j.identity not in observation.seen]
+        assert all(j.fate is Fate.WAITING for j in unseen)
+        assert all("may be waiting there" in explain(j, outcome) for j in unseen)
 
 
 @given(cases())
@@ -109,14 +134,57 @@ def test_back_with_the_same_or_a_new_fingerprint_or_none() -> None:
     assert [j.fate for j in outcome.judged] == [Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED]
 
 
-def test_past_the_window_most_likely_consumed_before_it_too_early_to_tell() -> None:
+def test_past_the_window_with_an_empty_source_consumed_before_it_too_early_to_tell() -> None:
     sent = [Sent("a", None, SOURCE)]
+    empty = {SOURCE: EMPTY}
 
-    early = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 599, windows={SOURCE: 600}))
-    late = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 900, windows={SOURCE: 600}))
+    early = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 599, windows={SOURCE: 600}, held=empty))
+    late = judge(sent, SENT_AT, Observation(seen={}, now=SENT_AT + 900, windows={SOURCE: 600}, held=empty))
 
     assert early.judged[0].fate is Fate.TOO_EARLY and early.judged[0].back_by == SENT_AT + 600
-    assert late.line() == "1 sent: 1 not back after 15m (most likely consumed)"
+    assert late.line() == "1 sent: 1 not back after 15m, its source queue empty (consumed)"
+
+
+def test_a_message_that_may_wait_in_its_source_says_what_the_source_holds() -> None:
+    sent = [Sent("a", None, SOURCE)]
+    holding = Observation(
+        seen={}, now=SENT_AT + 7_200, windows={SOURCE: 600}, held={SOURCE: Held(1, 2, 0, 345_600)}
+    )
+    unread = Observation(seen={}, now=SENT_AT + 7_200, windows={SOURCE: 600})
+
+    waiting, unknown = judge(sent, SENT_AT, holding), judge(sent, SENT_AT, unread)
+
+    assert waiting.line() == "1 sent: 1 not back after 120m (may still be waiting in its source queue)"
+    assert explain(waiting.judged[0], waiting) == (
+        "sent to its source queue at 08:00Z, not in the DLQ nor parked since; its source queue still "
+        "holds 3 message(s) (1 visible, 2 in flight, 0 delayed), so it may be waiting there"
+    )
+    assert unknown.judged[0].fate is Fate.WAITING
+    assert "what its source queue holds could not be read" in explain(unknown.judged[0], unknown)
+
+
+def test_an_empty_source_past_its_retention_may_have_expired_there() -> None:
+    sent = [Sent("a", None, SOURCE)]
+    observation = Observation(
+        seen={}, now=SENT_AT + 90_000, windows={SOURCE: 600}, held={SOURCE: Held(0, 0, 0, 86_400)}
+    )
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    assert outcome.judged[0].fate is Fate.GONE
+    assert "consumed, or deleted there by SQS unconsumed" in explain(outcome.judged[0], outcome)
+
+
+def test_an_incomplete_scan_past_the_window_is_not_consumed() -> None:
+    sent = [Sent("a", None, SOURCE)]
+    observation = Observation(
+        seen={}, now=SENT_AT + 900, windows={SOURCE: 600}, held={SOURCE: EMPTY}, complete=False
+    )
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    assert outcome.judged[0].fate is Fate.TOO_EARLY
+    assert "it may be back, in flight" in explain(outcome.judged[0], outcome)
 
 
 def test_a_copy_that_never_left_is_not_sent_yet_and_keeps_a_verdict_from_vouching() -> None:
@@ -126,4 +194,4 @@ def test_a_copy_that_never_left_is_not_sent_yet_and_keeps_a_verdict_from_vouchin
     outcome = judge(sent, SENT_AT, Observation(seen=seen, now=SENT_AT, ok_verdicts=1))
 
     # The one "ok" may be a's copy that arrived (its delete failed): b is not vouched for.
-    assert [j.fate for j in outcome.judged] == [Fate.NOT_SENT_YET, Fate.TOO_EARLY]
+    assert [j.fate for j in outcome.judged] == [Fate.NOT_SENT_YET, Fate.WAITING]

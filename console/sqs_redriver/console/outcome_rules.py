@@ -1,10 +1,14 @@
 """What became of a replay: each identity it sent, judged from what is in the DLQ and the parking
-lot now, the consumer kit's verdicts and the time. Pure: ``outcomes.py`` reads, this decides.
+lot now, what its source queue holds now, the consumer kit's verdicts and the time. Pure:
+``outcomes.py`` reads, this decides.
 
 A message the consumer fails comes back to the DLQ once SQS has delivered it ``maxReceiveCount``
 times, each after a ``VisibilityTimeout``: its source's *return window*. The kit dead-letters a
-terminal failure at once. So a message not back in the DLQ nor parked is, past its window, most
-likely consumed; before it, nobody can tell. Only the kit's verdicts say "consumed" for sure.
+terminal failure at once. A message not back in the DLQ nor parked may still wait in its source
+queue, unconsumed, for as long as the consumer is down: only a source queue that holds nothing
+(visible, in flight or delayed) says it left. So without the kit's verdicts, an identity is
+consumed when it is found nowhere, its source queue is empty, its return window has passed and the
+scans read everything; otherwise it may be waiting, or it is too early to tell.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.shown import duration
 
 
 class Fate(StrEnum):
@@ -26,8 +31,11 @@ class Fate(StrEnum):
     BACK_UNCLASSIFIED = "back-no-fingerprint"  # in the DLQ again, no consumer verdict on it
     PARKED = "parked"  # sent, then parked by the re-driver
     NOT_SENT_YET = "not-sent-yet"  # still where it was, not sent since (a group retry's, before its run)
-    NOT_BACK = "not-back"  # nowhere to be seen past its return window: most likely consumed
-    TOO_EARLY = "too-early"  # nowhere to be seen before its return window ends (or it is unknown)
+    NOT_BACK = "not-back"  # nowhere, its source queue empty, past its return window: consumed
+    WAITING = "may-be-waiting"  # nowhere, but its source queue holds messages (or could not be read)
+    GONE = "gone"  # as NOT_BACK, but its source's retention has passed: consumed, or expired there
+    TOO_EARLY = "too-early"  # nowhere, before its return window ends (or it is unknown, or the scans
+    # could not read everything)
 
 
 BACK = (Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED)
@@ -58,16 +66,39 @@ class Seen:
 
 
 @dataclass(frozen=True)
+class Held:
+    """What a source queue holds now (SQS's approximate counts), and how long it keeps a message."""
+
+    visible: int
+    in_flight: int
+    delayed: int
+    retention_seconds: int
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight + self.delayed
+
+    def describe(self) -> str:
+        """``3 message(s) (1 visible, 2 in flight, 0 delayed)``."""
+        return (
+            f"{self.total} message(s) ({self.visible} visible, {self.in_flight} in flight, "
+            f"{self.delayed} delayed)"
+        )
+
+
+@dataclass(frozen=True)
 class Observation:
     """What is known now: the copies found (by identity, the DLQ's preferred), the kit's "ok"
     verdicts on the replay's messages (None: none recorded), each source's return window in
-    seconds (missing: unknown), the time, and whether the scans read every message."""
+    seconds and what it holds (missing: unknown), the time, and whether the scans read every
+    message."""
 
     seen: Mapping[str, Seen]
     now: int
     windows: Mapping[str, int] = field(default_factory=dict)
     ok_verdicts: int | None = None
     complete: bool = True
+    held: Mapping[str, Held] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +111,7 @@ class Judged:
     before: str | None = None  # the fingerprint it had when it was sent
     cause: str = ""
     back_by: int | None = None  # when its return window ends (None: unknown)
+    held: Held | None = None  # what its source queue held when it was judged unseen (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -115,7 +147,7 @@ class Outcome:
         parts = [
             f"{counts[fate]} {text.format(minutes=minutes)}" for fate, text in PHRASES.items() if counts[fate]
         ]
-        unseen = counts[Fate.NOT_BACK] + counts[Fate.TOO_EARLY]
+        unseen = sum(counts[fate] for fate in UNSEEN)
         if self.ok_verdicts is not None and unseen:
             parts.append(f"the consumer kit counted {self.ok_verdicts} consumed")
         if not self.complete:
@@ -130,9 +162,12 @@ PHRASES = {
     Fate.BACK_UNCLASSIFIED: "back in the DLQ (no fingerprint)",
     Fate.PARKED: "parked",
     Fate.NOT_SENT_YET: "not sent yet (still in the DLQ or the parking lot)",
-    Fate.NOT_BACK: "not back after {minutes}m (most likely consumed)",
+    Fate.NOT_BACK: "not back after {minutes}m, its source queue empty (consumed)",
+    Fate.GONE: "not back after {minutes}m, its source queue empty (consumed, or expired there)",
+    Fate.WAITING: "not back after {minutes}m (may still be waiting in its source queue)",
     Fate.TOO_EARLY: "not back after {minutes}m (too early to tell)",
 }
+UNSEEN = (Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY)
 
 
 def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outcome:
@@ -167,31 +202,61 @@ def _found(sent: Sent, seen: Seen) -> Judged:
 
 
 def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool) -> Judged:
+    """An identity found in neither queue: consumed only on the kit's word, or when its source
+    queue holds nothing, its return window has passed and the scans read everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
+    held = observation.held.get(sent.source)
     if consumed:
         fate = Fate.CONSUMED
-    elif back_by is not None and observation.now >= back_by:
-        fate = Fate.NOT_BACK
-    else:
+    elif held is None or held.total:
+        fate = Fate.WAITING
+    elif back_by is None or observation.now < back_by or not observation.complete:
         fate = Fate.TOO_EARLY
-    return Judged(sent.identity, fate, before=sent.fingerprint, back_by=back_by)
+    elif observation.now >= sent_at + held.retention_seconds:
+        fate = Fate.GONE
+    else:
+        fate = Fate.NOT_BACK
+    return Judged(sent.identity, fate, before=sent.fingerprint, back_by=back_by, held=held)
 
 
 def explain(judged: Judged, outcome: Outcome) -> str:
     """What one identity's fate rests on, in words."""
     minutes = max(0, outcome.now - outcome.sent_at) // 60
+    unseen = f"not in the DLQ nor parked {minutes}m after the replay"
     if judged.fate is Fate.NOT_BACK:
-        return f"not in the DLQ nor parked {minutes}m after the replay, past its return window"
+        return f"{unseen}, past its return window, and its source queue holds no message"
+    if judged.fate is Fate.GONE:
+        return (
+            f"{unseen} and its source queue holds no message, but its retention "
+            f"({duration(judged.held.retention_seconds if judged.held else 0)}) has passed since: "
+            "consumed, or deleted there by SQS unconsumed"
+        )
+    if judged.fate is Fate.WAITING:
+        holds = (
+            f"its source queue still holds {judged.held.describe()}"
+            if judged.held is not None
+            else "what its source queue holds could not be read"
+        )
+        return (
+            f"sent to its source queue at {clock_time(outcome.sent_at)}, not in the DLQ nor parked since; "
+            f"{holds}, so it may be waiting there"
+        )
     if judged.fate is Fate.TOO_EARLY:
-        if judged.back_by is None:
-            return f"not back after {minutes}m; its source's return window is unknown"
-        return f"too early to tell: back by {clock_time(judged.back_by)} at the latest if it fails"
+        return _too_early(judged, outcome, minutes)
     if judged.fate is Fate.CONSUMED:
         return f"the consumer kit counted {outcome.ok_verdicts} consumed, every message not back"
     if judged.fate is Fate.BACK_NEW:
         return f"fingerprint {judged.fingerprint} (was {judged.before or 'none'}): {judged.cause}"
     return judged.cause
+
+
+def _too_early(judged: Judged, outcome: Outcome, minutes: int) -> str:
+    if judged.back_by is None:
+        return f"not back after {minutes}m; its source's return window is unknown"
+    if outcome.now >= judged.back_by and not outcome.complete:
+        return "past its return window, but the scans could not read every message: it may be back, in flight"
+    return f"too early to tell: back by {clock_time(judged.back_by)} at the latest if it fails"
 
 
 def clock_time(epoch: int) -> str:

@@ -1,15 +1,16 @@
 """What became of each replay: recording what a replay, edit or group retry sent, and reading
 back what became of it (the DLQ and the parking lot read once, the kit's verdicts, each source's
-return window). ``outcome_rules`` decides; this reads and writes."""
+return window and what it holds now). ``outcome_rules`` decides; this reads and writes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from sqs_redriver.console.aws import queue_depth
 from sqs_redriver.console.finding import read_all
 from sqs_redriver.console.inventory import Inspected, Where
-from sqs_redriver.console.outcome_rules import Observation, Outcome, Sent, copies, judge
+from sqs_redriver.console.outcome_rules import Held, Observation, Outcome, Sent, copies, judge
 from sqs_redriver.console.replay_records import (
     REPLAY_ID_PATTERN,
     CorruptReplay,
@@ -91,25 +92,40 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
     if record.verdict_key is not None:
         verdicts = tool.table.load_verdicts(record.verdict_key)
         ok = verdicts.ok if verdicts.total else None
+    sources = sorted({s.source for s in record.sent if s.source})
     observation = Observation(
         seen=copies(seen.items, record.at, unmarked_sent=unmarked_sent),
         now=tool.now(),
-        windows=_windows(tool, {s.source for s in record.sent}),
+        windows=_windows(tool, sources),
         ok_verdicts=ok,
         complete=not seen.gaps,
+        held=_held(tool, sources),
     )
     return judge(record.sent, record.at, observation)
 
 
-def _windows(tool: Tool, sources: set[str]) -> dict[str, int]:
+def _windows(tool: Tool, sources: list[str]) -> dict[str, int]:
     """Each source's return window; one whose attributes cannot be read is left out (unknown)."""
     windows = {}
-    for url in sorted(source for source in sources if source):
+    for url in sources:
         try:
             windows[url] = tool.queue(url).redrive_window().seconds
         except (AwsCallError, ValueError):
             continue
     return windows
+
+
+def _held(tool: Tool, sources: list[str]) -> dict[str, Held]:
+    """What each source queue holds now; one that cannot be read is left out (unknown: a replayed
+    message may be waiting there)."""
+    held = {}
+    for url in sources:
+        try:
+            depth = queue_depth(tool.client("sqs"), url)
+        except (AwsCallError, ValueError):
+            continue
+        held[url] = Held(depth.visible, depth.in_flight, depth.delayed, depth.retention_seconds)
+    return held
 
 
 def recent(tool: Tool) -> list[Listed]:

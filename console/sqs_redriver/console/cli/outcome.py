@@ -11,7 +11,7 @@ from sqs_redriver.console import outcomes
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.outcome_rules import BACK, Fate, Outcome, explain
+from sqs_redriver.console.outcome_rules import BACK, Fate, Held, Outcome, explain
 from sqs_redriver.console.replay_records import ReplayRecord
 from sqs_redriver.console.shown import age, when
 from sqs_redriver.console.tool import Tool
@@ -31,8 +31,9 @@ def outcome(
     json: JsonOption = False,
 ) -> None:
     """What became of a replay, edit or group retry: consumed, back in the DLQ (same cause or new),
-    parked, or not back after so many minutes. Reads the DLQ and the parking lot and gives every
-    message back at once. Exit 1 when some came back or were parked."""
+    parked, or not back after so many minutes (consumed only when its source queue is empty, else
+    it may still be waiting there). Reads the DLQ and the parking lot and gives every message back
+    at once. Exit 1 when some came back or were parked."""
     tool: Tool = ctx.obj
     if replay is None:
         _list_recent(tool, json=json)
@@ -134,11 +135,16 @@ def _outcome_dict(judged: Outcome) -> dict[str, Any]:
                 "fingerprint_before": j.before,
                 "cause": j.cause,
                 "back_by": j.back_by,
+                "source_queue_holds": None if j.held is None else _held_dict(j.held),
                 "why": explain(j, judged),
             }
             for j in judged.judged
         ],
     }
+
+
+def _held_dict(held: Held) -> dict[str, int]:
+    return {"visible": held.visible, "in_flight": held.in_flight, "delayed": held.delayed}
 
 
 def _counts(judged: Outcome) -> dict[str, int]:
