@@ -1,5 +1,6 @@
-"""sqs_redriver.kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it;
-the text is capped; redacting twice changes nothing."""
+"""sqs_redriver.kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it
+(a corpus of real-looking ones, in the messages real libraries raise); the text is capped;
+redacting twice changes nothing; no text makes a rule's work more than linear."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sqs_redriver.kit.redact import (
+    BUILTIN_PATTERNS,
     MASK,
     SCAN_LIMIT,
     RedactionPatternError,
@@ -18,6 +20,9 @@ from sqs_redriver.kit.redact import (
     cap,
     compile_patterns,
 )
+from tests.support.record_strategies import robust
+from tests.support.regex_bounds import problems
+from tests.support.secret_corpus import CORPUS, Secret, leaks
 
 DEFAULT = Redactor()
 BASE64 = string.ascii_letters + string.digits + "/+"
@@ -26,6 +31,43 @@ TOKEN = string.ascii_letters + string.digits + "-._~+/"
 VALUE = string.ascii_letters + string.digits + "!#$%*-_.:"
 # Patterns a user might write, some of which match inside the mask or across its edges.
 USER_PATTERNS = ("e", "[a-z]+", "d>x", r"card=\d+", "(?P<secret>[0-9]{4})-", ".", "<", "redacted")
+
+
+# Pieces of the rules, to build texts that start a match everywhere and finish none.
+FRAGMENTS = (
+    "eyJ",
+    ".ey",
+    "eyJa.",
+    "gh" + "p_",
+    "github" + "_pat_",
+    "xo" + "xb-",
+    "sk" + "_live_",
+    "AKIA",
+    "a",
+    "0",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END",
+    "postgres://",
+    "u:",
+    "@",
+    "/",
+    ":",
+    "=",
+    "{",
+    "'",
+    '"',
+    "password ",
+    "is ",
+    "pwd=",
+    "token",
+    "Bearer ",
+    "Authorization: ",
+    "hooks.slack.com/services/",
+    "/services/T0123456/B0123456/",
+    " ",
+    "\n",
+    "é",
+)
 
 
 def texts(max_size: int = 300) -> st.SearchStrategy[str]:
@@ -73,6 +115,7 @@ secrets = st.one_of(aws_access_key_ids, aws_secret_keys, bearer_tokens, url_pass
 
 
 @given(secret=secrets, before=texts(), after=texts())
+@robust
 def test_a_known_kind_of_secret_never_leaves_whatever_text_surrounds_it(
     secret: tuple[str, str], before: str, after: str
 ) -> None:
@@ -85,6 +128,7 @@ def test_a_known_kind_of_secret_never_leaves_whatever_text_surrounds_it(
 
 
 @given(secret=secrets, before=texts(), after=texts(), patterns=st.lists(st.sampled_from(USER_PATTERNS)))
+@robust
 def test_user_patterns_never_unmask_a_built_in_secret(
     secret: tuple[str, str], before: str, after: str, patterns: list[str]
 ) -> None:
@@ -96,6 +140,7 @@ def test_user_patterns_never_unmask_a_built_in_secret(
 
 
 @given(text=texts(1000), max_chars=st.integers(1, 240), patterns=st.lists(st.sampled_from(USER_PATTERNS)))
+@robust
 def test_redacted_text_is_capped_and_redacting_it_again_changes_nothing(
     text: str, max_chars: int, patterns: list[str]
 ) -> None:
@@ -109,11 +154,13 @@ def test_redacted_text_is_capped_and_redacting_it_again_changes_nothing(
 
 
 @given(text=st.text(string.digits + string.punctuation.replace("<", "") + " \n", max_size=500))
+@robust
 def test_text_without_anything_secret_looking_is_only_capped(text: str) -> None:
     assert DEFAULT.redact(text) == cap(text, DEFAULT.max_chars)
 
 
 @given(text=texts())
+@robust
 def test_dropped_text_is_empty(text: str) -> None:
     assert Redactor(drop_text=True).redact(text) == ""
 
@@ -128,6 +175,28 @@ def test_dropped_text_is_empty(text: str) -> None:
         ("Authorization: Bearer eyJhbGciOi.e30.sig", "Authorization: Bearer <redacted>"),
         ("GET /orders?token=abc123&page=2", "GET /orders?token=<redacted>&page=2"),
         ("order 'o-17' has 3 lines", "order 'o-17' has 3 lines"),
+        ("postgres://app:pa/ss@db:5432/orders", "postgres://app:<redacted>@db:5432/orders"),
+        ("Server=db;Uid=app;Pwd={a;b};Encrypt=yes", "Server=db;Uid=app;Pwd=<redacted>;Encrypt=yes"),
+        ("PASSWORD hunter2 VALID UNTIL", "PASSWORD <redacted> VALID UNTIL"),
+        ("the password is hunter2.", "the password is <redacted>"),
+        (
+            'FATAL:  password authentication failed for user "app"',
+            'FATAL:  password authentication failed for user "app"',
+        ),
+        ("the password is required", "the password is required"),
+        ("Password must be at least 12 characters", "Password must be at least 12 characters"),
+        (
+            "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln rejected",
+            "token eyJhbGciOiJIUzI1NiJ9.<redacted> rejected",
+        ),
+        (
+            "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----",
+            "-----BEGIN EC PRIVATE KEY-----<redacted>-----END EC PRIVATE KEY-----",
+        ),
+        ("gh" + "p_" + "a" * 36 + " expired", "ghp_<redacted> expired"),
+        ("xo" + "xb-1234567890-abcdefghij failed", "xoxb-<redacted> failed"),
+        ("https://hooks.slack.com/services/T0/B0/abcdefghij", "https://hooks.slack.com/services/<redacted>"),
+        ("sk" + "_live_" + "a" * 24 + " declined", "sk_live_<redacted> declined"),
     ],
 )
 def test_only_the_secret_part_is_masked_so_the_text_still_says_what_was_wrong(
@@ -174,3 +243,73 @@ def test_a_compiled_pattern_is_taken_as_it_is() -> None:
     pattern = re.compile("x+")
 
     assert compile_patterns([pattern]) == (pattern,)
+
+
+# --- a corpus of real-looking secrets in real libraries' messages ---------------------------------
+
+
+@pytest.mark.parametrize("secret", CORPUS, ids=str)
+def test_each_secret_of_the_corpus_is_masked_and_its_message_kept(secret: Secret) -> None:
+    whole = Redactor(max_chars=SCAN_LIMIT)
+
+    masked = whole.redact(secret.text)
+
+    assert leaks(masked, (secret,)) == [] and leaks(DEFAULT.mask(secret.text), (secret,)) == []
+    assert MASK in masked and masked[:12] == secret.text[:12]  # what failed is still said
+
+
+@given(
+    secret=st.sampled_from(CORPUS),
+    before=st.one_of(texts(), st.lists(st.sampled_from(FRAGMENTS), max_size=20).map("".join)),
+    after=st.one_of(texts(), st.lists(st.sampled_from(FRAGMENTS), max_size=20).map("".join)),
+    separator=st.sampled_from(["", " ", "\n", ": ", "'", "\t(", "; "]),
+    max_chars=st.sampled_from([40, 240, SCAN_LIMIT]),
+)
+@robust
+def test_a_secret_of_the_corpus_never_leaves_wherever_it_is_embedded(
+    secret: Secret, before: str, after: str, separator: str, max_chars: int
+) -> None:
+    assume(not leaks(before + separator + after, (secret,)))
+    text = f"{before}{separator}{secret.text}{separator}{after}"
+    redactor = Redactor(max_chars=max_chars)
+
+    assert leaks(redactor.redact(text), (secret,)) == []
+    assert leaks(redactor.mask(text), (secret,)) == []  # what the fingerprint hashes
+
+
+# --- no text makes the rules' work more than linear ----------------------------------------------
+
+
+@pytest.mark.parametrize("pattern", BUILTIN_PATTERNS, ids=lambda p: p.pattern[:40])
+def test_every_built_in_rule_does_work_linear_in_the_text(pattern: re.Pattern[str]) -> None:
+    assert problems(pattern, max_repeat=SCAN_LIMIT) == []
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(a+)+$",
+        r"\w*@",
+        r"(?:a|ab){0,20}c",
+        r"\w{0,99}\w{0,99}!",
+        r"(?:x\s{0,3}){0,5}",
+        r"[a-z]{0,9}(?=[a-z]{0,9}!)",
+    ],
+)
+def test_the_linearity_check_refuses_rules_that_backtrack(pattern: str) -> None:
+    assert problems(re.compile(pattern), max_repeat=SCAN_LIMIT) != []
+
+
+@given(pieces=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=64), repeat=st.integers(1, 600))
+@robust
+def test_adversarial_long_text_is_redacted_to_its_properties(pieces: list[str], repeat: int) -> None:
+    # The work per character is bounded by the check above; here, what comes out of such text:
+    # capped, stable, encodable, and the same as for its first SCAN_LIMIT characters alone.
+    text = "".join(pieces) * repeat
+
+    once = DEFAULT.redact(text)
+
+    assert len(once) <= DEFAULT.max_chars and DEFAULT.redact(once) == once
+    once.encode("utf-8")
+    if len(text) > SCAN_LIMIT * 2:
+        assert DEFAULT.mask(text) == DEFAULT.mask(text[: SCAN_LIMIT * 2])

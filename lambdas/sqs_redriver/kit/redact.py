@@ -1,24 +1,32 @@
 """Exception text made safe to leave the consumer: secrets masked, length capped, or dropped.
 
 Pure: text in, text out. Everything the kit writes from an exception (the mark's failure, its log
-lines, the FAILURE# record, and so the re-driver's S3 archive) goes through ``Redactor.redact``;
-the fingerprint hashes ``Redactor.mask``'s output, so a secret is neither shown nor hashed.
+lines, the FAILURE# record, and so the re-driver's S3 archive, and the errors it lets out of a
+record handler or a batch, ``errors``) goes through ``Redactor.redact``; the fingerprint hashes
+``Redactor.mask``'s output, so a secret is neither shown nor hashed.
 
 The built-in rules mask what looks like an AWS access key id (``AKIA...``, ``ASIA...``), an AWS
 secret access key (40 base64 characters after a key-ish label), a bearer token or an
-``Authorization`` header's credentials, the password of a URL (``scheme://user:pass@host``) and the
-value of a ``password=``/``secret=``/``token=``/``api_key=``-like pair; the user adds patterns of
-their own. Only the secret part of a match is masked (a named group ``secret``, if the pattern has
-one, else the whole match), so the text still says what was wrong.
+``Authorization`` header's credentials, the password of a URL (``scheme://user:pass@host``, "/"
+and "@" in it included), the value of a ``password=``/``pwd=``/``secret=``/``token=``/``api_key=``
+-like pair (ODBC's ``{...}`` quoting included), a password in words (``PASSWORD hunter2``, ``the
+password is hunter2``, ``IDENTIFIED BY hunter2``), a JSON Web Token's claims and signature, a PEM
+private key, and GitHub, Slack (tokens and webhooks) and Stripe (secret and restricted) keys; the
+user adds patterns of their own. Only the secret part of a match is masked (a named group
+``secret``, if the pattern has one, else the whole match), so the text still says what was wrong.
+Built-in rules are matched at every start, overlapping matches included, so a value that swallows
+the next label ("password password hunter2") does not hide the secret after it.
 
-Every pattern is bounded (no unbounded run before a literal), so the cost stays linear in the text,
-and only the first SCAN_LIMIT characters are read: a message is capped far below that anyway.
+Every built-in pattern does work linear in the text whatever it holds: bounded quantifiers over
+single characters only, each followed by what cannot start with a character it takes, or by a
+fixed tail (the tests check these rules on every one); and only the first SCAN_LIMIT
+characters are read: a message is capped far below that anyway.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 MASK = "<redacted>"
@@ -33,29 +41,58 @@ REPLACEMENT_CHARACTER = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 _PAIR_LABELS = (
-    r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
+    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
     r"|private[_-]?key|credential"
 )
+# Words that, after "password", say something about it instead of being it ("password
+# authentication failed for user", "password must be 8 characters", "the password is required").
+_ABOUT_A_PASSWORD = (
+    r"a|an|and|auth|authentication|can|cannot|change|changed|complexity|could|did|does|empty|expired"
+    r"|field|for|from|had|has|hash|in|incorrect|invalid|is|length|mismatch|missing|must|no|not|of|on"
+    r"|or|passphrase|passwd|password|policy|required|requirements|reset|should|the|to|too|was|will|with"
+    r"|wrong"
+)
+# A value: quoted (spaces allowed), braced as ODBC quotes it ({...;...}), or up to a separator.
+_VALUE = r"(?P<secret>\{[^}\n]{0,4096}\}?|\"[^\"\n]{0,4096}\"?|'[^'\n]{0,4096}'?|[^\s,;&'\"}\])]{1,4096})"
 BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     # AWS access key ids, wherever they stand.
     re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[A-Z0-9]{16}"),
     # AWS secret access keys: 40 base64 characters shortly after a label ending in "key" or "secret".
-    re.compile(r"(?i)(?:key|secret)[\"']?\W{1,5}(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
+    re.compile(r"(?i)(?:key|secret)\W{1,6}(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
     # Authorization headers, whatever their scheme, and bearer tokens anywhere.
     re.compile(
         r"(?i)authorization[\"']?\s{0,8}[:=]\s{0,8}[\"']?(?:(?:bearer|basic|digest|token)\s{1,8})?"
         r"(?P<secret>[^\s,;'\"()\[\]{}]{1,4096})"
     ),
-    re.compile(r"(?i)bearer\s{1,8}(?P<secret>[A-Za-z0-9\-._~+/]{1,4096}=*)"),
-    # The password of a URL's user information.
+    re.compile(r"(?i)bearer\s{1,8}(?P<secret>[A-Za-z0-9\-._~+/]{1,4096}={0,2})"),
+    # The password of a URL's user information: up to the last "@" before a space or a quote, so a
+    # password holding "/", ":" or "@" (not percent-encoded, as people write them) is masked whole.
+    re.compile(r"(?i)[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:(?P<secret>[^\s\"'<>]{1,256})@"),
+    # password=..., "api_key": "...", X-Auth-Token: ..., Pwd={...} (ODBC).
+    re.compile(rf"(?i)(?:{_PAIR_LABELS})[\w.\-]{{0,64}}[\"']?\s{{0,8}}[:=]\s{{0,8}}{_VALUE}"),
+    # "PASSWORD hunter2", "the password is hunter2", "IDENTIFIED BY 'hunter2'".
     re.compile(
-        r"(?i)[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:(?P<secret>[^\s/@]{1,256}(?:@[^\s/@]{1,256})*)@"
+        r"(?i)(?:password|passwd|passphrase|identified\s{1,8}by)\s{1,8}(?:(?:is|was):?\s{1,8})?"
+        rf"(?!(?:{_ABOUT_A_PASSWORD})\b)"
+        r"(?P<secret>\"[^\"\n]{1,256}\"?|'[^'\n]{1,256}'?|[^\s\"',;]{1,256})"
     ),
-    # password=..., "api_key": "...", X-Auth-Token: ... (quoted values may hold spaces).
+    # JSON Web Tokens: the header (it only names the algorithm) kept, the claims and signature masked.
+    re.compile(r"eyJ[A-Za-z0-9_-]{4,4096}\.(?P<secret>ey[A-Za-z0-9_-]{4,4096}\.[A-Za-z0-9_-]{0,4096})"),
+    # PEM private keys (RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK): all up to the next five dashes
+    # (the END line), or to the end of the text when the key was cut.
     re.compile(
-        rf"(?i)(?:{_PAIR_LABELS})[\w.\-]{{0,64}}[\"']?\s{{0,8}}[:=]\s{{0,8}}"
-        r"(?P<secret>\"[^\"\n]{0,4096}\"?|'[^'\n]{0,4096}'?|[^\s,;&'\"}\])]{1,4096})"
+        r"-----BEGIN(?: [A-Z0-9]{1,16})?(?: [A-Z0-9]{1,16})? PRIVATE KEY(?: BLOCK)?-----"
+        r"(?P<secret>[\s\S]{1,8192}?)(?=-----|\Z)"
     ),
+    # GitHub tokens: personal (classic and fine-grained), OAuth, user-to-server, server-to-server, refresh.
+    re.compile(r"(?:gh[pousr]|github_pat)_(?P<secret>[A-Za-z0-9_]{16,255})"),
+    # Slack tokens (bot, user, app, legacy, configuration) and incoming webhooks, with or without
+    # their host (a requests error names the host and the path apart).
+    re.compile(r"(?:xox[abeoprs](?:\.xox[bp])?|xapp)-(?P<secret>[A-Za-z0-9-]{8,256})"),
+    re.compile(r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{8,256})"),
+    re.compile(r"/services/T[A-Z0-9]{6,16}/B[A-Z0-9]{6,16}/(?P<secret>[A-Za-z0-9]{8,64})"),
+    # Stripe secret and restricted keys, live and test (publishable pk_ keys are public).
+    re.compile(r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{8,256})"),
 )
 
 
@@ -121,12 +158,28 @@ class Redactor:
         return "".join([*pieces, text[position:]])
 
     def _secret_spans(self, text: str) -> Iterable[tuple[int, int]]:
-        for pattern in self.patterns:
-            for match in pattern.finditer(text):
-                group = SECRET_GROUP if SECRET_GROUP in pattern.groupindex else 0
-                start, end = match.span(group)
-                if start < end:
-                    yield start, end
+        for pattern in BUILTIN_PATTERNS:
+            yield from _spans(_overlapping(pattern, text), pattern)
+        for pattern in self.extra_patterns:
+            yield from _spans(pattern.finditer(text), pattern)
+
+
+def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Every match of ``pattern``, one per start, overlapping ones included: a secret is found even
+    right after a match that took its label as a value ("password PASSWORD hunter2"). As many
+    attempts as ``finditer`` makes when nothing matches, so the work stays linear."""
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        yield match
+        position = match.start() + 1
+
+
+def _spans(matches: Iterable[re.Match[str]], pattern: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+    group = SECRET_GROUP if SECRET_GROUP in pattern.groupindex else 0
+    for match in matches:
+        start, end = match.span(group)
+        if start < end:
+            yield start, end
 
 
 def cap(text: str, max_chars: int) -> str:
