@@ -1,4 +1,5 @@
-"""Customer-managed KMS keys: what the construct encrypts with which key, and who is granted it."""
+"""Customer-managed KMS keys: what the construct encrypts with which key, and who is granted it,
+for what, through which service (kms:ViaService)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
@@ -27,9 +28,11 @@ from tests.support.templates import (
     arn_of,
     as_list,
     key_actions,
+    key_uses,
     properties,
     role_statements,
     statements_on,
+    via,
 )
 
 DLQ_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -38,6 +41,10 @@ OTHER_KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/3234abcd-12ab-34cd-56ef-123
 # What sending to a KMS-encrypted queue uses of its key; what item access to a KMS-encrypted table does.
 SEND_KEY_ACTIONS = {"kms:Decrypt", "kms:GenerateDataKey"}
 TABLE_KEY_ACTIONS = {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"}
+ARCHIVE_PUT_KEY_ACTIONS = {"kms:GenerateDataKey"}  # an SSE-KMS PutObject
+# The re-drive function's use of the key of everything it touches: the DLQ and the parking lot
+# through SQS, the table through DynamoDB, the archive through S3.
+REDRIVER_KEY_USES = {"sqs": SEND_KEY_ACTIONS, "dynamodb": TABLE_KEY_ACTIONS, "s3": ARCHIVE_PUT_KEY_ACTIONS}
 
 
 @dataclass
@@ -158,9 +165,9 @@ def test_the_redrive_function_may_decrypt_the_dlq_and_encrypt_into_the_parking_l
 ) -> None:
     lent = built["lent"]
 
-    actions = key_actions(lent.statements(lent.redriver.function), arn_of(lent.dlq_key))
+    uses = key_uses(lent.statements(lent.redriver.function), arn_of(lent.dlq_key))
 
-    assert actions == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS  # no kms:ReEncrypt*, no wildcard
+    assert uses == REDRIVER_KEY_USES  # no kms:ReEncrypt*, no wildcard, no use outside these services
 
 
 # --- an own encryption_key ------------------------------------------------------------------------
@@ -191,8 +198,8 @@ def test_with_an_encryption_key_the_function_gets_both_keys_for_what_it_does_wit
     statements = own.statements(own.redriver.function)
 
     # the DLQ's key: only to read (consume) the DLQ; the data key: the lot, the table, the archive
-    assert key_actions(statements, arn_of(own.dlq_key)) == {"kms:Decrypt"}
-    assert key_actions(statements, arn_of(own.data_key)) == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS
+    assert key_uses(statements, arn_of(own.dlq_key)) == {"sqs": {"kms:Decrypt"}}
+    assert key_uses(statements, arn_of(own.data_key)) == REDRIVER_KEY_USES
 
 
 def test_a_granted_consumer_gets_the_dlq_key_and_the_tables_key(built: dict[str, Built]) -> None:
@@ -201,8 +208,8 @@ def test_a_granted_consumer_gets_the_dlq_key_and_the_tables_key(built: dict[str,
     statements = own.statements(own.consumer)
 
     # the DLQ's for its dead-lettering, the table's for its verdict and failure records
-    assert key_actions(statements, arn_of(own.dlq_key)) == SEND_KEY_ACTIONS
-    assert key_actions(statements, arn_of(own.data_key)) == TABLE_KEY_ACTIONS
+    assert key_uses(statements, arn_of(own.dlq_key)) == {"sqs": SEND_KEY_ACTIONS}
+    assert key_uses(statements, arn_of(own.data_key)) == {"dynamodb": TABLE_KEY_ACTIONS}
 
 
 # --- queues imported with their keys -------------------------------------------------------------
@@ -213,8 +220,11 @@ def test_imported_queues_keys_are_granted_with_the_queues(built: dict[str, Built
     statements = imported.statements(imported.redriver.function)
 
     assert "kms:Decrypt" in key_actions(statements, DLQ_KEY_ARN)  # consume the DLQ
-    assert key_actions(statements, SOURCE_KEY_ARN) == SEND_KEY_ACTIONS  # re-drive to the source
-    assert key_actions(statements, OTHER_KEY_ARN) == SEND_KEY_ACTIONS  # and to the other source
+    assert key_uses(statements, SOURCE_KEY_ARN) == {"sqs": SEND_KEY_ACTIONS}  # re-drive to the source
+    assert key_uses(statements, OTHER_KEY_ARN) == {"sqs": SEND_KEY_ACTIONS}  # and to the other source
+    # through SQS in the key's own region (its ARN's): the only one where SQS can use it
+    [source_key] = statements_on(statements, SOURCE_KEY_ARN)
+    assert source_key["Condition"] == via("sqs", REGION)
 
 
 def test_an_imported_dlqs_key_encrypts_the_parking_lot(built: dict[str, Built]) -> None:
@@ -230,7 +240,7 @@ def test_a_consumer_of_an_imported_kms_dlq_gets_its_key(built: dict[str, Built])
     statements = imported.statements(imported.consumer)
 
     # to send to the DLQ, and to write its records to the table that the DLQ's key encrypts
-    assert key_actions(statements, DLQ_KEY_ARN) == SEND_KEY_ACTIONS | TABLE_KEY_ACTIONS
+    assert key_uses(statements, DLQ_KEY_ARN) == {"sqs": SEND_KEY_ACTIONS, "dynamodb": TABLE_KEY_ACTIONS}
     assert statements_on(statements, SOURCE_KEY_ARN) == []  # it only sends to the DLQ
 
 
@@ -264,6 +274,32 @@ def test_imported_queues_without_keys_grant_no_kms_and_keep_sqs_managed_encrypti
     assert [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))] == []
     assert properties(template, redriver.parking_lot)["SqsManagedSseEnabled"] is True
     assert redriver.encryption_key is None
+
+
+def test_every_key_statement_names_the_one_service_it_is_used_through(built: dict[str, Built]) -> None:
+    for name, one in built.items():
+        statements = [
+            statement
+            for policy in one.template.find_resources("AWS::IAM::Policy").values()
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            if any(action.startswith("kms:") for action in as_list(statement["Action"]))
+        ]
+
+        assert statements, name
+        for statement in statements:
+            [(operator, condition)] = statement["Condition"].items()
+            assert (operator, list(condition)) == ("StringEquals", ["kms:ViaService"]), statement
+
+
+def test_the_archives_key_is_used_for_put_object_through_s3_only(built: dict[str, Built]) -> None:
+    own = built["own"]
+    assert own.data_key is not None
+    put = {"Action": "kms:GenerateDataKey", "Condition": via("s3"), "Resource": arn_of(own.data_key)}
+
+    own.template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(put)])}},
+    )
 
 
 # --- secure defaults -----------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from tests.support.templates import (
     arn_of,
     as_list,
     logical_id,
+    via,
 )
 
 Statement = dict[str, Any]
@@ -58,6 +59,7 @@ DLQ_CONSUME = [
 ]
 QUEUE_SEND = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"]
 TABLE_KEY = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+SQS_KEY = ["kms:Decrypt", "kms:GenerateDataKey"]  # receive, send
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,16 @@ def _order(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def key_grants(deployment: Deployment, **uses: list[str]) -> list[Statement]:
+    """The statements on the deployment's key, if it has one: ``actions`` through each service."""
+    if deployment.key is None:
+        return []
+    return [
+        {"Action": actions, "Resource": arn_of(deployment.key), "Condition": via(service)}
+        for service, actions in uses.items()
+    ]
+
+
 def keyed_on(prefix: str, queue: sqs.IQueue) -> dict[str, Any]:
     """A state table key made of ``prefix`` and ``queue``'s URL, as the template spells it."""
     return {"Fn::Join": ["", [prefix, {"Ref": logical_id(queue)}]]}  # type: ignore[arg-type]
@@ -182,7 +194,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     continuation = keyed_on("CONTINUATION#", dlq)
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
     idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
-    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
+    # the DLQ's key, which encrypts what the construct made: each use through its service only
+    key = key_grants(deployment, sqs=SQS_KEY, dynamodb=TABLE_KEY, s3=["kms:GenerateDataKey"])
 
     assert statements_of(deployment, role_of(redriver.function)) == expected(
         {
@@ -219,7 +232,6 @@ def log_group_arn(function: lambda_.Function) -> dict[str, Any]:
 def consumer_grant(deployment: Deployment) -> list[Statement]:
     """What grant_consumer gives: send to the DLQ, update the kit's records, the DLQ key if any."""
     redriver = deployment.redriver
-    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
     return [
         {"Action": "sqs:SendMessage", "Resource": arn_of(redriver.dead_letter_queue)},
         {
@@ -232,7 +244,7 @@ def consumer_grant(deployment: Deployment) -> list[Statement]:
             },
         },
         # the DLQ's key: to send to the DLQ, and to update records of the table it encrypts
-        *key,
+        *key_grants(deployment, sqs=SQS_KEY, dynamodb=TABLE_KEY),
     ]
 
 
@@ -265,7 +277,8 @@ def test_a_granted_consumer_has_exactly_the_grant_and_its_own_statements(deploym
 
 def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> None:
     redriver = deployment.redriver
-    key = [{"Action": TABLE_KEY, "Resource": arn_of(deployment.key)}] if deployment.key else []
+    # receive and send; the table's records; read archived messages, archive an edit's original
+    key = key_grants(deployment, sqs=SQS_KEY, dynamodb=TABLE_KEY, s3=SQS_KEY)
 
     assert statements_of(deployment, deployment.operator) == expected(
         {

@@ -83,6 +83,33 @@ def key_actions(statements: list[dict[str, Any]], key_ref: Any) -> set[str]:
     }
 
 
+def via(service: str, region: str | None = None) -> dict[str, Any]:
+    """A key statement's condition: used through ``service`` only, in ``region`` (the stack's when
+    None), as the template spells it."""
+    in_region: list[Any] = (
+        [f"{service}.{region}."] if region else [f"{service}.", {"Ref": "AWS::Region"}, "."]
+    )
+    return {"StringEquals": {"kms:ViaService": {"Fn::Join": ["", [*in_region, {"Ref": "AWS::URLSuffix"}]]}}}
+
+
+def key_uses(statements: list[dict[str, Any]], key_ref: Any) -> dict[str, set[str]]:
+    """The actions ``statements`` allow on the key ``key_ref``, by the service they are allowed
+    through (its ``kms:ViaService`` endpoint's first label; "" for none)."""
+    uses: dict[str, set[str]] = {}
+    for statement in statements:
+        if key_ref not in as_list(statement["Resource"]):
+            continue
+        endpoint = statement.get("Condition", {}).get("StringEquals", {}).get("kms:ViaService")
+        service = _first_label(endpoint) if endpoint is not None else ""
+        uses.setdefault(service, set()).update(as_list(statement["Action"]))
+    return uses
+
+
+def _first_label(endpoint: Any) -> str:
+    first = endpoint if isinstance(endpoint, str) else endpoint["Fn::Join"][1][0]
+    return str(first).split(".")[0]
+
+
 def asset_dir(assembly: Path, template: Template, construct: Construct) -> Path:
     """The folder in the cloud assembly ``assembly`` that the function's code or the layer's
     content is zipped from."""

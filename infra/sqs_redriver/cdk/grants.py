@@ -14,6 +14,7 @@ from aws_cdk import aws_sqs as sqs
 
 from sqs_redriver.cdk.consumer_metrics import grant_metric_reads
 from sqs_redriver.cdk.functions import acknowledge
+from sqs_redriver.cdk.key_access import KeyUser, grant_key
 from sqs_redriver.cdk.operator_access import ARCHIVE_OBJECTS, archive_logical_id
 from sqs_redriver.cdk.table_access import consumer_table_statement, redriver_table_statements
 
@@ -21,9 +22,19 @@ if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
 
 # What each principal uses of a customer-managed key, and no more: never kms:ReEncrypt*, which
-# re-encrypts a ciphertext under another key (nothing here does), nor a wildcard action.
+# re-encrypts a ciphertext under another key (nothing here does), nor a wildcard action; and only
+# through the service that uses it (key_access.py).
 QUEUE_SEND_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 QUEUE_SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")  # SQS's data key for a producer
+# What Queue.grant_consume_messages grants, without its unconditioned kms:Decrypt.
+QUEUE_CONSUME_ACTIONS = (
+    "sqs:ReceiveMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueUrl",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+)
+QUEUE_CONSUME_KEY_ACTIONS = ("kms:Decrypt",)
 # DynamoDB's table key, used as the caller for each item read or written (Table.grant_read_write_data
 # would also grant kms:ReEncrypt* and every GenerateDataKey variant).
 TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
@@ -37,21 +48,28 @@ def grant_send(function: lambda_.Function, queue: sqs.IQueue) -> None:
     grant_queue_key(function, queue)
 
 
-def grant_queue_key(function: lambda_.Function, queue: sqs.IQueue) -> None:
+def grant_consume(function: lambda_.Function, queue: sqs.IQueue) -> None:
+    """What ``queue.grant_consume_messages`` grants, its key's kms:Decrypt through SQS only."""
+    queue.grant(function, *QUEUE_CONSUME_ACTIONS)
+    if queue.encryption_master_key is not None:
+        grant_key(function, queue.encryption_master_key, QUEUE_CONSUME_KEY_ACTIONS, KeyUser.SQS)
+
+
+def grant_queue_key(grantee: iam.IGrantable, queue: sqs.IQueue) -> None:
     """What a producer of a KMS-encrypted ``queue`` uses of its key; nothing for other queues."""
     if queue.encryption_master_key is not None:
-        queue.encryption_master_key.grant(function, *QUEUE_SEND_KEY_ACTIONS)
+        grant_key(grantee, queue.encryption_master_key, QUEUE_SEND_KEY_ACTIONS, KeyUser.SQS)
 
 
 def grant_data_keys(
-    function: lambda_.Function, *, table: dynamodb.ITable, archive: s3.IBucket | None = None
+    grantee: iam.IGrantable, *, table: dynamodb.ITable, archive: s3.IBucket | None = None
 ) -> None:
-    """What ``function``'s item access to ``table`` and its PutObject to ``archive`` need of their
+    """What ``grantee``'s item access to ``table`` and its PutObject to ``archive`` need of their
     customer-managed keys, if they have one."""
     if table.encryption_key is not None:
-        table.encryption_key.grant(function, *TABLE_KEY_ACTIONS)
+        grant_key(grantee, table.encryption_key, TABLE_KEY_ACTIONS, KeyUser.DYNAMODB)
     if archive is not None and archive.encryption_key is not None:
-        archive.encryption_key.grant(function, *ARCHIVE_PUT_KEY_ACTIONS)
+        grant_key(grantee, archive.encryption_key, ARCHIVE_PUT_KEY_ACTIONS, KeyUser.S3)
 
 
 def grant_redrive_function(redriver: SqsRedriver) -> None:
@@ -59,7 +77,7 @@ def grant_redrive_function(redriver: SqsRedriver) -> None:
     no Query, no operator record written), invoke itself, write the archive and, with
     ``queue_metrics``, read metrics."""
     function = redriver.function
-    redriver.dead_letter_queue.grant_consume_messages(function)  # and kms:Decrypt of its key
+    grant_consume(function, redriver.dead_letter_queue)
     for queue in [*redriver.source_queues, redriver.parking_lot]:
         grant_send(function, queue)
     for statement in redriver_table_statements(

@@ -10,6 +10,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 
 from sqs_redriver.cdk.functions import acknowledge
+from sqs_redriver.cdk.key_access import KeyUser, key_statements
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.protocol.keys import ARCHIVE_PREFIX, EDIT_ARCHIVE_PREFIX
 
@@ -20,6 +21,10 @@ ARCHIVE_OBJECTS = f"{ARCHIVE_PREFIX}/*"  # the only objects the re-driver writes
 EDITED_OBJECTS = f"{EDIT_ARCHIVE_PREFIX}/*"  # the originals of edited messages: the operator writes them
 # What the operator's tool calls (grant_operator): nothing else, no wildcard actions.
 OPERATOR_DATA_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
+# Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
+OPERATOR_QUEUE_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
+# Decrypt to read an archived message, GenerateDataKey to archive an edited one's original.
+OPERATOR_ARCHIVE_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
     "sqs:ReceiveMessage",
     "sqs:ChangeMessageVisibility",
@@ -101,26 +106,17 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
 
 
 def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
-    """The customer-managed keys of the queues, and of the table and archive, if any."""
-    statements: list[iam.PolicyStatement] = []
-    keys = {
-        key.key_arn: key
-        for queue in [redriver.dead_letter_queue, redriver.parking_lot, *redriver.source_queues]
-        if (key := queue.encryption_master_key) is not None
-    }
-    if keys:
-        # Decrypt to receive, GenerateDataKey to send: what SQS asks of the caller's key access.
-        statements.append(
-            iam.PolicyStatement(actions=["kms:Decrypt", "kms:GenerateDataKey"], resources=list(keys))
-        )
+    """The customer-managed keys of the queues (through SQS), of the table (through DynamoDB) and
+    of the archive (through S3), if any."""
+    queues = [redriver.dead_letter_queue, redriver.parking_lot, *redriver.source_queues]
+    queue_keys = [key for queue in queues if (key := queue.encryption_master_key) is not None]
+    table_key = redriver.state_table.encryption_key
     archive_key = redriver.archive.encryption_key if redriver.archive is not None else None
-    data_keys = {key.key_arn for key in (redriver.state_table.encryption_key, archive_key) if key is not None}
-    if data_keys:
-        # A customer-managed table (and archive) key: DynamoDB and S3 ask the caller to use it.
-        statements.append(
-            iam.PolicyStatement(actions=list(OPERATOR_DATA_KEY_ACTIONS), resources=sorted(data_keys))
-        )
-    return statements
+    return [
+        *key_statements(queue_keys, OPERATOR_QUEUE_KEY_ACTIONS, KeyUser.SQS),
+        *key_statements([table_key] if table_key else [], OPERATOR_DATA_KEY_ACTIONS, KeyUser.DYNAMODB),
+        *key_statements([archive_key] if archive_key else [], OPERATOR_ARCHIVE_KEY_ACTIONS, KeyUser.S3),
+    ]
 
 
 def _archive_statements(archive: s3.IBucket) -> list[iam.PolicyStatement]:
