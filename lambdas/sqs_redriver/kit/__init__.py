@@ -1,6 +1,8 @@
 """The consumer kit: a Python SQS consumer classifies its failures, dead-letters what will never
 succeed at once (with the reason in the re-driver's mark), and reports re-driven messages'
-verdicts to the re-driver. Exception text is redacted before it leaves the consumer (``redact``).
+verdicts to the re-driver. Exception text is redacted before it leaves the consumer (``redact``):
+a failure the kit does not dead-letter leaves the record handler as ``RecordFailedError``, a batch
+whose records all failed as ``AllRecordsFailedError`` (``errors``), never as the original exception.
 
     from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
 
@@ -15,6 +17,7 @@ verdicts to the re-driver. Exception text is redacted before it leaves the consu
 
 from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError
 from sqs_redriver.kit.config import KitConfig, KitConfigError
+from sqs_redriver.kit.errors import AllRecordsFailedError, RecordFailedError
 from sqs_redriver.kit.fingerprint import fingerprint
 from sqs_redriver.kit.kit import ConsumerKit
 from sqs_redriver.kit.redact import Redactor
@@ -35,11 +38,13 @@ __all__ = [
     "ENV_MAX_RECEIVE_COUNT",
     "ENV_REDACT_PATTERNS",
     "ENV_TABLE_NAME",
+    "AllRecordsFailedError",
     "Classifier",
     "ConsumerKit",
     "FailureKind",
     "KitConfig",
     "KitConfigError",
+    "RecordFailedError",
     "Redactor",
     "TerminalError",
     "TransientError",

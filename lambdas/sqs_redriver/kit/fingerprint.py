@@ -89,16 +89,21 @@ def place(exc: BaseException) -> str:
     return f"{module}:{getattr(code, 'co_qualname', code.co_name)}"  # co_qualname: Python 3.11+
 
 
+def where(exc: BaseException) -> str:
+    """``place(exc)``, or "" when a frame's module name will not print."""
+    try:
+        return place(exc)
+    except Exception:
+        return ""
+
+
 def fingerprint(exc: BaseException, masked_text: str | None = None) -> str:
     """16 hex characters of SHA-256 over class, place and normalized message: ``masked_text``, the
     exception's text as the kit's redactor masked it (by default, masked by the built-in rules)."""
     if masked_text is None:
         masked_text = DEFAULT_REDACTOR.mask(exception_text(exc))
-    try:
-        where = place(exc)
-    except Exception:  # a frame whose module name will not print: the class and text still group
-        where = ""
-    text = "\n".join((FINGERPRINT_VERSION, error_class(exc), where, normalize_message(masked_text)))
+    # A frame whose module name will not print has no place: the class and text still group.
+    text = "\n".join((FINGERPRINT_VERSION, error_class(exc), where(exc), normalize_message(masked_text)))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:FINGERPRINT_HEX_CHARS]
 
 

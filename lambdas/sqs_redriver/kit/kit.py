@@ -13,13 +13,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.batch import process_partial_response
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError, UnexpectedBatchTypeError
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sqs_redriver.kit.aws import KitAws, KitAwsError
 from sqs_redriver.kit.classify import Classifier, ExceptionTypes, Predicate
 from sqs_redriver.kit.config import KitConfig, load_config
 from sqs_redriver.kit.dead_letter import plan_dead_letter
-from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint
+from sqs_redriver.kit.errors import DROPPED_TEXT, RecordFailedError, all_records_failed
+from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint, where
 from sqs_redriver.kit.observability import logger
 from sqs_redriver.kit.records import InboundRecord, UnsendableRecord, from_event_record
 from sqs_redriver.kit.redact import compile_patterns
@@ -32,8 +34,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 RecordHandler = Callable[..., Any]
-# The message of a failure whose text the configuration drops (REDRIVER_ERROR_TEXT=drop).
-DROPPED_TEXT = "<text dropped>"
 
 
 class ConsumerKit:
@@ -95,7 +95,8 @@ class ConsumerKit:
         context: LambdaContext | None = None,
     ) -> PartialItemFailureResponse:
         """Powertools' ``process_partial_response`` with ``record_handler`` wrapped by the kit,
-        then the batch's verdicts flushed (also when the batch raised)."""
+        then the batch's verdicts flushed (also when the batch raised). When every record failed,
+        it raises AllRecordsFailedError (a BatchProcessingError) as Powertools would, its text redacted."""
         self._batch = {
             str(r.get("messageId")): r for r in event.get("Records") or [] if isinstance(r, Mapping)
         }
@@ -103,13 +104,20 @@ class ConsumerKit:
             return process_partial_response(
                 event=event, record_handler=self.wrap(record_handler), processor=processor, context=context
             )
+        except UnexpectedBatchTypeError:
+            raise
+        except BatchProcessingError as every_record_failed:
+            failed = all_records_failed(every_record_failed.child_exceptions, self.config.redactor)
         finally:
             self._batch = {}
             self.flush_verdicts()
+        # Raised here, outside the except clause: no __context__ that carries the original text.
+        raise failed from None
 
     def wrap(self, record_handler: RecordHandler) -> RecordHandler:
         """A record handler for any Powertools processor: a failure the kit dead-letters returns
-        (the record is handled), any other failure re-raises. Call ``flush_verdicts`` after the batch."""
+        (the record is handled), any other failure raises RecordFailedError, which tells it redacted
+        (never the original exception). Call ``flush_verdicts`` after the batch."""
         passes_context = "lambda_context" in inspect.signature(record_handler).parameters
 
         @functools.wraps(record_handler)
@@ -121,11 +129,14 @@ class ConsumerKit:
                 else:
                     result = record_handler(record)
             except Exception as exc:
-                if not self._dead_lettered(inbound, exc):
-                    raise
+                failed = self._left_failed(inbound, exc)
+            else:
+                self.verdicts.succeeded(inbound)
+                return result
+            if failed is None:
                 return None
-            self.verdicts.succeeded(inbound)
-            return result
+            # Raised outside the except clause: neither a cause nor a context carries the original.
+            raise failed from None
 
         return handle
 
@@ -146,8 +157,9 @@ class ConsumerKit:
             written += 1
         return written
 
-    def _dead_lettered(self, record: InboundRecord, exc: Exception) -> bool:
-        """Classify the failure; dead-letter the record when its fate is known. True when done."""
+    def _left_failed(self, record: InboundRecord, exc: Exception) -> RecordFailedError | None:
+        """Classify the failure; dead-letter the record when its fate is known. None when done,
+        else the error that fails the record, redacted."""
         kind = self.classifier.classify(exc)
         failure = self._failure(record, exc, kind)
         self.verdicts.failed(record, kind, failure.fingerprint)
@@ -161,7 +173,7 @@ class ConsumerKit:
         reason = self._why_dead_letter(record, kind)
         if reason is None:
             logger.info("failure left to SQS for a retry", extra=fields)
-            return False
+            return RecordFailedError.of(failure, record.message_id, where(exc))
         try:
             self._send_to_dlq(record, failure, {**fields, "reason": reason})
         except (KitAwsError, UnsendableRecord) as send_error:
@@ -169,8 +181,8 @@ class ConsumerKit:
                 "dead-lettering failed, the record stays failed",
                 extra={**fields, "error": self._safe(send_error)},
             )
-            return False
-        return True
+            return RecordFailedError.of(failure, record.message_id, where(exc))
+        return None
 
     def _why_dead_letter(self, record: InboundRecord, kind: FailureKind) -> str | None:
         if kind is FailureKind.TERMINAL:
