@@ -7,7 +7,7 @@ to every request (closer to real AWS than moto's local calls).
 `--recovery` runs, instead, the recovery scenarios in simulated time (bench/recovery.py):
 
     python -m bench --recovery [--scenarios outage-60 outage-120 poison poison-then-fresh lone-poison]
-        [--kits off on] [--json]
+        [--kits off on silent] [--json]
 
 `--baselines` runs one outage and backlog re-driven by each design (bench/recovery_compare.py),
 measured in simulated time and predicted by a model, then predicted at 40,000 messages:

@@ -1,7 +1,8 @@
 """`python -m bench --recovery`: outages, poison and recovery over hours of simulated time
 (local_aws.recovery), the real re-driver and the default stack on in-process moto; a table of what
 users live through. Each scenario runs without the consumer kit (the plain consumer, the
-re-driver's consumer verdicts off) and with it (the kit consumer, verdicts on: the default stack's).
+re-driver's consumer verdicts off), with it (the kit consumer, verdicts on: the default stack's),
+and with the kit granted but silent (the plain consumer, verdicts on: where every adopter starts).
 """
 
 from __future__ import annotations
@@ -15,21 +16,22 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from local_aws.recovery import lone_poison, outage, poison, poison_then_fresh
+from local_aws.recovery import KitUse, lone_poison, outage, poison, poison_then_fresh
 from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import default_stack
 
-SCENARIOS: dict[str, Callable[[bool], RecoveryFigures]] = {
+SCENARIOS: dict[str, Callable[[KitUse], RecoveryFigures]] = {
     "outage-60": lambda kit: outage(300, 60, kit=kit),
     "outage-120": lambda kit: outage(300, 120, kit=kit),
     "poison": lambda kit: poison(10, 40, kit=kit),
     "poison-then-fresh": lambda kit: poison_then_fresh(10, 40, 20, kit=kit),
     "lone-poison": lambda kit: lone_poison(kit=kit),
 }
-KITS = {"off": False, "on": True}
+KITS = {use.value: use for use in KitUse}
+KIT_LABELS = {"off": "no", "on": "yes", "silent": "granted, silent"}
 
 ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
-    ("consumer kit (consumer verdicts)", lambda f: "yes" if f.kit else "no"),
+    ("consumer kit (consumer verdicts)", lambda f: KIT_LABELS[f.kit]),
     ("good / poison messages", lambda f: f"{f.good} / {f.poison}"),
     ("outage (min)", lambda f: f"{f.outage_minutes:g}"),
     ("simulated (min)", lambda f: f.simulated_minutes),
@@ -75,7 +77,7 @@ ROWS: list[tuple[str, Callable[[RecoveryFigures], Any]]] = [
 def run(
     names: list[str] | None = None, kits: list[str] | None = None, *, progress: bool = True
 ) -> list[RecoveryFigures]:
-    """Each scenario of ``names``, once per setting of ``kits`` ("off", "on"; both by default)."""
+    """Each scenario of ``names``, once per consumer of ``kits`` ("off", "on", "silent"; all by default)."""
     figures = []
     # moto's "no CloudFormation support for QueuePolicy", as a warning and a log line per deployment
     logging.getLogger("moto").setLevel(logging.ERROR)

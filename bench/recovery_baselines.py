@@ -26,7 +26,7 @@ from bench.baseline import PublishedRedriver
 from local_aws.clients import ClientProxy
 from local_aws.consumers import order_body, plain_order_consumer
 from local_aws.journal import Journal, Run
-from local_aws.recovery import Settled
+from local_aws.recovery import KitUse, Settled
 from local_aws.recovery_figures import MINUTE, RecoveryFigures, figures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
@@ -172,7 +172,7 @@ def _baseline(
     return figures(
         f"{design} {n_messages} msgs / {outage_minutes:g} min",
         _marked(journal, sent),
-        kit=False,
+        kit=KitUse.OFF,
         good_keys=good_keys,
         poison_keys=set(),
         outage_minutes=outage_minutes,

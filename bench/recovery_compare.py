@@ -21,7 +21,7 @@ from typing import Any
 from bench import baseline
 from bench.recovery_baselines import MOVE_TASK_MAX_RATE, console_outage, published_outage
 from bench.recovery_model import Drainer, drain_seconds, runs_needed
-from local_aws.recovery import outage
+from local_aws.recovery import KitUse, outage
 from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulation import default_stack
 from sqs_redriver.protocol.settings.schema import default
@@ -84,12 +84,12 @@ DESIGNS: dict[str, Design] = {
     ),
     "redriver": Design(
         "this re-driver, no kit",
-        lambda n, minutes: outage(n, minutes, kit=False, cap_hours=minutes / 60 + 8),
+        lambda n, minutes: outage(n, minutes, kit=KitUse.OFF, cap_hours=minutes / 60 + 8),
         REDRIVER,
     ),
     "redriver-kit": Design(
         "this re-driver, kit",
-        lambda n, minutes: outage(n, minutes, kit=True, cap_hours=minutes / 60 + 8),
+        lambda n, minutes: outage(n, minutes, kit=KitUse.ON, cap_hours=minutes / 60 + 8),
         _REDRIVER_KIT,
     ),
 }

@@ -6,10 +6,12 @@
 - ``poison_then_fresh``: the same, then fresh orders sent into a short outage (what poison costs them);
 - ``lone_poison``: one poison order alone, a fixed span.
 
-Each with or without the consumer kit (``kit``): with it, the kit consumer
+Each with one of three consumers (``kit``, a ``KitUse``): ``ON``, the kit consumer
 (``kit_order_consumer``) and the re-driver's deployed settings (consumer verdicts on, as the
-default stack sets them); without it, the plain consumer and the same settings with
-``consumer_verdicts=False``. Everything else is the default stack's.
+default stack sets them); ``OFF``, the plain consumer and the same settings with
+``consumer_verdicts=False``; ``SILENT``, the plain consumer behind the deployed settings: a consumer
+granted the kit (``grant_consumer``) whose handler does not use it yet, where every adopter starts.
+Everything else is the default stack's.
 
 "Settled" (the DLQ is drained) means: every good order fulfilled at least once AND the DLQ holds
 nothing (ApproximateNumberOfMessages + NotVisible + Delayed = 0), checked after every consumer
@@ -22,6 +24,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import StrEnum
 
 from local_aws.consumers import ConsumerFactory, kit_order_consumer, order_body, plain_order_consumer
 from local_aws.queues import queue_counts
@@ -30,11 +33,23 @@ from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world, without_consumer_verdicts
 
 
+class KitUse(StrEnum):
+    """The consumer behind the source queue, and whether the re-driver expects its verdicts."""
+
+    OFF = "off"  # the plain consumer; consumer verdicts off
+    ON = "on"  # the kit consumer; consumer verdicts on (the default stack's)
+    SILENT = "silent"  # the plain consumer; consumer verdicts on: granted the kit, not using it
+
+    @property
+    def expects_verdicts(self) -> bool:
+        return self is not KitUse.OFF
+
+
 def outage(
     n_messages: int = 300,
     outage_minutes: float = 60,
     *,
-    kit: bool = False,
+    kit: KitUse = KitUse.OFF,
     n_poison: int = 0,
     cap_hours: float = 8,
     seed: int = 7,
@@ -59,7 +74,7 @@ def outage(
 
 
 def poison(
-    n_poison: int = 10, n_good: int = 40, *, kit: bool = False, hours: float = 6, seed: int = 7
+    n_poison: int = 10, n_good: int = 40, *, kit: KitUse = KitUse.OFF, hours: float = 6, seed: int = 7
 ) -> RecoveryFigures:
     """Poison orders among good ones, sent at t=0 in a shuffled order; a healthy downstream."""
     rng = random.Random(seed)
@@ -86,7 +101,7 @@ def poison_then_fresh(
     n_good: int = 40,
     n_fresh: int = 20,
     *,
-    kit: bool = False,
+    kit: KitUse = KitUse.OFF,
     hours: float = 3,
     seed: int = 7,
 ) -> RecoveryFigures:
@@ -112,7 +127,7 @@ def poison_then_fresh(
     )
 
 
-def lone_poison(*, kit: bool = False, hours: float = 4) -> RecoveryFigures:
+def lone_poison(*, kit: KitUse = KitUse.OFF, hours: float = 4) -> RecoveryFigures:
     """One poison order alone, a healthy downstream."""
     bad = [order_body("p-00000", rng=random.Random(0), poison=True)]
     return _scenario(
@@ -133,15 +148,15 @@ def _good_and_poison(n_good: int, n_poison: int, rng: random.Random) -> tuple[li
     return good, [order_body(f"p-{i:05d}", rng=rng, poison=True) for i in range(n_poison)]
 
 
-def _consumer(kit: bool, outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
-    return kit_order_consumer(outages) if kit else plain_order_consumer(outages)
+def _consumer(kit: KitUse, outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
+    return kit_order_consumer(outages) if kit is KitUse.ON else plain_order_consumer(outages)
 
 
 def _scenario(
     name: str,
     consumer: ConsumerFactory,
     *,
-    kit: bool,
+    kit: KitUse,
     good: list[str],
     poison: list[str],
     outage_minutes: float,
@@ -151,7 +166,8 @@ def _scenario(
     fresh: Sequence[str] = (),
 ) -> RecoveryFigures:
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
-    with open_world(consumer, adjust_settings=None if kit else without_consumer_verdicts) as world:
+    adjust = None if kit.expects_verdicts else without_consumer_verdicts
+    with open_world(consumer, adjust_settings=adjust) as world:
         bodies = good + poison
         if shuffle:
             shuffle.shuffle(bodies)
@@ -171,7 +187,7 @@ def _scenario(
         poison_keys = {world.key_of(b) for b in poison}
         fresh_keys = {world.key_of(b) for b in fresh}
     result = figures(
-        name + (", kit" if kit else ", no kit"),
+        name + {KitUse.ON: ", kit", KitUse.OFF: ", no kit", KitUse.SILENT: ", silent kit"}[kit],
         journal,
         kit=kit,
         good_keys=good_keys,

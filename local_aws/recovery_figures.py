@@ -13,7 +13,7 @@ MINUTE = 60.0
 @dataclass(frozen=True)
 class RecoveryFigures:
     scenario: str
-    kit: bool  # the consumer kit consumer, consumer verdicts on; else the plain one, verdicts off
+    kit: str  # local_aws.recovery.KitUse: off (plain, no verdicts), on (the kit), silent (plain, verdicts on)
     good: int
     poison: int
     outage_minutes: float
@@ -66,7 +66,7 @@ def figures(
     name: str,
     journal: Journal,
     *,
-    kit: bool,
+    kit: str,
     good_keys: set[str],
     poison_keys: set[str],
     outage_minutes: float,

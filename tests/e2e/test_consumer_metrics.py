@@ -3,7 +3,8 @@ publishes them as AWS does: per-minute sums, two minutes late, nothing for an id
 outage gets about a probe per interval and drains minutes after recovery; poison is told apart and
 parked, and fresh failures never wait for it. Bad readings (CloudWatch silent, GetMetricData
 throttled) fall back to the DLQ and never open the breaker; a consumer that never reports the
-verdicts it is expected to is noticed."""
+verdicts it is expected to is noticed, and meets the same targets as one without the kit: a consumer
+granted the kit (CONSUMER_VERDICTS on) whose handler does not use it yet."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_aws.consumers import order_body, plain_order_consumer
-from local_aws.recovery import Settled, outage, poison_then_fresh
+from local_aws.recovery import KitUse, Settled, outage, poison_then_fresh
 from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world, without_consumer_verdicts
@@ -28,39 +29,39 @@ from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
 OUTAGE_MINUTES = 30
 
 
-@pytest.fixture(scope="module")
-def outage_without_kit() -> RecoveryFigures:
+@pytest.fixture(scope="module", params=[KitUse.OFF, KitUse.SILENT], ids=["no kit", "silent kit"])
+def outage_figures(request: pytest.FixtureRequest) -> RecoveryFigures:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # moto: no CloudFormation support for QueuePolicy
-        return outage(n_messages=60, outage_minutes=60, cap_hours=4)
+        return outage(n_messages=60, outage_minutes=60, kit=request.param, cap_hours=4)
 
 
-@pytest.fixture(scope="module")
-def poison_without_kit() -> RecoveryFigures:
+@pytest.fixture(scope="module", params=[KitUse.OFF, KitUse.SILENT], ids=["no kit", "silent kit"])
+def poison_figures(request: pytest.FixtureRequest) -> RecoveryFigures:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return poison_then_fresh(10, 40, 20, kit=False, hours=2.5)
+        return poison_then_fresh(10, 40, 20, kit=request.param, hours=2.5)
 
 
-def test_an_outage_gets_about_one_probe_per_interval(outage_without_kit: RecoveryFigures) -> None:
+def test_an_outage_gets_about_one_probe_per_interval(outage_figures: RecoveryFigures) -> None:
     # the issue's target for 300 messages (make bench-recovery measures that): at most 30
-    assert outage_without_kit.redriven_deliveries_in_outage <= 30
-    assert outage_without_kit.lost == () and outage_without_kit.good_parked == 0
+    assert outage_figures.redriven_deliveries_in_outage <= 30
+    assert outage_figures.lost == () and outage_figures.good_parked == 0
 
 
-def test_the_dlq_is_empty_minutes_after_recovery(outage_without_kit: RecoveryFigures) -> None:
-    settled = outage_without_kit.settled_minutes_after_recovery
+def test_the_dlq_is_empty_minutes_after_recovery(outage_figures: RecoveryFigures) -> None:
+    settled = outage_figures.settled_minutes_after_recovery
     assert settled is not None and settled <= 10
 
 
-def test_poison_is_parked_as_a_suspect_and_no_good_order_with_it(poison_without_kit: RecoveryFigures) -> None:
-    figures = poison_without_kit
+def test_poison_is_parked_as_a_suspect_and_no_good_order_with_it(poison_figures: RecoveryFigures) -> None:
+    figures = poison_figures
     assert figures.poison_parked == 10 and max(figures.poison_parked_at_minutes) <= 90
     assert figures.good_parked == 0 and figures.fulfilled == 40 and figures.lost == ()
 
 
-def test_fresh_failures_never_wait_for_poison(poison_without_kit: RecoveryFigures) -> None:
-    waited = poison_without_kit.fresh_consumed_minutes_after_recovery
+def test_fresh_failures_never_wait_for_poison(poison_figures: RecoveryFigures) -> None:
+    waited = poison_figures.fresh_consumed_minutes_after_recovery
     assert waited is not None and waited <= 15
 
 

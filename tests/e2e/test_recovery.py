@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from local_aws.consumers import Consumer
-from local_aws.recovery import outage
+from local_aws.recovery import KitUse, outage
 from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import World, open_world
 from tests.support.factories import order_body
@@ -36,7 +36,7 @@ def kit_outage() -> RecoveryFigures:
     """30 good orders and 2 poison ones into a 30-minute outage, the kit consumer behind the queue."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return outage(n_messages=30, outage_minutes=OUTAGE_MINUTES, kit=True, n_poison=2, cap_hours=4)
+        return outage(n_messages=30, outage_minutes=OUTAGE_MINUTES, kit=KitUse.ON, n_poison=2, cap_hours=4)
 
 
 class Verdicts:

@@ -12,8 +12,13 @@ from hypothesis import strategies as st
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.breaker import Breaker, Canary
-from sqs_redriver.runtime.decide.canary import after_health, expects_verdicts, heard_elsewhere
+from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
+from sqs_redriver.runtime.decide.canary import (
+    after_health,
+    expects_verdicts,
+    heard_elsewhere,
+    heard_in_returns,
+)
 from sqs_redriver.runtime.decide.consumer_health import Context, Health, failure_context, health
 from sqs_redriver.runtime.decide.suspicion import ConsumerSignal, judge, suspect_reason_text
 from sqs_redriver.runtime.model.activity import Minute, QueueActivity
@@ -202,6 +207,64 @@ def test_probes_judged_elsewhere_while_verdicts_were_expected_stop_the_waiting()
     assert expects_verdicts(once, True) and not expects_verdicts(twice, True)
     assert heard_elsewhere(twice, twice, from_kit=True).silent_probes == 0
     assert not expects_verdicts(Breaker(), False)
+
+
+POLICY = BreakerPolicy(minimum_volume=3)
+SILENT = Breaker(silent_probes=2, version=4)
+
+
+def failures(unheard: int, heard: int) -> list[Tracked]:
+    """``unheard`` failures that reached the DLQ without the kit's word, ``heard`` with it."""
+    word = Failure(FailureKind.TRANSIENT, "Timeout", "slow", "0123456789abcdef", T0, 5, "")
+    return [
+        Tracked(DlqMessage(f"u-{i}", f"r-u-{i}", "{}"), Mark(f"u-{i}", count=1, verdict_key="RUN#1#a"))
+        for i in range(unheard)
+    ] + [Tracked(DlqMessage(f"h-{i}", f"r-h-{i}", "{}"), Mark(f"h-{i}", failure=word)) for i in range(heard)]
+
+
+def test_failures_past_the_kit_in_a_closed_breaker_stop_the_waiting_before_the_batch_is_planned() -> None:
+    after = heard_in_returns(Breaker(version=4), failures(3, 0), consumer_verdicts=True, policy=POLICY)
+
+    assert after is not None and not expects_verdicts(after, True)
+    assert (after.state, after.version) == (State.CLOSED, 5)
+
+
+def test_fewer_failures_past_the_kit_than_the_minimum_volume_or_than_in_its_words_say_nothing() -> None:
+    assert heard_in_returns(Breaker(), failures(2, 0), consumer_verdicts=True, policy=POLICY) is None
+    assert heard_in_returns(Breaker(), failures(3, 4), consumer_verdicts=True, policy=POLICY) is None
+
+
+def test_a_silent_consumer_whose_failures_are_all_in_the_kits_words_again_is_waited_for_again() -> None:
+    back = heard_in_returns(SILENT, failures(0, 1), consumer_verdicts=True, policy=POLICY)
+
+    assert back is not None and expects_verdicts(back, True)
+    assert heard_in_returns(SILENT, failures(1, 5), consumer_verdicts=True, policy=POLICY) is None
+    assert heard_in_returns(SILENT, failures(4, 0), consumer_verdicts=True, policy=POLICY) is None
+
+
+@given(
+    unheard=st.integers(0, 20),
+    heard=st.integers(0, 20),
+    silent=st.booleans(),
+    verdicts=st.booleans(),
+    minimum_volume=st.integers(0, 10),
+)
+def test_the_kit_is_judged_silent_only_by_enough_failures_past_it_and_back_only_by_its_words(
+    unheard: int, heard: int, silent: bool, verdicts: bool, minimum_volume: int
+) -> None:
+    breaker = SILENT if silent else Breaker(version=4)
+    policy = BreakerPolicy(minimum_volume=minimum_volume)
+
+    after = heard_in_returns(breaker, failures(unheard, heard), consumer_verdicts=verdicts, policy=policy)
+
+    if after is None:
+        return
+    assert verdicts, "without consumer verdicts the kit's silence means nothing"
+    assert after.version == breaker.version + 1 and after.state is breaker.state
+    if expects_verdicts(after, True):
+        assert silent and heard and not unheard
+    else:
+        assert not silent and unheard >= max(minimum_volume, 1) and unheard >= heard
 
 
 # -- helpers -------------------------------------------------------------------------------------

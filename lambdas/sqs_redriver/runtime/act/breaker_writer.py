@@ -54,6 +54,10 @@ class BreakerWriter:
                     "judging it by its queue's metrics and the DLQ until it reports one",
                     extra={"breaker": self._key, "silent_probes": after.silent_probes},
                 )
+            elif before.silent_probes >= SILENT_PROBES_LIMIT > after.silent_probes:
+                self._log.info(
+                    "the consumer kit reports again: waiting for its verdicts", extra={"breaker": self._key}
+                )
         return True
 
     def transition(self, before: Breaker, after: Breaker) -> tuple[Breaker, int]:

@@ -69,6 +69,10 @@ class Breaker:
             judged_until=now if judged_until is None else judged_until,
         )
 
+    def with_silent_probes(self, silent_probes: int) -> Breaker:
+        """The same breaker, its consumer judged as silent (or not) by what came back."""
+        return self._next(silent_probes=silent_probes)
+
     def closed(self, now: int, evidence: Evidence) -> Breaker:
         return self._next(
             state=State.CLOSED, failures=0, successes=0, changed_at=now, canary=None, evidence=evidence

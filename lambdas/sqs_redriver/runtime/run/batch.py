@@ -95,19 +95,19 @@ class BatchHandler:
         fingerprints = {t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure}
         groups = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
 
+        breaker, errors = self._hear_returns(tracking.unique, breaker, writer, source)
         retention = self.retention()
-        state = BatchState(
-            mode, breaker, so_far, now, groups, tag, retention, source, self.watch.heard_for(breaker)
-        )
+        signals = self.watch.for_failures(breaker, tracking.unique)
+        state = BatchState(mode, breaker, so_far, now, groups, tag, retention, source, signals)
         plan = self.planner.plan(tracking, state)
-        errors = 0
         if plan.open_breaker:
             if plan.canaries_back:
                 log_decision(self.log, "canary came back: opening the circuit", plan.canaries_back[0])
             opened = breaker.opened(now, plan.evidence)
             if plan.canaries_back:
                 opened = canary.silenced(breaker, opened, consumer_verdicts=self.consumer_verdicts)
-            breaker, errors = writer.transition(breaker, opened)
+            breaker, failed_write = writer.transition(breaker, opened)
+            errors += failed_write
         elif plan.canaries:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
@@ -126,6 +126,21 @@ class BatchHandler:
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def _hear_returns(
+        self, batch: list[Tracked], breaker: Breaker, writer: BreakerWriter, source: str | None
+    ) -> tuple[Breaker, int]:
+        """Whether the batch's messages came back in the consumer kit's words (decide/canary.py,
+        ``heard_in_returns``): the breaker judging the consumer as silent, or no longer, is written
+        before the batch is planned, so the plan already reads the metrics. Returns the breaker and
+        the errors met (0 or 1)."""
+        own = [t for t in batch if source is None or self.routes.source_url(t) in (source, None)]
+        after = canary.heard_in_returns(
+            breaker, own, consumer_verdicts=self.consumer_verdicts, policy=self.planner.rules.breaker
+        )
+        if after is None:
+            return breaker, 0
+        return writer.transition(breaker, after)
 
     def _log_rejected_marks(self, batch: list[DlqMessage]) -> int:
         """A mark (or its consumer failure) that failed validation was left out: say which field.

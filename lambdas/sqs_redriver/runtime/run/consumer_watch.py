@@ -1,7 +1,8 @@
 """The source queues' metrics, read once per run for every part and batch of it.
 
 They are the breaker's evidence where the consumer does not report its own verdicts (the kit's):
-a kit consumer's queue counts what the kit dead-letters among its deletes.
+a kit consumer's queue counts what the kit dead-letters among its deletes. A failure that came
+back without the kit's words is judged by them in any case.
 
 One ``GetMetricData`` call covers every source (adapters/cloudwatch_activity.py), made the first
 time a run needs it: a run that touches neither the DLQ nor a HALF_OPEN breaker reads nothing.
@@ -23,6 +24,7 @@ from sqs_redriver.runtime.decide.canary import expects_verdicts
 from sqs_redriver.runtime.decide.consumer_health import METRICS_LOOKBACK_SECONDS
 from sqs_redriver.runtime.decide.suspicion import ConsumerSignal
 from sqs_redriver.runtime.model.activity import SECONDS_PER_MINUTE, WatchedQueue
+from sqs_redriver.runtime.model.tracked import Tracked
 
 
 class ConsumerWatch:
@@ -74,6 +76,15 @@ class ConsumerWatch:
         """The reading, unless the breaker's consumer reports its own verdicts: the kit deletes
         what it dead-letters, so its queue's deletes are not successes (its verdicts are)."""
         return {} if expects_verdicts(breaker, self._consumer_verdicts) else self.signals()
+
+    def for_failures(self, breaker: Breaker, batch: Sequence[Tracked]) -> dict[str, ConsumerSignal]:
+        """The reading that judges a batch's failures (decide/suspicion.py): a failure in the
+        consumer kit's words is judged by the kit, one without them by its queue's metrics, even
+        while the kit is expected to report: it went past the kit. A batch of the kit's words
+        alone reads nothing."""
+        if expects_verdicts(breaker, self._consumer_verdicts) and all(t.mark.failure for t in batch):
+            return {}
+        return self.signals()
 
     def _read(self) -> dict[str, ConsumerSignal]:
         if self._activity is None:
