@@ -17,7 +17,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install browser dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-venv readme clean
+.PHONY: install browser dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-cost bench-venv readme clean
 
 install: $(STAMP)
 
@@ -121,16 +121,24 @@ demo: $(STAMP)
 # without the consumer kit, SCENARIO_ARGS="--scenarios outage-60 poison-then-fresh --kits off on",
 # the recovery benchmark against the baselines, RECOVERY_ARGS="--backlogs 500 1000 --outage-minutes 90 --json", and the backlog drains,
 # DRAIN_ARGS="--drain-sizes 1200 3000 --json", and the operator's tool on a parking lot,
-# OPERATOR_ARGS="--lot-sizes 200 1000 --replay-rate 50 --json"
+# OPERATOR_ARGS="--lot-sizes 200 1000 --replay-rate 50 --json", and SQS's own redrive (StartMessageMoveTask)
+# in the situations where it and this re-driver part ways, MOVE_TASK_ARGS="--scenarios early poison --json";
+# and what a deployment costs a month: make bench-cost COST_ARGS="--dead-letters 0 10000 1000000"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 	$(MAKE) --no-print-directory bench-recovery
+	$(MAKE) --no-print-directory bench-cost
+
+# docs/cost.md's table: the default stack's resources, a measured idle run, the published prices.
+bench-cost: $(STAMP)
+	$(BIN)/python -m bench.cost $(COST_ARGS)
 
 bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --recovery $(SCENARIO_ARGS)
 	$(BIN)/python -m bench --baselines $(RECOVERY_ARGS)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
+	$(BIN)/python -m bench.move_task $(MOVE_TASK_ARGS)
 
 # docs/configuration.md's settings table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
 readme: $(STAMP)
