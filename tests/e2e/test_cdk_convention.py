@@ -2,10 +2,10 @@
 
     python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && cdk synth
 
-synthesizes the default stack. The clone is the repository's tracked files (as a `git clone` of
-this working tree would hold them: no venv, no cdk.out, nothing untracked); `cdk synth` runs the
-app as cdk.json says, `python3 app.py` with the venv first on the PATH, here `.venv/bin/python
-app.py`. Needs PyPI (pip's cache makes repeats faster), like tests/e2e/test_install.py.
+synthesizes the default stack. The clone is what a commit of this working tree would hold: its
+tracked and untracked files, without what .gitignore leaves out (no venv, no cdk.out). `cdk synth`
+runs the app as cdk.json says, `python3 app.py` with the venv first on the PATH: here
+`.venv/bin/python app.py`. Needs PyPI (pip's cache makes repeats faster), like test_install.py.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> s
 
 
 def fresh_clone(target: Path) -> Path:
-    """The repository's tracked files, copied into ``target``."""
-    listed = run("git", "ls-files", "-z", cwd=ROOT).split("\0")
+    """The working tree's files that git does not ignore, copied into ``target``."""
+    listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).split("\0")
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():  # a tracked file deleted in the working tree is not in the clone
