@@ -55,8 +55,8 @@ expect.set_options(timeout=HANG_MS)
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail(
-            f"no browser at {CHROMIUM}: install Debian's (apt-get install -y chromium chromium-driver; "
-            ".ci/run does it when it is missing)"
+            f"no browser at {CHROMIUM}: install Debian's with `make browser` (as root; otherwise "
+            "sudo apt-get install -y chromium); make test does it first"
         )
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
