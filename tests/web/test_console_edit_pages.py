@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console import aws as tool_aws
 from tests.support.aws import Aws
-from tests.support.console import BASE_URL, get, open_console, parked_id, post
+from tests.support.console import BASE_URL, FROM_THE_CONSOLE, ROOT, get, open_console, parked_id, post
 from tests.support.operator import park, park_groups
 
 ORDER = '{"order": 7, "items": []}'
@@ -62,7 +62,7 @@ def test_an_edit_is_previewed_as_a_diff_then_sent_when_confirmed(aws: Aws) -> No
     [arrived] = drain(aws.sqs, aws.source_url)
     assert json.loads(arrived["Body"]) == {"order": 7, "items": [{"sku": "A1"}]}
     assert queue_counts(aws.sqs, aws.parking_lot_url).total == 0
-    outcome_link = re.search(r'href="(/outcomes/[^"]+)"', done)
+    outcome_link = re.search(f'href="{ROOT}(/outcomes/[^"]+)"', done)
     assert outcome_link
     code, outcome = get(client, outcome_link.group(1))
     assert code == 200 and "Edit" in outcome and "order-7" in outcome
@@ -76,7 +76,7 @@ def test_the_message_page_links_its_edit_and_the_form_holds_hostile_text_as_text
     _code, message = get(client, f"/messages/{message_id}")
     code, form = get(client, f"/messages/{message_id}/edit")
 
-    assert f'href="/messages/{message_id}/edit"' in message
+    assert f'href="{ROOT}/messages/{message_id}/edit"' in message
     assert code == 200
     assert "<script>" not in form
     assert HOSTILE in json.loads(textarea_of(form))["body"]
@@ -138,10 +138,13 @@ def test_an_edit_post_without_the_csrf_token_is_refused(aws: Aws, step: str) -> 
     document = json.dumps({"body": {"order": 8}, "attributes": {}})
 
     refused = client.post(
-        f"/messages/{message_id}{step}", data={"document": document, "from": "parking-lot"}, base_url=BASE_URL
+        f"/messages/{message_id}{step}",
+        data={"document": document, "from": "parking-lot"},
+        base_url=BASE_URL,
+        headers=FROM_THE_CONSOLE,
     )
 
-    assert refused.status_code == 403
+    assert refused.status_code == 403 and b"this form is stale" in refused.data
     assert queue_counts(aws.sqs, aws.source_url).total == 0
 
 
@@ -185,7 +188,7 @@ def test_a_replay_links_what_became_of_it_and_outcomes_and_status_list_it(aws: A
     client, _tool = open_console(aws)
     _code, preview = get(client, "/replay?from=parking-lot&group=fp-bad")
     _code, done = post(client, "/replay", preview, **{"from": "parking-lot", "group": "fp-bad"})
-    outcome_link = re.search(r'href="(/outcomes/[^"]+)"', done)
+    outcome_link = re.search(f'href="{ROOT}(/outcomes/[^"]+)"', done)
     assert outcome_link
 
     code, outcome = get(client, outcome_link.group(1))

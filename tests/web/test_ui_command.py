@@ -1,8 +1,11 @@
-"""``sqs-redriver ui``: prints a URL on 127.0.0.1 with a token, serves it, and Ctrl-C (SIGINT) stops
-it with exit 0 and no traceback. Its own process, as the operator runs it."""
+"""``sqs-redriver ui``: prints a sign-in URL on 127.0.0.1, good once, serves it, prints a fresh one
+at each Enter typed in its terminal, and Ctrl-C (SIGINT) stops it with exit 0 and no traceback. Its
+own process, as the operator runs it (its terminal a pseudo-terminal)."""
 
 from __future__ import annotations
 
+import os
+import pty
 import re
 import signal
 import subprocess
@@ -11,6 +14,7 @@ import urllib.error
 import urllib.request
 
 URL = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]{43})")
+FRESH = re.compile(r"^sign in: (http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]{43})$")
 NOWHERE = "http://127.0.0.1:9"  # no AWS call is made by what this test asks for
 EXPLICIT = [
     "--endpoint-url", NOWHERE, "--region", "us-east-1",
@@ -27,9 +31,11 @@ def status_of(url: str) -> int:
         return exc.code
 
 
-def test_ui_serves_the_printed_url_on_the_loopback_and_stops_cleanly_on_ctrl_c() -> None:
+def test_ui_serves_a_sign_in_url_good_once_prints_a_fresh_one_at_enter_and_stops_on_ctrl_c() -> None:
+    keyboard, terminal = pty.openpty()
     ui = subprocess.Popen(
         [sys.executable, "-m", "sqs_redriver.console.cli", *EXPLICIT, "ui", "--no-browser"],
+        stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -43,18 +49,29 @@ def test_ui_serves_the_printed_url_on_the_loopback_and_stops_cleanly_on_ctrl_c()
 
         without_token = status_of(f"http://127.0.0.1:{port}/")
         stale = status_of(f"http://127.0.0.1:{port}/?token=stale")
-        # urllib does not follow the 303 with the cookie: the redirect itself is the answer here.
-        opener = urllib.request.build_opener(NoRedirect())
-        with opener.open(found.group(0), timeout=10) as response:
-            exchanged = response.status
-    except urllib.error.HTTPError as exc:
-        exchanged = exc.code
+        exchanged = exchange(found.group(0))
+        again = exchange(found.group(0))
+        os.write(keyboard, b"\n")
+        fresh = FRESH.match(ui.stdout.readline().strip())
+        assert fresh, "no fresh sign-in URL after Enter"
+        exchanged_fresh = exchange(fresh.group(1))
     finally:
         ui.send_signal(signal.SIGINT)
         _out, errors = ui.communicate(timeout=30)
+        os.close(keyboard)
+        os.close(terminal)
 
-    assert (without_token, stale, exchanged) == (403, 403, 303)
+    assert (without_token, stale, exchanged, again, exchanged_fresh) == (403, 403, 303, 403, 303)
     assert ui.returncode == 0 and "Traceback" not in errors, errors
+
+
+def exchange(url: str) -> int:
+    """The status of a sign-in (urllib does not follow the 303 with the cookie: it is the answer)."""
+    try:
+        with urllib.request.build_opener(NoRedirect()).open(url, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -1,5 +1,5 @@
 """The web console, ``sqs-redriver ui``: the command line's views and actions as pages, served on
-127.0.0.1 to the browser holding the printed token (guard.py). Server-rendered, no JavaScript.
+127.0.0.1 to a browser signed in with a token it issued (guard.py). Server-rendered, no JavaScript.
 
 A page is a view function in a blueprint module and a template; its place in the navigation is a
 line of ``NAVIGATION``. Every view calls the library the command line calls (sqs_redriver.console),
@@ -12,7 +12,8 @@ from flask import Flask
 from sqs_redriver.console.shown import age, duration, inert_str, when
 from sqs_redriver.console.tool import Tool
 from sqs_redriver.console.web import acting, editing, failures, looking
-from sqs_redriver.console.web.current import TOOL
+from sqs_redriver.console.web.access import Access
+from sqs_redriver.console.web.current import TOOL, one_request_at_a_time, unrecorded
 from sqs_redriver.console.web.guard import bind, csrf_token, guard
 
 # (endpoint, label) of each page the navigation bar links to, in order.
@@ -25,12 +26,13 @@ NAVIGATION = (
 )
 
 
-def create_app(tool: Tool, *, token: str, port: int) -> Flask:
-    """The console over ``tool`` (its deployment, connection and audit trail), for the browser that
-    opens it with ``token`` on 127.0.0.1:``port``."""
+def create_app(tool: Tool, *, access: Access, port: int) -> Flask:
+    """The console over ``tool`` (its deployment, connection and audit trail), for the browsers
+    ``access`` signs in, on 127.0.0.1:``port``."""
     app = Flask(__name__)
     app.extensions[TOOL] = tool
-    guard(app, token)
+    guard(app, access)
+    one_request_at_a_time(app)
     bind(app, port)
     failures.register(app)
     app.register_blueprint(looking.pages)
@@ -39,7 +41,7 @@ def create_app(tool: Tool, *, token: str, port: int) -> Flask:
     app.jinja_env.autoescape = True
     app.jinja_env.filters.update(inert=_inert, duration=duration)
     app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
-    app.context_processor(lambda: {"unrecorded": tool.take_warnings()})
+    app.context_processor(lambda: {"unrecorded": unrecorded()})
     return app
 
 

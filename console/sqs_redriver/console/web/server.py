@@ -1,62 +1,169 @@
-"""The console's server: werkzeug on 127.0.0.1 only, a free port unless told, one request at a time
-(one operator; the tool's caches and audit stream are not shared across threads)."""
+"""The console's server: werkzeug on 127.0.0.1 only, a free port unless told. A thread per
+connection, each with a timeout, so that a client holding half a request open waits alone (the
+views still take the tool one at a time: current.py). Stopping closes every open connection."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import secrets
+import os
+import socket
+import sys
 import threading
-from dataclasses import dataclass
+import time
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, cast
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from sqs_redriver.console.tool import Tool, UsageError
 from sqs_redriver.console.web import create_app
+from sqs_redriver.console.web.access import Access
 from sqs_redriver.console.web.guard import TOKEN_PARAMETER
 from sqs_redriver.console.web.guard import bind as bind_port
+from sqs_redriver.console.web.launch import SignInPage
 
 HOST = "127.0.0.1"
+# How long a connection may keep the server waiting on one read or write.
+CONNECTION_SECONDS = 10.0
+
+
+class _Handler(WSGIRequestHandler):
+    """Werkzeug's handler, with its server's timeout on each connection; what a client got wrong (a
+    request that timed out or was malformed) is logged as information, not as the server's error."""
+
+    def setup(self) -> None:
+        self.timeout = cast(_Server, self.server).connection_seconds
+        super().setup()
+
+    def log_error(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+        self.log("info", format, *args)
+
+
+class _Server(ThreadedWSGIServer):
+    """A thread per connection; the connections still open are known, to be closed at the stop."""
+
+    def __init__(self, port: int, app: Any, connection_seconds: float) -> None:
+        self.connection_seconds = connection_seconds
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(HOST, port, app, handler=_Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End every open connection (its thread reads the end and finishes)."""
+        with self._open_lock:
+            still_open = list(self._open)
+        for connection in still_open:
+            with contextlib.suppress(OSError):  # closed meanwhile by its thread
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 @dataclass
 class ConsoleServer:
-    """A console bound to its port, not yet serving; ``url`` opens it (the token included)."""
+    """A console bound to its port, not yet serving. ``url`` signs a browser in, as does each URL
+    ``sign_in_url`` makes: once, within a minute (access.py)."""
 
-    server: BaseWSGIServer
-    url: str
+    server: _Server
+    access: Access
+    url: str = ""
+    _pages: list[SignInPage] = field(default_factory=list)
+    _serving: threading.Thread | None = None
 
     @classmethod
-    def bind(cls, tool: Tool, port: int = 0) -> ConsoleServer:
-        """Bind ``port`` on 127.0.0.1 (0: a free one) with a fresh random token."""
-        token = secrets.token_urlsafe(32)
+    def bind(
+        cls,
+        tool: Tool,
+        port: int = 0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        connection_seconds: float = CONNECTION_SECONDS,
+    ) -> ConsoleServer:
+        """Bind ``port`` on 127.0.0.1 (0: a free one); ``clock`` times its tokens and sessions."""
+        access = Access(clock)
         # The app learns its port once bound: create it for port 0, then bind and tell it.
-        app = create_app(tool, token=token, port=port)
+        app = create_app(tool, access=access, port=port)
         try:
-            server = make_server(HOST, port, app, threaded=False)
+            server = _Server(port, app, connection_seconds)
         except OSError as exc:
             raise UsageError(
                 f"cannot serve on {HOST}:{port} ({exc.strerror}): choose another --port"
             ) from exc
-        bound = server.server_port
-        bind_port(app, bound)
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access log would print the token
-        return cls(server, f"http://{HOST}:{bound}/?{TOKEN_PARAMETER}={token}")
+        bind_port(app, server.server_port)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # its access log would print tokens
+        console = cls(server, access)
+        console.url = console.sign_in_url()
+        return console
 
-    def serve_until_interrupted(self) -> None:
-        """Serve until Ctrl-C (SIGINT), then close the port."""
+    def sign_in_url(self, on_use: Callable[[], object] | None = None) -> str:
+        """A fresh sign-in URL; ``on_use`` is called when it is used."""
+        token = self.access.issue(on_use)
+        return f"http://{HOST}:{self.server.server_port}/?{TOKEN_PARAMETER}={token}"
+
+    def open_browser(self, opener: Callable[[str], bool] = webbrowser.open) -> bool:
+        """Open a browser on a private file that signs it in (removed once used, or at the stop);
+        False when no browser could be started."""
+        page = SignInPage()
+        self._pages.append(page)
+        opened = opener(page.write(self.sign_in_url(on_use=page.remove)))
+        if not opened:
+            page.remove()
+        return opened
+
+    def serve_until_interrupted(self, on_enter: Callable[[str], object] | None = None) -> None:
+        """Serve until Ctrl-C (SIGINT), then stop. With ``on_enter``, each Enter typed in this
+        process's terminal hands it a fresh sign-in URL."""
+        serving = self.serve_in_thread()
         try:
-            self.server.serve_forever()
+            if on_enter is not None and _typed_here(sys.stdin):
+                for _line in sys.stdin:
+                    on_enter(self.sign_in_url())
+            serving.join()
         except KeyboardInterrupt:
             pass
         finally:
-            self.server.server_close()
+            self.stop()
 
     def serve_in_thread(self) -> threading.Thread:
         """Serve in a daemon thread until ``stop`` (tests, the demo)."""
-        thread = threading.Thread(target=self.server.serve_forever, name="sqs-redriver-ui", daemon=True)
-        thread.start()
-        return thread
+        self._serving = threading.Thread(
+            target=self.server.serve_forever, name="sqs-redriver-ui", daemon=True
+        )
+        self._serving.start()
+        return self._serving
 
     def stop(self) -> None:
-        self.server.shutdown()
+        """Stop at once: no new connection, every open one closed, the port and sign-in files gone
+        (a request in the middle of an AWS call is left to its daemon thread)."""
+        if self._serving is not None:
+            self.server.shutdown()
+        self.server.close_connections()
         self.server.server_close()
+        for page in self._pages:
+            page.remove()
+
+
+def _typed_here(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` is a terminal this process may read: a background job that reads its
+    terminal is stopped (SIGTTIN)."""
+    try:
+        if stream is None or not stream.isatty():
+            return False
+        descriptor = stream.fileno()
+    except (OSError, ValueError):
+        return False
+    try:
+        return os.tcgetpgrp(descriptor) == os.getpgrp()
+    except OSError:
+        return True  # a terminal, but not this process's controlling one: reading cannot stop it
