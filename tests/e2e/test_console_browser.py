@@ -18,7 +18,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from local_aws import REGION
 from local_aws.queues import drain
@@ -28,12 +28,12 @@ from sqs_redriver.console.web.server import ConsoleServer
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
 from tests.support.aws import Aws
+from tests.support.browser import chromium, fresh_page
 from tests.support.console import console_tool
 from tests.support.operator import park, park_groups
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 OLDEST_AGE_METRIC = "ApproximateAgeOfOldestMessage"
 HOSTILE = [
     "<script>window.pwned=1</script>",
@@ -45,28 +45,17 @@ ORDER = '{"order": 7, "items": [], "note": "gift wrap"}'
 # SCREENSHOTS=docs makes the screenshots of docs/ (status, fleet, groups, a message, an edit's
 # preview) while the tests run.
 SCREENSHOTS = os.environ.get("SCREENSHOTS")
-# Playwright fails an expectation not met within 5 s: on a busy machine a page of many AWS calls can
-# take that long. The verdict is what the page shows; this bound is only ever reached by a hang.
-HANG_MS = 60_000
-expect.set_options(timeout=HANG_MS)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"no browser at {CHROMIUM}: install Debian's with `make browser` (as root; otherwise "
-            "sudo apt-get install -y chromium); make test does it first"
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def console(aws: Aws) -> Iterator[str]:
-    """The console's URL (token included), served on 127.0.0.1 over ``aws``'s resources."""
+    """A sign-in URL of a console served on 127.0.0.1 over ``aws``'s resources."""
     server = ConsoleServer.bind(console_tool(aws))
     server.serve_in_thread()
     yield server.url
@@ -75,10 +64,8 @@ def console(aws: Aws) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(HANG_MS)
-    yield context.new_page()
-    context.close()
+    with fresh_page(browser) as fresh:
+        yield fresh
 
 
 def snap(page: Page, name: str) -> None:
