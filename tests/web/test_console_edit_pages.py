@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console import aws as tool_aws
+from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
 from tests.support.console import BASE_URL, FROM_THE_CONSOLE, ROOT, get, open_console, parked_id, post
 from tests.support.operator import park, park_groups
@@ -207,3 +208,20 @@ def test_an_unknown_outcome_is_a_404(aws: Aws) -> None:
     code, page = get(client, "/outcomes/20261123-091240-3f9c")
 
     assert code == 404 and "no replay" in page
+
+
+def test_an_edit_of_a_message_of_sqss_largest_size_fits_in_the_form(aws: Aws) -> None:
+    """Every byte a quote: the most a byte takes in the form (\\" in JSON, %5C%22 form-encoded); as
+    large as an edit may be (SQS's largest, less what the re-driver keeps for its mark)."""
+    park(aws, '"' * (SQS_MAX_MESSAGE_BYTES - 8_192), identity="largest")
+    client, _tool = open_console(aws)
+    message_id = parked_id(aws)
+    _code, form = get(client, f"/messages/{message_id}/edit")
+    edited = json.loads(textarea_of(form))
+    edited["body"] = edited["body"][:-1]
+
+    code, preview = post(
+        client, f"/messages/{message_id}/edit", form, document=json.dumps(edited), **{"from": "parking-lot"}
+    )
+
+    assert code == 200 and '<span class="diff-del">-' in preview

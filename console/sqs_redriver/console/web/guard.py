@@ -51,8 +51,8 @@ _SESSION = "console_session"
 def guard(app: Flask, access: Access) -> None:
     """Put the rules above in front of every request of ``app``, and the headers on every response."""
     app.extensions[ACCESS] = access
-    app.config.update(MAX_CONTENT_LENGTH=FORM_BYTES, MAX_FORM_MEMORY_SIZE=FORM_BYTES)
-    app.wsgi_app = _rooted(access.root, app.wsgi_app)  # type: ignore[method-assign]
+    app.config["MAX_CONTENT_LENGTH"] = FORM_BYTES
+    app.wsgi_app = _rooted(access.root, app.wsgi_app)  # type: ignore[method-assign,assignment]
 
     @app.before_request
     def check() -> Response | None:

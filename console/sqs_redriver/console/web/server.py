@@ -35,8 +35,8 @@ class _Handler(WSGIRequestHandler):
     request that timed out or was malformed) is logged as information, not as the server's error."""
 
     def setup(self) -> None:
-        self.timeout = cast(_Server, self.server).connection_seconds
         super().setup()
+        self.connection.settimeout(cast(_Server, self.server).connection_seconds)
 
     def log_error(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         self.log("info", format, *args)
