@@ -2,7 +2,8 @@
 driven by Playwright): the browser signs in from a private file, so no process's command line
 holds a token, and a token works once; a page served by another local server, on another port of
 127.0.0.1, can neither read the console's session nor pause the re-driver with it, by script or by
-form, even knowing the console's pages' address."""
+form, even knowing the console's pages' address; and browsers holding connections open do not
+keep Ctrl-C from ending ``sqs-redriver ui`` at once and cleanly."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from sqs_redriver.protocol.keys import pause_key
 from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.support.aws import Aws
 from tests.support.browser import chromium, fresh_page
-from tests.support.console import console_tool
+from tests.support.console import console_tool, ui_command
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -214,3 +215,20 @@ def test_a_page_of_another_local_server_can_neither_read_the_session_nor_pause_t
         ("POST", True, 403),
     ]
     assert StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(pause_key(aws.dlq_url)) is None
+
+
+def test_ctrl_c_ends_the_console_cleanly_with_two_browsers_signed_in_and_their_connections_open(
+    browser: Browser,
+) -> None:
+    with ui_command() as ui, fresh_page(browser) as first, fresh_page(browser) as second:
+        first.goto(ui.printed_url())
+        ui.press_enter()
+        second.goto(ui.printed_url())
+        for page in (first, second):
+            page.get_by_role("link", name="Audit").click()
+            expect(page.get_by_role("heading", name="Operator actions, last 7 days")).to_be_visible()
+
+        errors = ui.interrupt()
+
+    assert ui.process.returncode == 0 and "Traceback" not in errors, errors
+    assert errors.rstrip().endswith("stopped"), errors

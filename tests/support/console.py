@@ -4,7 +4,14 @@ from the console's own pages. The console's clock is a ``Clock`` the test moves.
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from flask import Flask
@@ -26,6 +33,16 @@ COOKIE = f"sqs-redriver-{PORT}"
 FROM_THE_CONSOLE = {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
 AUDIT_LOG_GROUP = "orders-redriver-audit"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+SIGN_IN_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=[A-Za-z0-9_-]{43}")
+NOWHERE = "http://127.0.0.1:9"
+# ``sqs-redriver ui`` over resources named on its command line, at an endpoint where nothing
+# listens: the pages its tests ask for make no AWS call.
+UI = [
+    sys.executable, "-m", "sqs_redriver.console.cli", "--endpoint-url", NOWHERE, "--region", "us-east-1",
+    "--dlq-url", f"{NOWHERE}/123456789012/orders-dlq", "--source-url", f"{NOWHERE}/123456789012/orders",
+    "--parking-lot-url", f"{NOWHERE}/123456789012/orders-parking-lot", "--table", "redriver-state",
+    "ui", "--no-browser",
+]  # fmt: skip
 
 
 def console_tool(aws: Aws, *, audited: bool = True) -> Tool:
@@ -98,3 +115,42 @@ def parked_id(aws: Aws) -> str:
     """The id of a message in the parking lot (left visible)."""
     received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, VisibilityTimeout=0)
     return str(received["Messages"][0]["MessageId"])
+
+
+@dataclass
+class UiCommand:
+    """``sqs-redriver ui`` running in its own process, its terminal a pseudo-terminal."""
+
+    process: subprocess.Popen[str]
+    keyboard: int
+
+    def printed_url(self) -> str:
+        """The next sign-in URL it prints (the first at its start, then one after each Enter)."""
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        found = SIGN_IN_URL.search(line)
+        assert found, f"no sign-in URL in {line!r}"
+        return found.group(0)
+
+    def press_enter(self) -> None:
+        os.write(self.keyboard, b"\n")
+
+    def interrupt(self) -> str:
+        """Ctrl-C (SIGINT); what it printed on stderr once it ended."""
+        self.process.send_signal(signal.SIGINT)
+        _out, errors = self.process.communicate(timeout=60)  # a bound for a hang only
+        return errors
+
+
+@contextmanager
+def ui_command() -> Iterator[UiCommand]:
+    keyboard, terminal = pty.openpty()
+    process = subprocess.Popen(UI, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield UiCommand(process, keyboard)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        os.close(keyboard)
+        os.close(terminal)

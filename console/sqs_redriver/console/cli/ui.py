@@ -30,6 +30,7 @@ def ui(
         f"A sign-in URL works once, within {TOKEN_SECONDS:.0f} s: press Enter for a fresh one. "
         "Ctrl-C stops the console.",
         markup=False,
+        soft_wrap=True,
     )
     if not no_browser and not console.open_browser():
         err.print("No browser could be started: open the URL above.", markup=False)
