@@ -19,7 +19,7 @@ PAGE = """<!doctype html>
 
 class SignInPage:
     """A page that sends the browser to a sign-in URL, in a directory of its own (mode 0700),
-    readable by its owner alone (0600); ``remove`` takes both away."""
+    readable by this user alone (0600); ``remove`` takes both away."""
 
     def __init__(self) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="sqs-redriver-ui-"))
