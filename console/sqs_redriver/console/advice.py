@@ -17,13 +17,36 @@ from botocore.exceptions import (
     TokenRetrievalError,
     UnauthorizedSSOTokenError,
 )
+from botocore.parsers import ResponseParserError
+
+from sqs_redriver.console.aws import Connection
 
 EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"})
 DENIED_CODES = frozenset(
     {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"}
 )
 REJECTED_CODES = frozenset(
-    {"InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidAccessKeyId"}
+    {
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "InvalidSignatureException",
+        "IncompleteSignature",
+        "InvalidAccessKeyId",
+        "MissingAuthenticationToken",
+        "MissingAuthenticationTokenException",
+    }
+)
+
+# Raised before any request: no region or credentials anywhere, so every call would fail alike.
+SETUP_ERRORS = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    NoRegionError,
+    ProfileNotFound,
+    TokenRetrievalError,
+    SSOTokenLoadError,
+    UnauthorizedSSOTokenError,
 )
 
 NO_REGION = "no AWS region: pass --region REGION (or set AWS_REGION, or give your profile a region)"
@@ -38,16 +61,59 @@ EXPIRED = (
 REJECTED = "AWS does not accept these credentials: check the profile (--profile, AWS_PROFILE) or the keys"
 
 
-def explain(exc: BaseException) -> str | None:
+def explain(exc: BaseException, connection: Connection | None = None) -> str | None:
     """The advice for ``exc`` or the AWS error it was raised from (an adapter's ``AwsCallError``
-    keeps the botocore exception as its cause); None for a failure of another kind."""
+    keeps the botocore exception as its cause); None for a failure of another kind. The
+    ``connection`` the call went through names the endpoint and the region in it."""
     seen: BaseException | None = exc
     while seen is not None:
-        advice = _advice(seen)
+        advice = _advice(seen) or _not_aws(seen, connection)
         if advice is not None:
-            return advice
+            return _unknown_region(seen, connection) or advice
         seen = seen.__cause__
     return None
+
+
+def _not_aws(exc: BaseException, connection: Connection | None) -> str | None:
+    """An answer no AWS service gives: a body botocore cannot parse, or an HTTP error without an
+    AWS error code (a web server, or a local endpoint that does not serve the region)."""
+    if isinstance(exc, ResponseParserError):
+        answered = "answered in a form AWS does not use"
+    elif isinstance(exc, ClientError) and (_code(exc).isdigit() or not _code(exc)):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", _code(exc) or "?")
+        answered = f"answered {exc.operation_name} with HTTP {status} and no AWS error"
+    else:
+        return None
+    where = _endpoint(connection)
+    region = connection.region_name if connection is not None else None
+    serves = f", or one that does not serve region {region}" if region else ""
+    return (
+        f"{where} {answered}: not an AWS endpoint{serves}; check --endpoint-url (or AWS_ENDPOINT_URL) "
+        "and --region"
+    )
+
+
+def _unknown_region(exc: BaseException, connection: Connection | None) -> str | None:
+    """AWS itself out of reach in a region botocore does not know: most likely a typo."""
+    if not isinstance(exc, EndpointConnectionError | ConnectTimeoutError) or connection is None:
+        return None
+    region = connection.region_name
+    if connection.endpoint_url or region is None or connection.knows_region():
+        return None
+    return (
+        f"cannot reach AWS in region {region}, a region botocore does not know: check --region (or "
+        "AWS_REGION)"
+    )
+
+
+def _endpoint(connection: Connection | None) -> str:
+    if connection is None:
+        return "the endpoint"
+    return connection.endpoint_url or f"AWS in region {connection.region_name}"
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _advice(exc: BaseException) -> str | None:

@@ -10,13 +10,17 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
+from botocore.parsers import ResponseParserError
+from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url, validate_region_name
 
 from sqs_redriver.console.deployment import Deployment, from_stack_outputs
 from sqs_redriver.console.inventory import Inspected, Where, inspect
+from sqs_redriver.console.shown import inert_str
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
@@ -32,11 +36,20 @@ STALE_RECEIVES = 3
 # about half a minute, not after the minutes TOOL_CONFIG would wait.
 FLEET_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
 OLDEST_AGE_WINDOW_SECONDS = 900
+# What a call to AWS may raise: a refusal, a failure to call, or an answer that is not AWS's (an
+# endpoint that is not AWS, or a local one that does not serve the region).
+AWS_FAILURES = (ClientError, BotoCoreError, ResponseParserError)
+
+
+class BadConnection(ValueError):
+    """``--endpoint-url`` or ``--region`` is not of a form AWS's clients take (exit code 2); the
+    message names the option."""
 
 
 @dataclass(frozen=True)
 class Connection:
-    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint."""
+    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint.
+    The endpoint and the region are checked on first use (BadConnection), so ``--help`` works."""
 
     profile: str | None = None
     region: str | None = None
@@ -44,7 +57,33 @@ class Connection:
 
     @cached_property
     def _session(self) -> boto3.Session:
+        self._check()
         return boto3.Session(profile_name=self.profile, region_name=self.region)
+
+    def _check(self) -> None:
+        if self.region is not None:
+            try:
+                validate_region_name(self.region)
+            except InvalidRegionError:
+                named = inert_str(self.region)
+                raise BadConnection(
+                    f"--region (or AWS_REGION) {named!r} is not a region name (like eu-west-1)"
+                ) from None
+        url = self.endpoint_url
+        if url is not None and not _is_endpoint(url):
+            raise BadConnection(
+                f"--endpoint-url (or AWS_ENDPOINT_URL) {inert_str(url)!r} is not an http:// or https:// "
+                "URL with a host (like http://localhost:4566)"
+            )
+
+    def knows_region(self) -> bool:
+        """Whether botocore knows the connection's region in some partition (a region it does not
+        know still gets an endpoint: this only explains a failure)."""
+        session = self._session
+        return any(
+            self.region_name in session.get_available_regions("sqs", partition)
+            for partition in session.get_available_partitions()
+        )
 
     @property
     def region_name(self) -> str | None:
@@ -59,11 +98,22 @@ class Connection:
         )
 
 
+def _is_endpoint(url: str) -> bool:
+    """An http(s) URL with a host and a port in range, as botocore's clients take it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return False
+    valid = is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)
+    return parts.scheme in ("http", "https") and bool(valid)
+
+
 def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
     """The re-driver the stack's outputs name (``redriver`` picks one of several)."""
     try:
         stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except (ClientError, BotoCoreError) as exc:
+    except AWS_FAILURES as exc:
         raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
     return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
 
@@ -81,7 +131,7 @@ def caller(sts: Any) -> str:
     """Who is running the tool: the caller's ARN, else the local user name."""
     try:
         return str(sts.get_caller_identity()["Arn"])
-    except (ClientError, BotoCoreError):
+    except AWS_FAILURES:
         return os.environ.get("USER", "unknown")
 
 
@@ -277,6 +327,6 @@ def aws_call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
     """``call(**kwargs)``; a refusal or failure of AWS as AwsCallError naming ``operation``."""
     try:
         response: Mapping[str, Any] = call(**kwargs)
-    except (ClientError, BotoCoreError) as exc:
+    except AWS_FAILURES as exc:
         raise AwsCallError(f"{operation} failed: {exc}") from exc
     return response

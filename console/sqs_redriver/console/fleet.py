@@ -3,8 +3,8 @@
 ``read_fleet`` lists the queues (all pages), reads each one's attributes (a few at a time), finds
 the re-drivers every stack publishes, and reads the oldest message's age of each DLQ that holds
 messages; ``fleet_model.assemble`` decides the rest. A queue, stack or region that cannot be read
-is a ``Problem`` in the answer, never an exception: only a failure to find credentials or a region
-at all (nothing could be read anywhere) is raised."""
+is a ``Problem`` in the answer, never an exception (an answer that is not AWS's too): only a failure
+to find credentials or a region at all (nothing could be read anywhere) is raised."""
 
 from __future__ import annotations
 
@@ -13,19 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    NoRegionError,
-    PartialCredentialsError,
-    ProfileNotFound,
-    SSOTokenLoadError,
-    TokenRetrievalError,
-    UnauthorizedSSOTokenError,
-)
+from botocore.exceptions import NoRegionError
 
-from sqs_redriver.console.aws import FLEET_CONFIG, Connection, oldest_age_seconds
+from sqs_redriver.console.advice import SETUP_ERRORS, explain
+from sqs_redriver.console.aws import AWS_FAILURES, FLEET_CONFIG, Connection, oldest_age_seconds
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.fleet_listing import ListedQueue, Listing, Problem, parse_listing
 from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble, dead_letter_refs
@@ -39,16 +30,6 @@ from sqs_redriver.runtime.adapters import AwsCallError
 Clients = Callable[[str, str], Any]
 LIST_PAGE_SIZE = 1000  # ListQueues' MaxResults at most
 READERS = 8  # GetQueueAttributes and metric reads at once
-# Raised before any request: no region or credentials anywhere, so every read would fail alike.
-SETUP_ERRORS = (
-    NoCredentialsError,
-    PartialCredentialsError,
-    NoRegionError,
-    ProfileNotFound,
-    TokenRetrievalError,
-    SSOTokenLoadError,
-    UnauthorizedSSOTokenError,
-)
 
 
 def regions_to_read(asked: Sequence[str], default: str | None) -> list[str]:
@@ -106,9 +87,9 @@ def _list_queue_urls(sqs: Any, region: str, gaps: Gaps) -> list[str]:
             urls.extend(str(url) for url in page.get("QueueUrls", []))
     except SETUP_ERRORS:
         raise
-    except (ClientError, BotoCoreError) as exc:
+    except AWS_FAILURES as exc:
         listed_so_far = f" (after {len(urls)} queues)" if urls else ""
-        gaps.problems.append(Problem(region, "", f"ListQueues failed{listed_so_far}: {exc}"))
+        gaps.problems.append(Problem(region, "", f"ListQueues failed{listed_so_far}: {explain(exc) or exc}"))
         gaps.unlisted.add(region)
     return urls
 
@@ -118,8 +99,8 @@ def _read_attributes(sqs: Any, region: str, url: str) -> ListedQueue:
         response = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
     except SETUP_ERRORS:
         raise
-    except (ClientError, BotoCoreError) as exc:
-        return ListedQueue(region, url, error=f"GetQueueAttributes failed: {exc}")
+    except AWS_FAILURES as exc:
+        return ListedQueue(region, url, error=f"GetQueueAttributes failed: {explain(exc) or exc}")
     return ListedQueue(region, url, attributes=response.get("Attributes", {}))
 
 
@@ -137,9 +118,13 @@ def _read_guards(cloudformation: Any, region: str, gaps: Gaps) -> list[Guard]:
                 gaps.problems.extend(bad)
     except SETUP_ERRORS:
         raise
-    except (ClientError, BotoCoreError) as exc:
+    except AWS_FAILURES as exc:
         gaps.problems.append(
-            Problem(region, "", f"DescribeStacks failed: {exc} (which re-driver guards each DLQ is unknown)")
+            Problem(
+                region,
+                "",
+                f"DescribeStacks failed: {explain(exc) or exc} (which re-driver guards each DLQ is unknown)",
+            )
         )
         gaps.guards_unread.add(region)
         return []

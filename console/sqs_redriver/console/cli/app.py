@@ -7,14 +7,13 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, NoReturn
 
 import typer
-from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
 from sqs_redriver.console.advice import explain
 from sqs_redriver.console.audit import AuditUnavailable
-from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.aws import AWS_FAILURES, BadConnection, Connection
 from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.deployment import DeploymentNotFound
 from sqs_redriver.console.steering import Conflict
@@ -27,24 +26,18 @@ err = Console(stderr=True)
 
 class ReportingGroup(TyperGroup):
     """Runs a command and turns the failures it may meet into one line and an exit code (2: the
-    command line is wrong; 1: something not found, or AWS refused or could not be reached), never
-    a traceback: the one place where they are mapped."""
+    command line is wrong, an endpoint or region not of a usable form too; 1: something not found,
+    or AWS refused, could not be reached, or an endpoint answered as AWS does not), never a
+    traceback: the one place where they are mapped."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context (typer.Context is narrower)
         try:
             result = super().invoke(ctx)
-        except UsageError as exc:
+        except (UsageError, BadConnection) as exc:
             fail(str(exc), code=2)
-        except (
-            NotFound,
-            DeploymentNotFound,
-            Conflict,
-            AuditUnavailable,
-            AwsCallError,
-            BotoCoreError,
-            ClientError,
-        ) as exc:
-            fail(explain(exc) or str(exc), code=1)
+        except (NotFound, DeploymentNotFound, Conflict, AuditUnavailable, AwsCallError, *AWS_FAILURES) as exc:
+            tool = ctx.obj if isinstance(ctx.obj, Tool) else None
+            fail(explain(exc, tool.connection if tool else None) or str(exc), code=1)
         finally:
             unrecorded = _unrecorded(ctx)
         if unrecorded:
