@@ -66,11 +66,12 @@ def test_a_replay_records_how_many_it_moved(aws: Aws, logs: Any) -> None:
     assert action["details"]["selection"] == "group=fp-bad" and action["details"]["from"] == "parking-lot"
 
 
-def test_actions_are_listed_newest_first_and_a_dry_run_is_not_an_action(aws: Aws, logs: Any) -> None:
+def test_actions_are_listed_newest_first_and_a_dry_run_or_an_idle_resume_is_not_an_action(aws: Aws, logs: Any) -> None:
     park(aws, "one")
     assert audited(aws, "pause", "--reason", "first").exit_code == 0
     assert audited(aws, "replay", "--all", "--dry-run").exit_code == 0
     assert audited(aws, "resume").exit_code == 0
+    assert audited(aws, "resume").exit_code == 0  # nothing to resume: nothing done, nothing recorded
 
     assert [a["action"] for a in trail(aws)] == ["resume", "pause"]
 

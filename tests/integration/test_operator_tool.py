@@ -158,6 +158,37 @@ def test_pause_and_resume_write_the_record_every_run_honours(aws: Aws) -> None:
     assert paused.exit_code == 0 and resumed.exit_code == 0
     assert recorded is not None and recorded.reason == "bad deploy" and recorded.by
     assert table.load_pause(pause_key(aws.dlq_url)) is None
+    assert " ".join(resumed.stdout.split()) == (
+        f"resumed (paused by {recorded.by}: bad deploy): the next run re-drives"
+    )
+
+
+def test_resume_says_when_there_was_nothing_to_resume_and_writes_nothing(aws: Aws) -> None:
+    resumed = tool(aws, "resume")
+    again = tool(aws, "resume")
+
+    for result in (resumed, again):
+        assert result.exit_code == 0, result.output  # not paused: what resume is for holds
+        assert " ".join(result.stdout.split()) == (
+            "nothing to resume: the re-driver is not paused (the runs re-drive as usual)"
+        )
+        assert "resumed" not in result.output
+
+
+def test_status_says_paused_and_exits_1_while_paused_and_ok_after_resume(aws: Aws) -> None:
+    tool(aws, "pause", "--reason", "bad deploy")
+
+    paused, paused_json = tool(aws, "status"), tool(aws, "status", "--json")
+    tool(aws, "resume")
+    running, running_json = tool(aws, "status"), tool(aws, "status", "--json")
+
+    assert paused.exit_code == 1 and paused_json.exit_code == 1
+    assert "! paused by " in paused.stdout and "bad deploy (no run re-drives until `resume`)" in paused.stdout
+    shown = json.loads(paused_json.stdout)
+    assert shown["paused"] is True and shown["problems"][0].startswith("paused by ")
+    assert running.exit_code == 0 and running_json.exit_code == 0, running.output
+    assert "paused" not in running.stdout.lower() and running.stdout.rstrip().endswith("ok")
+    assert json.loads(running_json.stdout)["paused"] is False
 
 
 def test_breaker_open_and_close_by_hand_move_the_stored_breaker(aws: Aws) -> None:
@@ -200,7 +231,8 @@ def test_status_shows_breakers_queues_and_exits_1_when_messages_are_parked(aws: 
     assert status["breakers"][aws.source_url]["state"] == "CLOSED"
     assert status["queues"]["parking_lot"]["visible"] == 4
     assert status["queues"]["dlq"]["visible"] == 1
-    assert status["problems"] == ["4 message(s) in the parking lot"]
+    assert status["problems"][1:] == ["4 message(s) in the parking lot"]
+    assert status["problems"][0].startswith("paused by ") and status["problems"][0].count("investigating")
     human = tool(aws, "status")
     assert "PAUSED" in human.output and "Circuit breakers" in human.output
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqs_redriver.console.aws import QueueDepth, oldest_age_seconds, queue_depth
 from sqs_redriver.console.deployment import Deployment
+from sqs_redriver.console.shown import when
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.state_table import StateTable
@@ -49,7 +50,13 @@ class Status:
     @property
     def problems(self) -> list[str]:
         """What an on-call engineer should look at (the command exits 1 when there is any)."""
-        found = [
+        found = []
+        if self.pause is not None:
+            since = f" {when(self.pause.at, self.at)}" if self.pause.at else ""
+            found.append(
+                f"paused by {self.pause.by}{since}: {self.pause.reason} (no run re-drives until `resume`)"
+            )
+        found += [
             f"breaker of {_name(url)} is OPEN since {breaker.changed_at}"
             for url, breaker in self.breakers.items()
             if breaker.state is State.OPEN
@@ -73,6 +80,7 @@ class Status:
         return {
             "deployment": self.deployment.name,
             "at": self.at,
+            "paused": self.pause is not None,
             "pause": None if self.pause is None else vars(self.pause),
             "breakers": {
                 url: {

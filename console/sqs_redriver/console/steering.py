@@ -33,12 +33,20 @@ def pause(tool: Tool, reason: str) -> str:
     return f"paused by {tool.who}: {reason}"
 
 
+NOT_PAUSED = "nothing to resume: the re-driver is not paused (the runs re-drive as usual)"
+
+
 def resume(tool: Tool) -> str:
-    """Let the next run re-drive again."""
-    with tool.action("resume") as tally:
-        tool.table.clear_pause(pause_key(tool.deployment.dlq_url))
+    """Let the next run re-drive again; say so when no pause was recorded (nothing is written
+    then, nor recorded in the audit trail)."""
+    key = pause_key(tool.deployment.dlq_url)
+    paused = tool.table.load_pause(key)
+    if paused is None:
+        return NOT_PAUSED
+    with tool.action("resume", paused_by=paused.by, pause_reason=paused.reason) as tally:
+        tool.table.clear_pause(key)
         tally.count = 1
-    return "resumed: the next run re-drives"
+    return f"resumed (paused by {paused.by}: {paused.reason}): the next run re-drives"
 
 
 @dataclass(frozen=True)

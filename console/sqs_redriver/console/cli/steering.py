@@ -86,8 +86,8 @@ def pause(ctx: typer.Context, reason: ReasonOption) -> None:
 
 @app.command()
 def resume(ctx: typer.Context) -> None:
-    """Let the next run re-drive again."""
-    out.print(steering.resume(audited(ctx)))
+    """Let the next run re-drive again (says so, and exits 0, when nothing was paused)."""
+    out.print(inert(steering.resume(audited(ctx))))
 
 
 SourceOption = Annotated[
