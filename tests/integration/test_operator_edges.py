@@ -4,8 +4,16 @@ line and an exit code (setups that do not work: test_operator_setup.py), never a
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
 
 from local_aws.queues import queue_counts
+from sqs_redriver.console.cli import app
 from sqs_redriver.console.group_index import GroupIndex
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
@@ -176,3 +184,53 @@ def test_rules_reads_a_record_written_by_hand_when_named(aws: Aws) -> None:
 
     assert json.loads(unnamed.stdout) == []
     assert [r["fingerprint"] for r in json.loads(named.stdout)] == ["fp-hand"]
+
+
+# What each command with a choice option needs besides it (a new one must be added here).
+CHOICE_RUNS = {"groups": (), "replay": ("--all", "--dry-run"), "edit": ("id-poison", "--yes")}
+
+
+CHOICES_IN_HELP = re.compile(r"(--[a-z-]+)\s+(?:-[a-z]\s+)?<([a-z0-9-]+(?:\|[a-z0-9-]+)+)>")
+
+
+def offered_choices() -> Iterator[tuple[str, str, str]]:
+    """Every (command, option, choice) a command's --help offers, read from the help as printed."""
+    commands: Any = typer.main.get_command(app)
+    for name in commands.commands:
+        shown = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"}).stdout
+        for option, choices in CHOICES_IN_HELP.findall(shown):
+            for choice in choices.split("|"):
+                yield name, option, choice
+
+
+def test_the_choices_offered_are_those_of_groups_replay_and_edit() -> None:
+    assert sorted({(command, option) for command, option, _ in offered_choices()}) == [
+        ("edit", "--from"),
+        ("groups", "--queue"),
+        ("replay", "--from"),
+    ]
+    assert [choice for command, _, choice in offered_choices() if command == "replay"] == [
+        "parking-lot",
+        "dlq",
+    ]
+
+
+@pytest.mark.parametrize(("command", "option", "choice"), list(offered_choices()))
+def test_every_choice_a_commands_help_offers_is_one_it_accepts(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, command: str, option: str, choice: str
+) -> None:
+    park(aws, "poison")
+    monkeypatch.setenv("EDITOR", "true")  # edit: the document comes back unchanged, nothing is sent
+
+    result = tool(aws, command, *CHOICE_RUNS[command], option, choice)
+
+    assert result.exit_code in (0, 1), result.output  # 1: not found there; never 2, refused
+    assert "Invalid value" not in result.output and "takes" not in result.stderr
+
+
+def test_replay_refuses_from_both_as_its_help_says(aws: Aws) -> None:
+    result = tool(aws, "replay", "--from", "both", "--all")
+
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.replace("│", " ").split())  # rich's box, wrapped
+    assert "Invalid value for '--from'" in said and "'both' is not one of 'parking-lot', 'dlq'." in said

@@ -83,7 +83,10 @@ def read_all(tool: Tool, where: Where) -> list[Inspected]:
 @app.command()
 def show(
     ctx: typer.Context,
-    message_id: Annotated[str, typer.Argument(metavar="ID", help="A MessageId, or a re-drive identity.")],
+    message_id: Annotated[
+        str,
+        typer.Argument(metavar="ID", help="A MessageId (or its first 8+ characters) or re-drive identity."),
+    ],
     json: JsonOption = False,
 ) -> None:
     """One message: body, attributes, mark and history, failure, parking reason."""

@@ -4,23 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from sqs_redriver.console.cli import render
-from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, audited, err, out
+from sqs_redriver.console.cli.app import JsonOption, YesOption, app, audited, err, out
 from sqs_redriver.console.inventory import Selection, Where
 from sqs_redriver.console.moves import MoveReport
 from sqs_redriver.console.moving import DEFAULT_RATE, choose, parse_selection, purge_chosen, replay_chosen
 from sqs_redriver.console.tool import Tool, UsageError
 
+
+class ReplayFrom(StrEnum):
+    """Where ``replay`` takes messages from: one queue (a replay reads and moves one)."""
+
+    PARKING_LOT = "parking-lot"
+    DLQ = "dlq"
+
+
 GroupOption = Annotated[list[str] | None, typer.Option("--group", "-g", help="A group (see `groups`).")]
 AttributeOption = Annotated[list[str] | None, typer.Option(help="name=value of a message attribute.")]
 OlderOption = Annotated[str | None, typer.Option(help="First failed at least this long ago (30m, 2h, 3d).")]
 NewerOption = Annotated[str | None, typer.Option(help="First failed at most this long ago.")]
-IdOption = Annotated[list[str] | None, typer.Option("--id", help="A MessageId or re-drive identity.")]
+IdOption = Annotated[
+    list[str] | None,
+    typer.Option("--id", help="A MessageId (or its first 8+ characters) or re-drive identity."),
+]
 AllOption = Annotated[bool, typer.Option("--all", help="Every message of the queue.")]
 LimitOption = Annotated[int | None, typer.Option(help="At most this many messages.", min=1)]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would move; move nothing.")]
@@ -36,8 +48,8 @@ def replay_command(
     ids: IdOption = None,
     everything: AllOption = False,
     source: Annotated[
-        QueueChoice, typer.Option("--from", help="Replay from the parking lot or from the DLQ.")
-    ] = QueueChoice.PARKING_LOT,
+        ReplayFrom, typer.Option("--from", help="Replay from the parking lot or from the DLQ.")
+    ] = ReplayFrom.PARKING_LOT,
     to: Annotated[str | None, typer.Option(help="Send to this queue URL instead of each source.")] = None,
     rate: Annotated[float, typer.Option(help="Messages per second at most.", min=0.1)] = DEFAULT_RATE,
     limit: LimitOption = None,
@@ -48,8 +60,6 @@ def replay_command(
     """Send chosen messages back to their source queue, re-drive count reset, replay recorded.
 
     A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
-    if source is QueueChoice.BOTH:
-        raise UsageError("--from takes dlq or parking-lot")
     where = Where(source.value)
     selection = parse_selection(
         group_keys or (), attribute or (), older_than, newer_than, ids or (), everything=everything

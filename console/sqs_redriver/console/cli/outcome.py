@@ -30,10 +30,12 @@ def outcome(
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """What became of a replay, edit or group retry: consumed, back in the DLQ (same cause or new),
-    parked, or not back after so many minutes (consumed only when its source queue is empty, else
-    it may still be waiting there). Reads the DLQ and the parking lot and gives every message back
-    at once. Exit 1 when some came back or were parked."""
+    """What became of a replay, edit or group retry: consumed, back in the DLQ, parked, or not back.
+
+    Each identity sent: consumed (the consumer kit's verdicts, or found nowhere past its return
+    window with its source queue empty), back in the DLQ (same cause or new), parked, may still be
+    waiting in its source queue, or too early to tell. Reads the DLQ and the parking lot and gives
+    every message back at once. Exit 1 when some came back or were parked."""
     tool: Tool = ctx.obj
     if replay is None:
         _list_recent(tool, json=json)
