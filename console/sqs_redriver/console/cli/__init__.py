@@ -6,16 +6,36 @@ or something could not be done, 2 the command line was wrong. The commands: ``lo
 groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``outcome`` (what became of each
 replay), ``steering`` (group records, pause, breakers), ``trail`` (audit), ``fleet`` (every
 dead-letter queue of the account), ``ui`` (the web console).
+
+Without the ``[cli]`` extra the console script says which extra to install, instead of dying on
+an ImportError.
 """
 
 from __future__ import annotations
 
-from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail, ui
-from sqs_redriver.console.cli.app import app
+import sys
+
+MISSING_EXTRA = 'sqs-redriver needs its extra: pip install "sqs-smart-redriver[cli]"'
+
+# What the [cli] extra brings cannot be imported: main() says which extra to install (nothing else
+# here works without it).
+_unimportable: ImportError | None = None
+try:
+    from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail, ui
+    from sqs_redriver.console.cli.app import app
+except ImportError as exc:
+    if (exc.name or "").partition(".")[0] == "sqs_redriver":
+        raise  # a broken install of this package, not a missing extra
+    _unimportable = exc
 
 __all__ = ["app", "editing", "fleet", "looking", "main", "moving", "outcome", "steering", "trail", "ui"]
 
 
 def main() -> None:
-    """The console script's entry point."""
+    """The console script's entry point: one line and exit code 2 when a library of the ``[cli]``
+    extra (typer, click, rich, flask, boto3, Powertools, or what they need) cannot be imported."""
+    if _unimportable is not None:
+        missing = (_unimportable.name or "").partition(".")[0]
+        print(f"error: {MISSING_EXTRA} (cannot import {missing or _unimportable})", file=sys.stderr)
+        raise SystemExit(2)
     app()
