@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 
 from app import STACK_NAME, build_app
 from local_aws import LAMBDAS_DIR
@@ -112,6 +112,11 @@ def test_consumer_loads_the_kit_layer_declared_for_every_kit_runtime_on_both_arc
     assert {"Ref": logical_id(layer)} in properties(template, stack.consumer)["Layers"]
     assert properties(template, layer)["CompatibleRuntimes"] == [r.name for r in KIT_RUNTIMES]
     assert properties(template, layer)["CompatibleArchitectures"] == ["arm64", "x86_64"]
+
+
+def test_the_default_stacks_consumer_is_wired_with_nothing_to_warn_about(stack: RedriverStack) -> None:
+    # its event source, added after grant_consumer, reports batch item failures
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("grant_consumer"))
 
 
 def test_redriver_waits_for_verdicts_once_a_consumer_is_granted(

@@ -1,6 +1,6 @@
 """The consumer kit's examples, run exactly as printed: the README's short one and
-docs/consumer-kit.md's, each a consumer against moto and the CDK one-liner against a re-driver and a
-consumer function."""
+docs/consumer-kit.md's, each a consumer against moto and the CDK wiring (the event source, the
+grant) against a re-driver, its source queue and a consumer function."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 
 from local_aws.events import LambdaContext, sqs_event
 from sqs_redriver.cdk.redriver import SqsRedriver
@@ -51,12 +51,13 @@ def run_block(page: str, block: str, namespace: dict[str, Any]) -> dict[str, Any
 
 
 @pages
-def test_the_kit_section_has_the_consumer_and_the_cdk_line_and_nothing_else(page: str) -> None:
+def test_the_kit_section_has_the_consumer_and_the_cdk_wiring_and_nothing_else(page: str) -> None:
     blocks = kit_section_blocks(page)
 
     assert len(blocks) == 2
     assert "def lambda_handler(event, context):" in blocks[0]
-    assert blocks[1].startswith("redriver.grant_consumer(orders_consumer)")
+    assert "report_batch_item_failures=True" in blocks[1]
+    assert blocks[1].rstrip().splitlines()[-1].startswith("redriver.grant_consumer(orders_consumer)")
 
 
 @pages
@@ -86,13 +87,15 @@ def test_the_printed_consumer_dead_letters_an_invalid_order_and_fulfils_the_othe
     )
 
 
-@pages
-def test_the_printed_grant_consumer_line_gives_the_consumer_its_configuration(page: str) -> None:
-    # GIVEN a re-driver and a consumer function, under the names the page uses
+def printed_wiring(page: str, block: str) -> cdk.Stack:
+    """Run ``block`` against a re-driver, its source queue and a consumer function, under the names
+    the page uses; their stack."""
     stack = cdk.Stack(cdk.App(), "Readme")
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    orders = sqs.Queue(stack, "Orders", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=4))
-    redriver = SqsRedriver(stack, "Redriver", source_queue=orders, dead_letter_queue=dlq)
+    orders_queue = sqs.Queue(
+        stack, "Orders", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=4)
+    )
+    redriver = SqsRedriver(stack, "Redriver", source_queue=orders_queue, dead_letter_queue=dlq)
     orders_consumer = lambda_.Function(
         stack,
         "OrdersConsumer",
@@ -101,17 +104,39 @@ def test_the_printed_grant_consumer_line_gives_the_consumer_its_configuration(pa
         handler="consumer.lambda_handler",
         code=lambda_.Code.from_inline("def lambda_handler(event, context): pass"),
     )
+    names = {"redriver": redriver, "orders_consumer": orders_consumer, "orders_queue": orders_queue}
+    run_block(page, block, names)
+    return stack
 
-    # WHEN the page's line runs as printed
-    run_block(
-        page, block_with(page, "grant_consumer"), {"redriver": redriver, "orders_consumer": orders_consumer}
-    )
 
-    # THEN the consumer has the kit's configuration and both layers
-    [function] = (
-        Template.from_stack(stack)
-        .find_resources("AWS::Lambda::Function", {"Properties": {"Handler": "consumer.lambda_handler"}})
-        .values()
-    )
+@pages
+def test_the_printed_wiring_gives_the_consumer_its_configuration_and_an_event_source_that_reports(
+    page: str,
+) -> None:
+    # GIVEN a re-driver, its source queue and a consumer function, under the names the page uses
+    # WHEN the page's wiring runs as printed
+    stack = printed_wiring(page, block_with(page, "grant_consumer"))
+
+    # THEN the consumer has the kit's configuration and both layers, its event source reports batch
+    # item failures, and synth has nothing to warn about
+    template = Template.from_stack(stack)
+    [function] = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "consumer.lambda_handler"}}
+    ).values()
     assert function["Properties"]["Environment"]["Variables"][ENV_MAX_RECEIVE_COUNT] == "4"
     assert len(function["Properties"]["Layers"]) == 2
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping", {"FunctionResponseTypes": ["ReportBatchItemFailures"]}
+    )
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("grant_consumer"))
+
+
+@pages
+def test_the_printed_wiring_without_report_batch_item_failures_fails_synth(page: str) -> None:
+    printed = block_with(page, "grant_consumer")
+    forgotten = printed.replace(", report_batch_item_failures=True", "")
+    assert forgotten != printed
+    stack = printed_wiring(page, forgotten)
+
+    with pytest.raises(RuntimeError, match="does not report batch item failures: set report_batch_item"):
+        Template.from_stack(stack)

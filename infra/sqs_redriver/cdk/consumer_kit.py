@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import cast
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Annotations, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -89,20 +89,26 @@ def consumer_kit_layer(scope: Construct) -> lambda_.LayerVersion:
 
 def add_consumer_layers(function: lambda_.Function) -> None:
     """Give ``function`` what the kit imports: the stack's kit layer and, unless it already has a
-    Powertools layer, the public Powertools layer for its runtime and architecture.
+    Powertools layer, the public Powertools layer for its runtime and architecture. A container
+    image takes no layers: a synth note says what to install into it instead.
 
     Raises SettingsError, saying what to do, for a runtime the kit does not run on (not Python, a
-    container image, a Python older than the oldest of KIT_RUNTIMES) or a function whose layers
-    would then exceed Lambda's five.
+    Python older than the oldest of KIT_RUNTIMES) or a function whose layers would then exceed
+    Lambda's five.
     """
     runtime = function.runtime
+    if runtime.runtime_equals(lambda_.Runtime.FROM_IMAGE):
+        Annotations.of(function).add_info(
+            f"grant_consumer: {function.node.path} runs a container image, which takes no layers: "
+            f"install sqs-smart-redriver[kit] and aws-lambda-powertools=={POWERTOOLS_RELEASE} into it"
+        )
+        return
     supported = ", ".join(r.name for r in KIT_RUNTIMES)
     if not any(runtime.runtime_equals(r) for r in KIT_RUNTIMES):
         raise SettingsError(
             f"grant_consumer: {function.node.path} runs {runtime.name}, and the consumer kit (with "
             f"Powertools {POWERTOOLS_RELEASE}, which it imports) runs on {supported}: give the function "
-            "one of these runtimes (a container image takes no layers: install "
-            f"sqs-smart-redriver[kit] and aws-lambda-powertools=={POWERTOOLS_RELEASE} into the image instead)"
+            "one of these runtimes, or a container image with the kit installed"
         )
     cfn = function.node.default_child
     assert isinstance(cfn, lambda_.CfnFunction), "a Function's default child is its CfnFunction"

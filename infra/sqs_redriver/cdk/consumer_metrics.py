@@ -59,9 +59,9 @@ class ConsumerFunctions:
     def __init__(self, function: lambda_.Function, sources: Sequence[sqs.IQueue]) -> None:
         self._function = function
         self._sources = tuple(sources)
-        self._consumers: list[list[lambda_.Function]] = [[] for _ in self._sources]
+        self._consumers: list[list[lambda_.IFunction]] = [[] for _ in self._sources]
 
-    def add(self, consumer: lambda_.Function, queue: sqs.IQueue) -> None:
+    def add(self, consumer: lambda_.IFunction, queue: sqs.IQueue) -> None:
         """Record ``consumer`` as a consumer of ``queue`` (one of the sources) and update the variable."""
         [index] = [index for index, source in enumerate(self._sources) if source is queue]
         if not any(known is consumer for known in self._consumers[index]):
@@ -73,7 +73,7 @@ class ConsumerFunctions:
         names = [self._name(consumers) for consumers in self._consumers]
         return Fn.join(URL_SEPARATOR, names) if any(names) else ""
 
-    def _name(self, consumers: list[lambda_.Function]) -> str:
+    def _name(self, consumers: list[lambda_.IFunction]) -> str:
         if len(consumers) != 1:
             return ""
         [consumer] = consumers

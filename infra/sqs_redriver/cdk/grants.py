@@ -16,6 +16,7 @@ from sqs_redriver.cdk.consumer_metrics import grant_metric_reads
 from sqs_redriver.cdk.functions import acknowledge
 from sqs_redriver.cdk.key_access import KeyUser, grant_key
 from sqs_redriver.cdk.operator_access import ARCHIVE_OBJECTS, archive_logical_id
+from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.table_access import consumer_table_statement, redriver_table_statements
 
 if TYPE_CHECKING:
@@ -125,12 +126,20 @@ def _grant_archive_writes(redriver: SqsRedriver, archive: s3.IBucket) -> None:
 
 
 def grant_kit_consumer(
-    function: lambda_.Function, *, dead_letter_queue: sqs.IQueue, state_table: dynamodb.ITable
+    consumer: iam.IGrantable, *, dead_letter_queue: sqs.IQueue, state_table: dynamodb.ITable
 ) -> None:
-    """What the consumer kit does: send to the DLQ, and update its own records of the state table."""
+    """What the consumer kit does: send to the DLQ, and update its own records of the state table.
+
+    Raises SettingsError for a consumer that cannot hold a policy (a service or account principal:
+    grant a role it assumes)."""
+    added = consumer.grant_principal.add_to_principal_policy(consumer_table_statement(state_table.table_arn))
+    if not added.statement_added:
+        raise SettingsError(
+            f"grant_consumer: {type(consumer.grant_principal).__name__} cannot hold a policy: grant the "
+            "role, user or group the consumer runs as"
+        )
     # Only SendMessage (grant_send_messages adds GetQueueAttributes and GetQueueUrl, which the
     # kit never calls: it has the URL), and what sending needs of a KMS-encrypted DLQ's key.
-    dead_letter_queue.grant(function, "sqs:SendMessage")
-    grant_queue_key(function, dead_letter_queue)
-    grant_data_keys(function, table=state_table)
-    function.add_to_role_policy(consumer_table_statement(state_table.table_arn))
+    dead_letter_queue.grant(consumer, "sqs:SendMessage")
+    grant_queue_key(consumer, dead_letter_queue)
+    grant_data_keys(consumer, table=state_table)

@@ -7,7 +7,7 @@ state table), redrive_function.py (the function and its schedule), grants.py, mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import Annotations, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
@@ -22,6 +22,7 @@ from sqs_redriver.cdk.alarms import alarm_retention_seconds
 from sqs_redriver.cdk.audit_trail import AUDIT_RETENTION, audit_widget, build_audit_log
 from sqs_redriver.cdk.consumer_kit import add_consumer_layers, consumer_kit_layer
 from sqs_redriver.cdk.consumer_metrics import ConsumerFunctions
+from sqs_redriver.cdk.consumer_wiring import check_event_source, is_function, warn_not_configured
 from sqs_redriver.cdk.functions import powertools_layer
 from sqs_redriver.cdk.grants import grant_kit_consumer, grant_redrive_function
 from sqs_redriver.cdk.monitoring import monitor
@@ -37,7 +38,7 @@ from sqs_redriver.cdk.storage import (
     import_queue,
 )
 from sqs_redriver.cdk.validation import (
-    check_consumer_function,
+    check_consumer,
     check_key_arns,
     check_props,
     consumer_max_receive_count,
@@ -174,21 +175,28 @@ class SqsRedriver(Construct):
 
     def grant_consumer(
         self,
-        function: lambda_.Function,
+        function: lambda_.Function | iam.IGrantable,
         *,
         queue: sqs.IQueue | None = None,
         max_receive_count: int | None = None,
-    ) -> None:
+    ) -> dict[str, str]:
         """Let ``function``, a consumer of ``queue``, run the consumer kit, and tell the re-driver.
 
         The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (it
         dead-letters terminal failures itself), ``UpdateItem`` on the state table limited to the
         keys ``VERDICTS#...`` and ``FAILURE#...`` and to the kit's attributes (no reads, no other
         records, no PutItem: see table_access.py), and the customer-managed KMS keys of the
-        two, if any (no ``kms:ReEncrypt*``). Its environment gets the DLQ's URL, the table's name
-        and the queue's maxReceiveCount; its layers, the stack's consumer kit layer and the public
-        Powertools layer for its runtime and architecture (see
-        ``consumer_kit.add_consumer_layers``: any Python runtime of ``KIT_RUNTIMES``, either architecture).
+        two, if any (no ``kms:ReEncrypt*``, through SQS and DynamoDB only). A ``lambda_.Function``
+        of this app also gets the kit's environment (the DLQ's URL, the table's name and the
+        queue's maxReceiveCount) and layers (the stack's consumer kit layer and the public
+        Powertools layer for its runtime and architecture, see ``consumer_kit.add_consumer_layers``:
+        any Python runtime of ``KIT_RUNTIMES``, either architecture; none for a container image).
+        Any other consumer (an imported function, an ECS task role: an ``iam.IGrantable``) gets
+        the permissions only, and a synth warning that its environment is for the caller to set.
+
+        At synth, ``cdk synth`` fails if the function's SQS event source on ``queue`` (added
+        before or after this call) does not report batch item failures, and warns when it finds
+        none to check (see consumer_wiring.py).
 
         ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
         default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
@@ -197,24 +205,41 @@ class SqsRedriver(Construct):
 
         It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
         with a consumer that reports verdicts, canaries and the trial wait for them; and records
-        ``function``'s name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
+        a consumer function's name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
         ``AWS/Lambda`` metrics ``queue_metrics`` then reads (see
         ``consumer_metrics.ConsumerFunctions`` for when an entry stays empty).
 
+        Returns the kit's environment for this consumer (variable name -> value).
+
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
-        what to do, for a function the kit cannot run in.
+        what to do, for a function the kit cannot run in or a consumer IAM cannot grant to.
         """
-        check_consumer_function(function)
+        check_consumer(function)
         queue = queue or self.source_queues[0]
         receive_count = consumer_max_receive_count(queue, max_receive_count, self.source_queues)
-        add_consumer_layers(function)
+        environment = {
+            ENV_DLQ_URL: self.dead_letter_queue.queue_url,
+            ENV_TABLE_NAME: self.state_table.table_name,
+            ENV_MAX_RECEIVE_COUNT: str(receive_count),
+        }
+        if isinstance(function, lambda_.Function):
+            add_consumer_layers(function)  # raises before anything is granted
         grant_kit_consumer(function, dead_letter_queue=self.dead_letter_queue, state_table=self.state_table)
-        function.add_environment(ENV_DLQ_URL, self.dead_letter_queue.queue_url)
-        function.add_environment(ENV_TABLE_NAME, self.state_table.table_name)
-        function.add_environment(ENV_MAX_RECEIVE_COUNT, str(receive_count))
+        if isinstance(function, lambda_.Function):
+            for name, value in environment.items():
+                function.add_environment(name, value)
+        else:
+            warn_not_configured(function, self, environment)
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        if is_function(function):
+            self._watch_consumer_function(cast(lambda_.IFunction, function), queue)
+        return environment
+
+    def _watch_consumer_function(self, function: lambda_.IFunction, queue: sqs.IQueue) -> None:
+        """Check its event source at synth; read its metrics and show its errors."""
+        check_event_source(function, queue)
         self._consumer_functions.add(function, queue)
         if self.monitoring is not None:
             self.monitoring.add_consumer(function, queue)

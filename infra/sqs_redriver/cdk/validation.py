@@ -211,12 +211,13 @@ def function_options(
     return options
 
 
-def check_consumer_function(function: object) -> None:
-    """grant_consumer sets a consumer's environment and layers: it must be a Function of this app."""
-    if not isinstance(function, lambda_.Function):
+def check_consumer(consumer: object) -> None:
+    """grant_consumer grants a consumer permissions: it must be something IAM can grant to."""
+    if not hasattr(consumer, "grant_principal"):
         raise SettingsError(
-            "grant_consumer: function must be a lambda_.Function defined in this app (its "
-            f"environment and layers are set here), got {type(function).__name__}"
+            "grant_consumer: function must be a lambda_.Function of this app (its environment and "
+            "layers are then set too), or what another consumer runs as (an imported function, an "
+            f"ECS task role: any iam.IGrantable), got {type(consumer).__name__}"
         )
 
 
