@@ -66,7 +66,9 @@ def test_a_replay_records_how_many_it_moved(aws: Aws, logs: Any) -> None:
     assert action["details"]["selection"] == "group=fp-bad" and action["details"]["from"] == "parking-lot"
 
 
-def test_actions_are_listed_newest_first_and_a_dry_run_or_an_idle_resume_is_not_an_action(aws: Aws, logs: Any) -> None:
+def test_actions_listed_newest_first_and_neither_a_dry_run_nor_an_idle_resume_is_one(
+    aws: Aws, logs: Any
+) -> None:
     park(aws, "one")
     assert audited(aws, "pause", "--reason", "first").exit_code == 0
     assert audited(aws, "replay", "--all", "--dry-run").exit_code == 0
