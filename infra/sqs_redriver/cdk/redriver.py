@@ -194,9 +194,8 @@ class SqsRedriver(Construct):
         Any other consumer (an imported function, an ECS task role: an ``iam.IGrantable``) gets
         the permissions only, and a synth warning that its environment is for the caller to set.
 
-        At synth, ``cdk synth`` fails if the function's SQS event source on ``queue`` (added
-        before or after this call) does not report batch item failures, and warns when it finds
-        none to check (see consumer_wiring.py).
+        Synth fails if the function's SQS event source on ``queue`` (added before or after this
+        call) does not report batch item failures, and warns if it finds none (consumer_wiring.py).
 
         ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
         default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
@@ -210,7 +209,6 @@ class SqsRedriver(Construct):
         ``consumer_metrics.ConsumerFunctions`` for when an entry stays empty).
 
         Returns the kit's environment for this consumer (variable name -> value).
-
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
         what to do, for a function the kit cannot run in or a consumer IAM cannot grant to.
