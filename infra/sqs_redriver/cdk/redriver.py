@@ -187,12 +187,10 @@ class SqsRedriver(Construct):
         keys ``VERDICTS#...`` and ``FAILURE#...`` and to the kit's attributes (no reads, no other
         records, no PutItem: see table_access.py), and the customer-managed KMS keys of the
         two, if any (no ``kms:ReEncrypt*``, through SQS and DynamoDB only). A ``lambda_.Function``
-        of this app also gets the kit's environment (the DLQ's URL, the table's name and the
-        queue's maxReceiveCount) and layers (the stack's consumer kit layer and the public
-        Powertools layer for its runtime and architecture, see ``consumer_kit.add_consumer_layers``:
-        any Python runtime of ``KIT_RUNTIMES``, either architecture; none for a container image).
-        Any other consumer (an imported function, an ECS task role: an ``iam.IGrantable``) gets
-        the permissions only, and a synth warning that its environment is for the caller to set.
+        of this app also gets the kit's environment (DLQ URL, table name, maxReceiveCount) and
+        layers (``consumer_kit.add_consumer_layers``; none for a container image). Any other
+        consumer (an imported function, an ECS task role: an ``iam.IGrantable``) gets the
+        permissions only, and a synth warning that its environment is for the caller to set.
 
         Synth fails if the function's SQS event source on ``queue`` (added before or after this
         call) does not report batch item failures, and warns if it finds none (consumer_wiring.py).
@@ -209,6 +207,7 @@ class SqsRedriver(Construct):
         ``consumer_metrics.ConsumerFunctions`` for when an entry stays empty).
 
         Returns the kit's environment for this consumer (variable name -> value).
+
         Raises SettingsError, naming the parameter, for a queue that is not a source of this
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
         what to do, for a function the kit cannot run in or a consumer IAM cannot grant to.
