@@ -14,7 +14,7 @@ from typing import Any
 from bench.metering import Meter
 from local_aws.resources import create_resources
 from local_aws.server import moto_server, reset_moto
-from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.inventory import Selection, Where, group
 from sqs_redriver.console.moves import MoveReport, replay
 from sqs_redriver.console.tool import Target, Tool

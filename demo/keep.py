@@ -8,7 +8,7 @@ import shlex
 import sys
 from typing import IO, Any
 
-from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.tool import Target, Tool
 from sqs_redriver.console.web.server import ConsoleServer
 

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from local_aws import REGION
 from local_aws.clients import ClientProxy
-from sqs_redriver.console import aws as tool_aws
 from sqs_redriver.console import fleet as fleet_reads
 from sqs_redriver.console.advice import NO_REGION
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.cli.app import out
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 
@@ -124,7 +124,7 @@ def doctor(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         "regions": set(),
         "lists": 0,
     }
-    made = tool_aws.Connection.client
+    made = Connection.client
 
     def client(connection: Any, service: str, **options: Any) -> Any:
         real = made(connection, service, **options)
@@ -134,7 +134,7 @@ def doctor(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         real.meta.events.register("before-call.sqs.ListQueues", lambda **_: refuse_listing(plan, region))
         return Doctored(real, plan["refused"], plan["policies"])
 
-    monkeypatch.setattr(tool_aws.Connection, "client", client)
+    monkeypatch.setattr(Connection, "client", client)
     monkeypatch.setattr(fleet_reads, "LIST_PAGE_SIZE", 3)  # 10 queues: four pages
     return plan
 

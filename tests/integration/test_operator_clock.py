@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from local_aws import REGION
-from sqs_redriver.console.aws import Connection
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.steering import open_breakers
 from sqs_redriver.console.tool import Target, Tool
 from sqs_redriver.protocol.keys import breaker_key

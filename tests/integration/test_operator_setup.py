@@ -21,10 +21,10 @@ from moto.server import ThreadedMotoServer
 from typer.testing import CliRunner
 
 from local_aws import REGION
-from sqs_redriver.console import aws as tool_aws
+from sqs_redriver.console import connection as tool_connection
 from sqs_redriver.console.advice import EXPIRED, NO_CREDENTIALS, NO_REGION, REJECTED, explain
-from sqs_redriver.console.aws import Connection
 from sqs_redriver.console.cli import app
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from tests.support.aws import Aws
@@ -52,7 +52,9 @@ def assert_one_line(result: Any, expected: str) -> None:
 @pytest.fixture
 def fast_failing(monkeypatch: pytest.MonkeyPatch) -> None:
     """One attempt, short timeouts: a refused connection fails at once."""
-    monkeypatch.setattr(tool_aws, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1))
+    monkeypatch.setattr(
+        tool_connection, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1)
+    )
 
 
 @pytest.fixture
@@ -112,13 +114,13 @@ def refusing(code: str) -> Callable[[Any, str], Any]:
 
 
 def test_expired_credentials_say_to_log_in_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_aws.Connection, "client", refusing("ExpiredToken"))
+    monkeypatch.setattr(tool_connection.Connection, "client", refusing("ExpiredToken"))
 
     assert_one_line(explicit("groups", "--queue", "dlq"), EXPIRED)
 
 
 def test_access_denied_says_which_call_and_how_to_get_access(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_aws.Connection, "client", refusing("AccessDenied"))
+    monkeypatch.setattr(tool_connection.Connection, "client", refusing("AccessDenied"))
 
     result = explicit("groups", "--queue", "dlq")
 

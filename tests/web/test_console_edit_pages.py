@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_aws.queues import drain, queue_counts
-from sqs_redriver.console import aws as tool_aws
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
 from tests.support.console import BASE_URL, FROM_THE_CONSOLE, ROOT, get, open_console, parked_id, post
@@ -154,14 +154,14 @@ def test_the_fleet_lists_the_dlq_with_its_source_and_a_refused_queue_as_a_proble
 ) -> None:
     park_groups(aws)
     aws.sqs.create_queue(QueueName="payments-dlq")
-    made = tool_aws.Connection.client
+    made = Connection.client
 
     def refusing(connection: Any, service: str, **options: Any) -> Any:
         client = made(connection, service, **options)
         client.meta.events.register("before-parameter-build.sqs.GetQueueAttributes", refuse_payments)
         return client
 
-    monkeypatch.setattr(tool_aws.Connection, "client", refusing)
+    monkeypatch.setattr(Connection, "client", refusing)
     client, _tool = open_console(aws)
 
     code, page = get(client, "/fleet")

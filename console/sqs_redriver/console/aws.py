@@ -1,5 +1,5 @@
-"""The command-line tool's AWS calls: its clients, the stack that names a deployment, queue depths,
-the DLQ's oldest age, and scans that read a queue without consuming it."""
+"""The command-line tool's AWS calls: the stack that names a deployment, queue depths, the DLQ's
+oldest age, and scans that read a queue without consuming it (its clients: connection.py)."""
 
 from __future__ import annotations
 
@@ -8,105 +8,30 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from functools import cached_property
 from typing import Any
-from urllib.parse import urlsplit
 
-import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
+from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
-from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url, validate_region_name
 
 from sqs_redriver.console.deployment import Deployment, from_stack_outputs
 from sqs_redriver.console.inventory import Inspected, Where, inspect
-from sqs_redriver.console.shown import inert_str
 from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
 
-# An operator waits for the answer: retry throttling, but not for long.
-TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 # How long a scan hides each message it has read: long enough to read a large queue once, short
 # enough that a scan killed without releasing them gives them back soon.
 SCAN_HOLD_SECONDS = 300
 # Receives in a row that bring only messages already read (their hold lapsed) end a scan.
 STALE_RECEIVES = 3
 # The fleet view reads every queue of an account: one that does not answer is reported after
-# about half a minute, not after the minutes TOOL_CONFIG would wait.
+# about half a minute, not after the minutes connection.TOOL_CONFIG would wait.
 FLEET_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
 OLDEST_AGE_WINDOW_SECONDS = 900
 # What a call to AWS may raise: a refusal, a failure to call, or an answer that is not AWS's (an
 # endpoint that is not AWS, or a local one that does not serve the region).
 AWS_FAILURES = (ClientError, BotoCoreError, ResponseParserError)
-
-
-class BadConnection(ValueError):
-    """``--endpoint-url`` or ``--region`` is not of a form AWS's clients take (exit code 2); the
-    message names the option."""
-
-
-@dataclass(frozen=True)
-class Connection:
-    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint.
-    The endpoint and the region are checked on first use (BadConnection), so ``--help`` works."""
-
-    profile: str | None = None
-    region: str | None = None
-    endpoint_url: str | None = None
-
-    @cached_property
-    def _session(self) -> boto3.Session:
-        self._check()
-        return boto3.Session(profile_name=self.profile, region_name=self.region)
-
-    def _check(self) -> None:
-        if self.region is not None:
-            try:
-                validate_region_name(self.region)
-            except InvalidRegionError:
-                named = inert_str(self.region)
-                raise BadConnection(
-                    f"--region (or AWS_REGION) {named!r} is not a region name (like eu-west-1)"
-                ) from None
-        url = self.endpoint_url
-        if url is not None and not _is_endpoint(url):
-            raise BadConnection(
-                f"--endpoint-url (or AWS_ENDPOINT_URL) {inert_str(url)!r} is not an http:// or https:// "
-                "URL with a host (like http://localhost:4566)"
-            )
-
-    def knows_region(self) -> bool:
-        """Whether botocore knows the connection's region in some partition (a region it does not
-        know still gets an endpoint: this only explains a failure)."""
-        session = self._session
-        return any(
-            self.region_name in session.get_available_regions("sqs", partition)
-            for partition in session.get_available_partitions()
-        )
-
-    @property
-    def region_name(self) -> str | None:
-        """The region calls go to: ``region``, else the profile's or the environment's."""
-        return self._session.region_name
-
-    def client(self, service: str, *, region: str | None = None, config: Config | None = None) -> Any:
-        # boto3-stubs types client() per literal service name; the tool asks for its clients by name.
-        session: Any = self._session
-        return session.client(
-            service, region_name=region, endpoint_url=self.endpoint_url, config=config or TOOL_CONFIG
-        )
-
-
-def _is_endpoint(url: str) -> bool:
-    """An http(s) URL with a host and a port in range, as botocore's clients take it."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return False
-    valid = is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)
-    return parts.scheme in ("http", "https") and bool(valid)
 
 
 def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:

@@ -16,7 +16,8 @@ from typing import Any
 from botocore.exceptions import NoRegionError
 
 from sqs_redriver.console.advice import SETUP_ERRORS, explain
-from sqs_redriver.console.aws import AWS_FAILURES, FLEET_CONFIG, Connection, oldest_age_seconds
+from sqs_redriver.console.aws import AWS_FAILURES, FLEET_CONFIG, oldest_age_seconds
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.fleet_listing import ListedQueue, Listing, Problem, parse_listing
 from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble, dead_letter_refs

@@ -11,7 +11,8 @@ from functools import cached_property
 from typing import Any
 
 from sqs_redriver.console.audit import AuditLog, Tally
-from sqs_redriver.console.aws import Connection, QueueScan, aws_date, caller, find_deployment
+from sqs_redriver.console.aws import QueueScan, aws_date, caller, find_deployment
+from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.group_index import GroupIndex
 from sqs_redriver.console.inventory import Inspected, Where

@@ -13,8 +13,9 @@ from typer.core import TyperGroup
 
 from sqs_redriver.console.advice import explain
 from sqs_redriver.console.audit import AuditUnavailable
-from sqs_redriver.console.aws import AWS_FAILURES, BadConnection, Connection
+from sqs_redriver.console.aws import AWS_FAILURES
 from sqs_redriver.console.cli.inert import inert
+from sqs_redriver.console.connection import BadConnection, Connection
 from sqs_redriver.console.deployment import DeploymentNotFound
 from sqs_redriver.console.steering import Conflict
 from sqs_redriver.console.tool import NotFound, Target, Tool, UsageError
