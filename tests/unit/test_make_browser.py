@@ -33,11 +33,19 @@ def make_browser(tmp_path: Path, *, uid: int, chromium: Path) -> subprocess.Comp
     return subprocess.run(
         ["make", "--no-print-directory", "browser", f"CHROMIUM={chromium}", f"APT_GET={apt_get}"],
         cwd=ROOT,
-        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        env={**outside_make(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def outside_make() -> dict[str, str]:
+    """The environment without what an enclosing make passes down (`make test` runs this suite):
+    with it, the inner make names itself make[N] on stderr and takes the outer one's flags."""
+    return {
+        k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    }
 
 
 def apt_get_calls(tmp_path: Path) -> list[str]:
