@@ -270,6 +270,20 @@ def test_every_bad_endpoint_region_or_credential_ends_in_one_line(case: str, mot
     assert result.stderr.strip().splitlines() == [f"error: {expected}"]
 
 
+def test_a_services_endpoint_from_the_environment_that_is_not_a_url_ends_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", "notaurl")
+
+    result = CliRunner().invoke(app, [*WITH_A_STACK, "status"])
+
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: the endpoint for cloudformation (AWS_ENDPOINT_URL_CLOUDFORMATION, or ")
+    assert "notaurl" in line
+
+
 def test_an_unreachable_region_botocore_does_not_know_is_called_a_likely_typo() -> None:
     unknown, known = Connection(region="xx-nowhere-1"), Connection(region="eu-west-1")
     failure = EndpointConnectionError(endpoint_url="https://sqs.xx-nowhere-1.amazonaws.com/")

@@ -71,9 +71,15 @@ class Connection:
     def client(self, service: str, *, region: str | None = None, config: Config | None = None) -> Any:
         # boto3-stubs types client() per literal service name; the tool asks for its clients by name.
         session: Any = self._session
-        return session.client(
-            service, region_name=region, endpoint_url=self.endpoint_url, config=config or TOOL_CONFIG
-        )
+        try:
+            return session.client(
+                service, region_name=region, endpoint_url=self.endpoint_url, config=config or TOOL_CONFIG
+            )
+        except ValueError as exc:  # an endpoint from the environment or the profile botocore refuses
+            raise BadConnection(
+                f"the endpoint for {service} (AWS_ENDPOINT_URL_{service.upper()}, or endpoint_url in the "
+                f"profile) is not one AWS's clients take: {inert_str(str(exc))}"
+            ) from None
 
 
 def _is_endpoint(url: str) -> bool:
