@@ -26,8 +26,9 @@ REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"
 UNSEEN_EVENT_SOURCE = "sqs-redriver:consumer-event-source-unseen"
 NOT_CONFIGURED = "sqs-redriver:consumer-not-configured"
 SET_IT = (
-    "set report_batch_item_failures=True on its SqsEventSource (FunctionResponseTypes "
-    f'["{REPORT_BATCH_ITEM_FAILURES}"] on an event source mapping)'
+    "set report_batch_item_failures=True on its SqsEventSource (function_response_types="
+    f'["{REPORT_BATCH_ITEM_FAILURES}"] on an event source mapping; the check reads that property, '
+    "not an add_property_override)"
 )
 WHY = (
     "without it, Lambda ignores the kit's batchItemFailures: a batch with a transient failure counts "
