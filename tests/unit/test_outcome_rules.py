@@ -117,6 +117,19 @@ def test_without_a_verdict_a_message_that_may_wait_in_its_source_is_never_consum
 
 
 @given(cases())
+def test_a_message_that_may_wait_in_its_source_is_never_consumed_even_on_the_kits_count(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+    held = observation.held.get(SOURCE)
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    if held is None or held.total:
+        assert not outcome.of(Fate.CONSUMED)
+
+
+@given(cases())
 def test_verdicts_vouch_only_for_as_many_as_they_count(case: tuple[list[Sent], Observation]) -> None:
     sent, observation = case
 

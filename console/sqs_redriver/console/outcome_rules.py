@@ -202,15 +202,17 @@ def _found(sent: Sent, seen: Seen) -> Judged:
 
 
 def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool) -> Judged:
-    """An identity found in neither queue: consumed only on the kit's word, or when its source
-    queue holds nothing, its return window has passed and the scans read everything."""
+    """An identity found in neither queue: never consumed while its source queue holds messages
+    (or cannot be read); else consumed on the kit's word, or when its return window has passed and
+    the scans read everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
     held = observation.held.get(sent.source)
-    if consumed:
-        fate = Fate.CONSUMED
-    elif held is None or held.total:
+    if held is None or held.total:
+        # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
         fate = Fate.WAITING
+    elif consumed:
+        fate = Fate.CONSUMED
     elif back_by is None or observation.now < back_by or not observation.complete:
         fate = Fate.TOO_EARLY
     elif observation.now >= sent_at + held.retention_seconds:
