@@ -223,23 +223,36 @@ def failures(unheard: int, heard: int) -> list[Tracked]:
 
 
 def test_failures_past_the_kit_in_a_closed_breaker_stop_the_waiting_before_the_batch_is_planned() -> None:
-    after = heard_in_returns(Breaker(version=4), failures(3, 0), consumer_verdicts=True, policy=POLICY)
+    after = heard_in_returns(
+        Breaker(version=4), failures(3, 0), consumer_verdicts=True, fifo=False, policy=POLICY
+    )
 
     assert after is not None and not expects_verdicts(after, True)
     assert (after.state, after.version) == (State.CLOSED, 5)
 
 
 def test_fewer_failures_past_the_kit_than_the_minimum_volume_or_than_in_its_words_say_nothing() -> None:
-    assert heard_in_returns(Breaker(), failures(2, 0), consumer_verdicts=True, policy=POLICY) is None
-    assert heard_in_returns(Breaker(), failures(3, 4), consumer_verdicts=True, policy=POLICY) is None
+    assert (
+        heard_in_returns(Breaker(), failures(2, 0), consumer_verdicts=True, fifo=False, policy=POLICY) is None
+    )
+    assert (
+        heard_in_returns(Breaker(), failures(3, 4), consumer_verdicts=True, fifo=False, policy=POLICY) is None
+    )
 
 
 def test_a_silent_consumer_whose_failures_are_all_in_the_kits_words_again_is_waited_for_again() -> None:
-    back = heard_in_returns(SILENT, failures(0, 1), consumer_verdicts=True, policy=POLICY)
+    back = heard_in_returns(SILENT, failures(0, 3), consumer_verdicts=True, fifo=False, policy=POLICY)
 
     assert back is not None and expects_verdicts(back, True)
-    assert heard_in_returns(SILENT, failures(1, 5), consumer_verdicts=True, policy=POLICY) is None
-    assert heard_in_returns(SILENT, failures(4, 0), consumer_verdicts=True, policy=POLICY) is None
+    assert heard_in_returns(SILENT, failures(0, 2), consumer_verdicts=True, fifo=False, policy=POLICY) is None
+    assert heard_in_returns(SILENT, failures(1, 5), consumer_verdicts=True, fifo=False, policy=POLICY) is None
+    assert heard_in_returns(SILENT, failures(4, 0), consumer_verdicts=True, fifo=False, policy=POLICY) is None
+
+
+def test_on_fifo_failures_without_the_kits_words_say_nothing_the_processor_skips_group_mates() -> None:
+    assert (
+        heard_in_returns(Breaker(), failures(9, 1), consumer_verdicts=True, fifo=True, policy=POLICY) is None
+    )
 
 
 @given(
@@ -255,14 +268,16 @@ def test_the_kit_is_judged_silent_only_by_enough_failures_past_it_and_back_only_
     breaker = SILENT if silent else Breaker(version=4)
     policy = BreakerPolicy(minimum_volume=minimum_volume)
 
-    after = heard_in_returns(breaker, failures(unheard, heard), consumer_verdicts=verdicts, policy=policy)
+    after = heard_in_returns(
+        breaker, failures(unheard, heard), consumer_verdicts=verdicts, fifo=False, policy=policy
+    )
 
     if after is None:
         return
     assert verdicts, "without consumer verdicts the kit's silence means nothing"
     assert after.version == breaker.version + 1 and after.state is breaker.state
     if expects_verdicts(after, True):
-        assert silent and heard and not unheard
+        assert silent and heard >= max(minimum_volume, 1) and not unheard
     else:
         assert not silent and unheard >= max(minimum_volume, 1) and unheard >= heard
 

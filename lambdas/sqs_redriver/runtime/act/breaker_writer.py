@@ -23,6 +23,7 @@ class BreakerWriter:
         self.transitions: list[str] = []
         # The state of the last record this run wrote; None while it wrote none.
         self.last_state: State | None = None
+        self._newest: Breaker | None = None  # the last record this run wrote
 
     def save(self, after: Breaker, before: Breaker) -> bool:
         """Write ``after`` if the stored record is still ``before``; False when another run wrote
@@ -48,6 +49,8 @@ class BreakerWriter:
                     },
                 )
             self.last_state = after.state
+            if self._newest is None or after.version > self._newest.version:
+                self._newest = after
             if after.silent_probes >= SILENT_PROBES_LIMIT > before.silent_probes:
                 self._log.warning(
                     "CONSUMER_VERDICTS is on but the consumer reported no verdict for its last probes: "
@@ -59,6 +62,13 @@ class BreakerWriter:
                     "the consumer kit reports again: waiting for its verdicts", extra={"breaker": self._key}
                 )
         return True
+
+    def newest(self, breaker: Breaker) -> Breaker:
+        """``breaker``, or the newer record another worker of this run wrote since it was read: a
+        worker goes on from it, so its next conditional write is not lost to its own run."""
+        with self._lock:
+            newest = self._newest
+        return newest if newest is not None and newest.version > breaker.version else breaker
 
     def transition(self, before: Breaker, after: Breaker) -> tuple[Breaker, int]:
         """Move to ``after``; on a lost race or an AWS error keep ``before``. Returns the breaker

@@ -117,24 +117,32 @@ def heard_elsewhere(before: Breaker, after: Breaker, *, from_kit: bool) -> Break
 
 
 def heard_in_returns(
-    breaker: Breaker, returned: Sequence[Tracked], *, consumer_verdicts: bool, policy: BreakerPolicy
+    breaker: Breaker,
+    returned: Sequence[Tracked],
+    *,
+    consumer_verdicts: bool,
+    fifo: bool,
+    policy: BreakerPolicy,
 ) -> Breaker | None:
     """What the failures in the DLQ say of the consumer kit, in any breaker state; None: nothing.
 
-    The kit dead-letters every failure it sees with its own word (the mark's ``failure``), on the
-    last attempt at the latest: a failure without it went past the kit (a handler that does not use
-    it yet, a second consumer without it, a kit whose writes fail). ``minimum_volume`` of those in a
-    batch, at least as many as in the kit's words, and the consumer is judged as one that does not
-    report (by its queue's metrics; slow start by time) before the batch is planned. While it is
-    judged so, a batch whose failures are all in the kit's words says the kit is back.
+    The kit dead-letters every failure it sees with its own words (the mark's ``failure``), on the
+    last attempt at the latest: a failure without them went past the kit (a handler that does not
+    use it yet, a second consumer without it, a kit whose writes fail). ``minimum_volume`` of those
+    in a batch, at least as many as in the kit's words, and the consumer is judged as one that does
+    not report (by its queue's metrics; slow start by time) before the batch is planned. While it is
+    judged so, ``minimum_volume`` failures in the kit's words and none without say the kit is back.
+    Not on FIFO: Powertools' FIFO processor fails the records behind a failed one unseen, so a
+    reporting kit's group-mates reach the DLQ without its words (the canaries' rule still holds).
     """
-    if not consumer_verdicts:
+    if not consumer_verdicts or fifo:
         return None
+    volume = max(policy.minimum_volume, 1)
     heard = sum(1 for t in returned if t.mark.failure is not None)
     unheard = len(returned) - heard
     if not expects_verdicts(breaker, consumer_verdicts):
-        return breaker.with_silent_probes(0) if heard and not unheard else None
-    if unheard < max(policy.minimum_volume, 1) or unheard < heard:
+        return breaker.with_silent_probes(0) if heard >= volume and not unheard else None
+    if unheard < volume or unheard < heard:
         return None
     return breaker.with_silent_probes(SILENT_PROBES_LIMIT)
 

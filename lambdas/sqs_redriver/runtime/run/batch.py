@@ -84,6 +84,7 @@ class BatchHandler:
         this is (None: all of them). AWS errors of the planning reads propagate; those of acting
         end the batch with stop AWS_ERROR."""
         now = int(self.clock())
+        breaker = writer.newest(breaker)
         batch = [screened(message, now) for message in batch]
         rejected = Tally(rejected_marks=self._log_rejected_marks(batch))
         counted = counted_in_table(batch)
@@ -135,8 +136,9 @@ class BatchHandler:
         before the batch is planned, so the plan already reads the metrics. Returns the breaker and
         the errors met (0 or 1)."""
         own = [t for t in batch if source is None or self.routes.source_url(t) in (source, None)]
+        rules = self.planner.rules
         after = canary.heard_in_returns(
-            breaker, own, consumer_verdicts=self.consumer_verdicts, policy=self.planner.rules.breaker
+            breaker, own, consumer_verdicts=self.consumer_verdicts, fifo=rules.fifo, policy=rules.breaker
         )
         if after is None:
             return breaker, 0
