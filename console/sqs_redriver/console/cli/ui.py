@@ -32,8 +32,16 @@ def ui(
         markup=False,
         soft_wrap=True,
     )
-    if not no_browser and not console.open_browser():
-        err.print("No browser could be started: open the URL above.", markup=False)
+    if not no_browser:
+        # A browser confined to its own /tmp (a snap, a flatpak) shows "file not found" for the
+        # private sign-in file, and the opener cannot know it.
+        opened = console.open_browser()
+        err.print(
+            'If the browser shows "file not found", press Enter here and open the new URL.'
+            if opened
+            else "No browser could be started: open the URL above.",
+            markup=False,
+        )
     console.serve_until_interrupted(on_enter=_print_url)
     err.print("stopped", markup=False)
 
