@@ -9,7 +9,11 @@ from contextlib import contextmanager
 
 @contextmanager
 def environment(values: Mapping[str, str], *, unset: Iterable[str] = ()) -> Iterator[None]:
-    """Set ``values`` and remove ``unset`` in os.environ; on exit, put back what was there before."""
+    """Set ``values`` and remove ``unset`` in os.environ; on exit, put back what was there before.
+
+    Only the names that changed are put back: os.environ is never emptied on the way, so another
+    thread reading it meanwhile (the kept demo's web console making its clients while a handler
+    runs) sees every variable this did not touch."""
     saved = dict(os.environ)
     os.environ.update(values)
     for name in unset:
@@ -17,5 +21,8 @@ def environment(values: Mapping[str, str], *, unset: Iterable[str] = ()) -> Iter
     try:
         yield
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        for name in set(os.environ) - set(saved):
+            os.environ.pop(name, None)
+        for name, value in saved.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
