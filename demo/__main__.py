@@ -1,7 +1,8 @@
 """Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--kit-only]
 [--json] [--keep]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Act 2, in
 simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py). With
---keep, act 1's local AWS stays up afterwards with the web console on it (demo/keep.py)."""
+--keep, act 1's world stays up afterwards, its consumer and schedule running and the web console on
+it, until Ctrl-C (demo/keep.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--keep",
         action="store_true",
-        help="after act 1, keep its local AWS and serve the web console on it until Ctrl-C (skips act 2)",
+        help="after act 1, keep its world (local AWS, consumer, schedule) and serve the web console on it "
+        "until Ctrl-C (skips act 2)",
     )
     args = parser.parse_args(argv)
     if args.keep and args.json:
@@ -79,30 +81,33 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
         if args.json:
             tool = OperatorTool(endpoint, REGION, deployment.stack_name, json=True)
             report = KitAct(deployment, options, log, tool).run()
-        else:
-            from demo.view import KitLiveView, console  # rich only for the live view
+            report.log_file = log.name
+            return report
+        from demo.view import KitLiveView, console, print_report  # rich only for a person
 
-            # The tool's tables are printed after the live view, on the same terminal.
-            tool = OperatorTool(
-                endpoint,
-                REGION,
-                deployment.stack_name,
-                json=False,
-                color=console.is_terminal,
-                columns=console.width,
-            )
-            act = KitAct(deployment, options, log, tool)
-            with KitLiveView(deployment, options) as view:
-                report = act.run(view.update)
+        # The tool's tables are printed after the live view, on the same terminal.
+        tool = OperatorTool(
+            endpoint,
+            REGION,
+            deployment.stack_name,
+            json=False,
+            color=console.is_terminal,
+            columns=console.width,
+        )
+        act = KitAct(deployment, options, log, tool)
+        with KitLiveView(deployment, options) as view:
+            report = act.run(view.update)
         report.log_file = log.name
-        if not args.json:
-            from demo.view import print_report
-
-            print_report(report)  # act 1's, before act 2 starts (or the world is kept)
+        print_report(report)  # act 1's, before act 2 starts (or the world is kept)
         if args.keep:
             # Act 2 plays in in-process moto, whose backends this server shares: it would wipe
             # what is kept. The real terminal: stdout is the log meanwhile.
-            keep(endpoint, REGION, deployment.stack_name, sys.__stdout__ or sys.stdout)
+            keep(act, endpoint, REGION, deployment.stack_name, sys.__stdout__ or sys.stdout)
+    if args.keep:
+        print(
+            "stopped: the consumer, the schedule, the web console and the demo's local AWS",
+            file=sys.__stdout__,
+        )
     return report
 
 
@@ -122,13 +127,17 @@ def run_no_kit(args: argparse.Namespace) -> NoKitAct:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.NamedTemporaryFile("w", prefix="redriver-demo-", suffix=".log", delete=False) as log:
-        # moto's and the handlers' console output (warnings for what moto does not emulate, EMF
-        # metrics, JSON logs) goes to the log; the views draw on the real terminal.
-        with redirect_stdout(log), redirect_stderr(log):
-            report = run(args, log)
-            if not (args.kit_only or args.keep):
-                report.add_no_kit_act(run_no_kit(args))
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="redriver-demo-", suffix=".log", delete=False) as log:
+            # moto's and the handlers' console output (warnings for what moto does not emulate, EMF
+            # metrics, JSON logs) goes to the log; the views draw on the real terminal.
+            with redirect_stdout(log), redirect_stderr(log):
+                report = run(args, log)
+                if not (args.kit_only or args.keep):
+                    report.add_no_kit_act(run_no_kit(args))
+    except KeyboardInterrupt:  # Ctrl-C: what was running has stopped on its way out
+        print(f"interrupted (handler logs: {log.name})", file=sys.stderr)
+        return 130
     if args.json:
         print(report.to_json())
     return 0 if report.balanced else 1

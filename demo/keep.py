@@ -1,59 +1,188 @@
-"""``make demo KEEP=1``: after the story, the demo's local AWS stays up with the web console on it,
-and the commands to explore what the story left behind are printed, ready to paste. Ctrl-C (SIGINT)
-stops both."""
+"""``make demo KEEP=1``: after the story, its world stays up until Ctrl-C: the local AWS with every
+message where the story left it (the parking lot only looked at, never taken), the Lambda service
+(the consumer fed by its event source, the re-driver on its schedule: kept_service.py) and the web
+console. The parked messages and the commands to explore them, with their real ids, are printed
+ready to paste, and what the consumer and the re-driver do from then on is told line by line.
+
+Ctrl-C (SIGINT) is noted, never raised into the code that is running (a handler, the console's
+server, moto's): the main loop wakes at once and stops the Lambda service, the console and the local
+AWS, in that order. A second Ctrl-C, while they stop, ends the demo at once."""
 
 from __future__ import annotations
 
+import os
+import select
 import shlex
+import signal
+import socket
 import sys
+import time
+from collections.abc import Callable
+from types import FrameType, TracebackType
 from typing import IO, Any
 
+from demo.kept_service import KeptService
+from demo.kit_act import POLL_SLEEP_SECONDS, KitAct
+from sqs_redriver.console import finding
 from sqs_redriver.console.connection import Connection
+from sqs_redriver.console.inventory import Inspected, Where
 from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.web.access import TOKEN_SECONDS
 from sqs_redriver.console.web.server import ConsoleServer
 
 # The keys the demo's moto server takes (any would do; the tool needs some).
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo"}
 TOOL = ".venv/bin/sqs-redriver"
-COMMANDS = (
-    "status",
-    "groups",
-    "show ID  # ID: a sample of groups",
-    "replay --from parking-lot --all --dry-run",
-    "edit ID  # opens $EDITOR on a parked message",
-    "outcome  # what became of the story's replay",
-    "audit",
-    "fleet",
-    "ui",
-)
+LAST_LINE = "What the consumer and the re-driver do from now on is told here, one line each:"
 
 
-def instructions(console_url: str, endpoint: str, region: str, stack: str) -> str:
-    """What the demo prints while it keeps its world: the console's URL and the commands."""
-    options = shlex.join(["--endpoint-url", endpoint, "--region", region, "--stack", stack])
+def instructions(
+    console_url: str, endpoint: str, region: str, stack: str, parked: list[Inspected], *, fresh_urls: bool
+) -> str:
+    """What the demo prints while it keeps its world: the console's URL, what the parking lot
+    holds, and the commands to look at it (with the id of a parked message)."""
+    tool = f"{TOOL} {shlex.join(['--endpoint-url', endpoint, '--region', region, '--stack', stack])}"
     environment = " ".join(f"{name}={value}" for name, value in CREDENTIALS.items())
+    sign_in = "press Enter here for a fresh one" if fresh_urls else "run `ui` below for a console of your own"
     lines = [
         "",
-        "The demo's local AWS and its web console stay up until Ctrl-C.",
+        "The demo's world stays up until Ctrl-C: its local AWS, the consumer fed by its event source,",
+        "the re-driver on its schedule, and the web console.",
         "",
         f"  web console: {console_url}",
+        f"  (a sign-in URL works once, within {TOKEN_SECONDS:.0f} s: {sign_in})",
+        "",
+        *_parked_lines(parked),
         "",
         "  from this repository, in another terminal:",
         f"  unset AWS_PROFILE AWS_SESSION_TOKEN; export {environment}",
-        *(f"  {TOOL} {options} {command}" for command in COMMANDS),
+        *(f"  {tool} {command}" for command in _commands(parked)),
         "",
+        LAST_LINE,
     ]
     return "\n".join(lines)
 
 
-def keep(endpoint: str, region: str, stack: str, out: IO[str]) -> None:
-    """Serve the console over the demo's deployment and print how to reach it; return on Ctrl-C."""
-    stop_the_cdk_runtime()
-    tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
-    console = ConsoleServer.bind(tool)
-    print(instructions(console.url, endpoint, region, stack), file=out, flush=True)
-    console.serve_until_interrupted()
-    print("stopped: the console and the demo's local AWS are gone", file=out, flush=True)
+def _parked_lines(parked: list[Inspected]) -> list[str]:
+    if not parked:
+        return ["  The parking lot is empty."]
+    return [
+        f"  The parking lot holds {len(parked)} message(s):",
+        *(f"    {item.message.message_id}  {item.label}" for item in parked),
+    ]
+
+
+def _commands(parked: list[Inspected]) -> list[str]:
+    """The tool's commands, with the first parked message's id where one is needed."""
+    some_id = parked[0].message.message_id if parked else "ID"
+    where = "" if parked else "  # ID: a sample id of `groups`"
+    return [
+        "status",
+        "groups",
+        f"show {some_id}{where}",
+        f"edit {some_id}  # in $EDITOR, then back to the consumer",
+        f"replay --id {some_id}  # then watch its outcome below, and with `outcome`",
+        "replay --from parking-lot --all --dry-run",
+        "outcome  # what became of each replay",
+        "audit",
+        "fleet",
+        "ui",
+    ]
+
+
+class Interruption:
+    """Ctrl-C, noted: ``requested`` turns true, and ``wait`` returns at once. A second Ctrl-C
+    raises KeyboardInterrupt. SIGINT left ignored (a background job) stays ignored."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._reader, self._writer = socket.socketpair()
+        self._previous: Any = None
+        self._previous_fd = -1
+
+    def __enter__(self) -> Interruption:
+        for end in (self._reader, self._writer):
+            end.setblocking(False)
+        self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            self._previous = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        signal.set_wakeup_fd(self._previous_fd)
+        self._reader.close()
+        self._writer.close()
+
+    def _note(self, _signal: int, _frame: FrameType | None) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def wait(self, seconds: float, descriptors: list[int]) -> list[int]:
+        """Up to ``seconds``, less if Ctrl-C comes or one of ``descriptors`` can be read: those."""
+        woken = self._reader.fileno()
+        ready, _, _ = select.select([woken, *descriptors], [], [], seconds)
+        if woken in ready:
+            while True:
+                try:
+                    self._reader.recv(64)
+                except BlockingIOError:
+                    break
+        return [descriptor for descriptor in ready if descriptor != woken]
+
+
+def keep(act: KitAct, endpoint: str, region: str, stack: str, out: IO[str]) -> None:
+    """Keep the story's world, print how to reach it, tell what happens in it; return on Ctrl-C."""
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    with Interruption() as interruption:
+        stop_the_cdk_runtime()
+        tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
+        parked = finding.read_all(tool, Where.PARKING_LOT).items
+        console = ConsoleServer.bind(tool)
+        console.serve_in_thread()
+        try:
+            typed = _terminal_input()
+            say(instructions(console.url, endpoint, region, stack, parked, fresh_urls=typed is not None))
+            service = KeptService(
+                act,
+                lambda line: say(f"  {time.strftime('%H:%M:%S')}  {line}"),
+                lambda: interruption.requested,
+            )
+            while not interruption.requested:
+                service.step()
+                ready = interruption.wait(POLL_SLEEP_SECONDS, [] if typed is None else [typed])
+                if typed is not None and typed in ready:
+                    typed = _fresh_url_asked(typed, console.sign_in_url, say)
+        finally:
+            console.stop()
+
+
+def _terminal_input() -> int | None:
+    """Standard input's descriptor when it is the terminal this process runs in the foreground of
+    (where Enter asks for a fresh sign-in URL); None otherwise."""
+    try:
+        descriptor = sys.stdin.fileno()
+        if not os.isatty(descriptor) or os.tcgetpgrp(descriptor) != os.getpgrp():
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    return descriptor
+
+
+def _fresh_url_asked(typed: int, sign_in_url: Callable[[], str], say: Callable[[str], None]) -> int | None:
+    """A line was typed: answer with a fresh sign-in URL. The descriptor to go on reading (None
+    once the input has ended)."""
+    if not os.read(typed, 4096):
+        return None
+    say(f"  sign in: {sign_in_url()}")
+    return typed
 
 
 def stop_the_cdk_runtime() -> None:

@@ -22,12 +22,13 @@ from typing import IO, Any
 import boto3
 
 from demo.accounting import Ledger, account, by_order
+from demo.emulators import DeliveryObserver
 from demo.operator import OperatorsPart, OperatorTool
 from demo.orders import make_orders
 from demo.report import Report
 from demo.stage import deploy_fix, note_downstream_errors, set_stage
 from local_aws.cloudformation import Deployment
-from local_aws.queues import drain, peek, queue_counts
+from local_aws.queues import peek, queue_counts
 from local_aws.resources import breaker_state
 
 POLL_SLEEP_SECONDS = 0.05
@@ -87,9 +88,14 @@ class KitAct:
             tick_seconds=options.tick_seconds,
             log=log,
             sqs=self.sqs,
-            on_delivery=lambda messages, _failed: self.ledger.delivered(messages, self._elapsed()),
-            while_redriver_waits=self._while_redriver_waits,
+            # Looked up at each call: a kept demo takes both hooks over once the story is over.
+            on_delivery=lambda messages, failed: self.on_delivery(messages, failed),
+            while_redriver_waits=lambda seconds: self.while_redriver_waits(seconds),
         )
+        self.on_delivery: DeliveryObserver = lambda messages, _failed: self.ledger.delivered(
+            messages, self._elapsed()
+        )
+        self.while_redriver_waits: Callable[[float], None] = self._while_redriver_waits
         self.breaker_key: str = self.stage.redriver.module.SETTINGS.breaker_key
         note_downstream_errors(self.stage.consumer, self.ledger.transient_errors)
         self.pending = list(orders)
@@ -209,7 +215,8 @@ class KitAct:
 
     def _account(self, *, finished_in_time: bool) -> Report:
         fulfilled = self._fulfilled()
-        left = by_order(drain(self.sqs, self.stage.deployment.parking_lot_url))
+        # Looked at, not taken: the parking lot keeps its messages for the operator (make demo KEEP=1).
+        left = by_order(peek(self.sqs, self.stage.deployment.parking_lot_url))
         return account(
             self.ledger,
             self.operator,

@@ -1,29 +1,45 @@
-"""``make demo KEEP=1``: a short act 1, then the console on its kept local AWS answers the printed
-URL, and Ctrl-C (SIGINT) ends it all cleanly, with no traceback."""
+"""``make demo KEEP=1``: a short act 1, then its world kept. The parking lot still holds the parked
+message (counted with the operator's library, the printed ``show ID`` finds it), the console's
+pages show it, a replay of it is consumed and parked again by the kept consumer and schedule (told
+on the demo's output), and Ctrl-C (SIGINT) ends it all cleanly, with no traceback.
+
+Every wait is for a line the demo prints; each has a generous bound that only detects a hang."""
 
 from __future__ import annotations
 
+import html
 import os
 import queue
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Callable
 from http.cookiejar import CookieJar
 from pathlib import Path
 
+from local_aws.environment import environment
+from sqs_redriver.console import finding
+from sqs_redriver.console.connection import Connection
+from sqs_redriver.console.inventory import Where
+from sqs_redriver.console.tool import Target, Tool
+
 ROOT = Path(__file__).resolve().parents[2]
+# Two poison orders, one per bug: the story fixes the quantity-0 one and replays it; the order
+# without a customer stays parked.
 SHORT_STORY = [
     "--orders", "6", "--poison", "2", "--produce-seconds", "1", "--outage-start", "0.5",
     "--outage-seconds", "3", "--tick-seconds", "1", "--time-limit", "60",
 ]  # fmt: skip
+PARKED_REASON = "missing field 'customer_id'"
 URL = re.compile(r"http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]+")
-COMMAND = re.compile(
-    r"\.venv/bin/sqs-redriver --endpoint-url http://127\.0\.0\.1:\d+ --region \S+ --stack \S+ status"
-)
-STORY_SECONDS = 240
+TOOL_LINE = re.compile(r"^  \.venv/bin/sqs-redriver (--endpoint-url .*)$")
+LAST_LINE = "What the consumer and the re-driver do from now on is told here, one line each:"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "demo", "AWS_SECRET_ACCESS_KEY": "demo"}
+HANG_SECONDS = 240  # the story on a busy machine; then the longest a printed line may take
 
 
 def lines_of(stream: object) -> queue.Queue[str]:
@@ -40,41 +56,101 @@ def lines_of(stream: object) -> queue.Queue[str]:
     return found
 
 
+def read_until(lines: queue.Queue[str], wanted: Callable[[str], bool], seen: list[str]) -> str:
+    """The first line ``wanted`` takes (each line read is added to ``seen``)."""
+    while True:
+        line = lines.get(timeout=HANG_SECONDS)
+        assert line, "the demo ended early:\n" + "".join(seen)
+        seen.append(line)
+        if wanted(line):
+            return line
+
+
 def all_of(lines: queue.Queue[str]) -> str:
     """What a stream's reader read, up to the stream's end."""
     return "".join(iter(lambda: lines.get(timeout=60), ""))
 
 
-def test_the_kept_demo_serves_the_console_and_stops_cleanly_on_ctrl_c() -> None:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+def parking_lot(options: list[str]) -> list[str]:
+    """The labels of the parking lot's messages, read with the operator's library (nothing taken)."""
+    endpoint, region, stack = (
+        options[options.index(name) + 1] for name in ("--endpoint-url", "--region", "--stack")
+    )
+    with environment(CREDENTIALS, unset=["AWS_PROFILE", "AWS_SESSION_TOKEN"]):
+        tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
+        return [item.label for item in finding.read_all(tool, Where.PARKING_LOT).items]
+
+
+def run_printed(command: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """One of the printed commands, as a person pastes it (with ``extra`` arguments)."""
+    arguments = shlex.split(command, comments=True)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | CREDENTIALS
+    return subprocess.run(
+        [sys.executable, "-m", "sqs_redriver.console.cli", *arguments, *extra],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+
+
+def sign_in(url: str) -> tuple[urllib.request.OpenerDirector, str, str]:
+    """A browser signed in with ``url``: it, the status page's text, and where the pages are."""
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    with browser.open(url, timeout=HANG_SECONDS) as page:
+        assert page.status == 200
+        return browser, page.read().decode(), page.geturl().rstrip("/")
+
+
+def test_the_kept_demo_keeps_its_world_running_and_stops_cleanly_on_ctrl_c() -> None:
     demo = subprocess.Popen(
         [sys.executable, "-m", "demo", "--kit-only", "--keep", *SHORT_STORY],
         cwd=ROOT,
-        env=environment,
+        env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     printed, errors_printed = lines_of(demo.stdout), lines_of(demo.stderr)
+    seen: list[str] = []
     try:
-        seen: list[str] = []
-        while not any(URL.search(line) for line in seen):
-            line = printed.get(timeout=STORY_SECONDS)
-            assert line, "the demo ended without printing the console's URL:\n" + "".join(seen)
-            seen.append(line)
-        while not seen[-1].rstrip().endswith(" ui"):  # the commands follow, the console's last
-            seen.append(printed.get(timeout=10))
-            assert seen[-1], "the demo ended while printing the commands:\n" + "".join(seen)
+        read_until(printed, lambda line: line.rstrip() == LAST_LINE, seen)
+        # First, as the sign-in URL works once and within a minute.
         url = next(match.group(0) for line in seen if (match := URL.search(line)))
-        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+        browser, status_page, pages = sign_in(url)
+        assert "Circuit breakers" in status_page
+        with browser.open(f"{pages}/groups", timeout=HANG_SECONDS) as groups_page:
+            assert PARKED_REASON in html.unescape(groups_page.read().decode())
 
-        with browser.open(url, timeout=30) as page:  # the token, exchanged for a cookie, then the page
-            assert page.status == 200 and b"Circuit breakers" in page.read()
-        assert any(COMMAND.search(line) for line in seen), "".join(seen)
+        # The story looked at the parking lot, it did not take it.
+        commands = [match.group(1) for line in seen if (match := TOOL_LINE.match(line.rstrip()))]
+        show = next(command for command in commands if " show " in command)
+        replay = next(command for command in commands if " replay --id " in command)
+        parked_id = show.split(" show ")[1].split()[0]
+        assert parking_lot(shlex.split(show)) == [f"consumer.orders.InvalidOrder: {PARKED_REASON}"]
+        assert any(parked_id in line and PARKED_REASON in line for line in seen), "".join(seen)
+        shown = run_printed(show)
+        assert shown.returncode == 0, shown.stderr
+        assert parked_id in shown.stdout and PARKED_REASON in shown.stdout
+
+        # The consumer and the schedule still run: a replay is delivered, refused and parked again.
+        replayed = run_printed(replay, "--yes")
+        assert replayed.returncode == 0, replayed.stderr
+        delivered = read_until(printed, lambda line: "consumer: " in line, seen)
+        assert "refused: the consumer kit sent it to the DLQ" in delivered, "".join(seen)
+        read_until(printed, lambda line: re.search(r"re-driver: .*parked 1", line) is not None, seen)
+        assert parking_lot(shlex.split(show)) == [f"consumer.orders.InvalidOrder: {PARKED_REASON}"]
     finally:
         demo.send_signal(signal.SIGINT)
-        demo.wait(timeout=60)  # both readers drain their pipes meanwhile, and end at their close
+        try:
+            demo.wait(timeout=60)  # a hang detector: both readers drain their pipes meanwhile
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            raise
         errors = all_of(errors_printed)
 
-    assert demo.returncode == 0, errors
+    assert demo.returncode in (0, 130), errors
     assert "Traceback" not in errors, errors
+    assert "stopped: the consumer, the schedule, the web console and the demo's local AWS" in all_of(printed)
