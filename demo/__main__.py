@@ -12,7 +12,7 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
-from demo.keep import keep
+from demo.keep import keep, stop_the_cdk_runtime
 from demo.kit_act import KitAct, KitOptions
 from demo.no_kit_act import NoKitAct, NoKitOptions, run_no_kit_act
 from demo.operator import OperatorTool
@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not (args.kit_only or args.keep):
                     report.add_no_kit_act(run_no_kit(args))
     except KeyboardInterrupt:  # Ctrl-C: what was running has stopped on its way out
+        stop_the_cdk_runtime()
         print(f"interrupted (handler logs: {log.name})", file=sys.stderr)
         return 130
     if args.json:

@@ -10,6 +10,7 @@ AWS, in that order. A second Ctrl-C, while they stop, ends the demo at once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
@@ -187,11 +188,12 @@ def _fresh_url_asked(typed: int, sign_in_url: Callable[[], str], say: Callable[[
 
 def stop_the_cdk_runtime() -> None:
     """Stop the CDK's jsii runtime (a node process, idle since the stack was synthesized) the way its
-    exit hook would: it is in the terminal's process group, so Ctrl-C would kill it first, and its
-    hook would then print a traceback at exit."""
+    exit hook would, and take the hook away: the process is in the terminal's process group, so
+    Ctrl-C kills it too, and the hook would then print a traceback at exit."""
     if "jsii" not in sys.modules:
         return
     from jsii._runtime import kernel  # the runtime's one kernel
 
     provider: Any = kernel.provider
-    provider._process.stop()
+    with contextlib.suppress(OSError):  # Ctrl-C ended it already (its stop unhooks itself first)
+        provider._process.stop()
