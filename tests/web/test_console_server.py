@@ -10,6 +10,7 @@ import os
 import re
 import socket
 import stat
+import threading
 import urllib.request
 from collections.abc import Iterator
 from http.cookiejar import CookieJar
@@ -160,3 +161,23 @@ def test_a_sign_in_file_no_browser_opened_is_removed_at_once_and_an_unused_one_a
     console.stop()
 
     assert not unused.parent.exists()
+
+
+def test_a_ctrl_c_while_the_serving_thread_starts_stops_the_console_without_waiting_on_it(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    console = ConsoleServer.bind(console_tool(aws, audited=False))
+    start = threading.Thread.start
+
+    def interrupted_for_the_console(thread: threading.Thread) -> None:
+        if thread.name == "sqs-redriver-ui":
+            raise KeyboardInterrupt  # as a Ctrl-C landing in Thread.start
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted_for_the_console)
+    done = threading.Event()
+    runner = threading.Thread(target=lambda: (console.serve_until_interrupted(), done.set()), daemon=True)
+    runner.start()
+    runner.join(PATIENCE)
+
+    assert done.is_set(), "the stop waited for a serving thread that never ran"

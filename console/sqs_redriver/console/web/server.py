@@ -124,8 +124,8 @@ class ConsoleServer:
     def serve_until_interrupted(self, on_enter: Callable[[str], object] | None = None) -> None:
         """Serve until Ctrl-C (SIGINT), then stop. With ``on_enter``, each Enter typed in this
         process's terminal hands it a fresh sign-in URL."""
-        serving = self.serve_in_thread()
         try:
+            serving = self.serve_in_thread()  # a Ctrl-C may land while the thread starts
             if on_enter is not None and _typed_here(sys.stdin):
                 for _line in sys.stdin:
                     on_enter(self.sign_in_url())
@@ -146,8 +146,8 @@ class ConsoleServer:
     def stop(self) -> None:
         """Stop at once: no new connection, every open one closed, the port and sign-in files gone
         (a request in the middle of an AWS call is left to its daemon thread)."""
-        if self._serving is not None:
-            self.server.shutdown()
+        if self._serving is not None and self._serving.is_alive():
+            self.server.shutdown()  # waits for serve_forever: never call it if it will not run
         self.server.close_connections()
         self.server.server_close()
         for page in self._pages:
