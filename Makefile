@@ -112,7 +112,7 @@ destroy: $(STAMP) $(CDK)
 
 # The whole loop locally: synthesize with the demo profile, deploy into an embedded moto server,
 # run the real handlers. Options: make demo ARGS="--orders 80 --outage-seconds 30 --json"; KEEP=1 keeps
-# act 1's local AWS and serves the web console on it afterwards, until Ctrl-C.
+# act 1's local AWS, its consumer and schedule running, and serves the web console on it, until Ctrl-C.
 demo: $(STAMP)
 	$(BIN)/python -m demo $(if $(KEEP),--keep) $(ARGS)
 
