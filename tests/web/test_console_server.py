@@ -11,6 +11,7 @@ import re
 import socket
 import stat
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from http.cookiejar import CookieJar
@@ -119,6 +120,41 @@ def test_the_stop_closes_every_open_connection_at_once(aws: Aws) -> None:
 
     assert waiting.recv(1) == b""
     waiting.close()
+
+
+def test_a_connection_past_the_limit_is_closed_at_once_and_served_once_one_ends(aws: Aws) -> None:
+    console = ConsoleServer.bind(
+        console_tool(aws, audited=False), connection_seconds=FOREVER, max_connections=2
+    )
+    console.serve_in_thread()
+    port = console.server.server_port
+    request = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+
+    def answer() -> bytes:
+        """The answer, or nothing when the server closed the connection unread (a reset, or not)."""
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=PATIENCE) as connection:
+                connection.sendall(request)
+                return read_to_the_end(connection)
+        except ConnectionResetError:
+            return b""
+
+    try:
+        held = [socket.create_connection(("127.0.0.1", port), timeout=PATIENCE) for _ in range(2)]
+        for connection in held:
+            connection.sendall(request[:-4])  # served, and waiting for the rest
+        # Connections are accepted in order: the third finds both places taken.
+        assert answer() == b""
+
+        held.pop().close()
+
+        deadline = time.monotonic() + PATIENCE  # only a hang reaches it
+        while not (answered := answer()) and time.monotonic() < deadline:
+            pass
+        assert answered.startswith(b"HTTP/1.1 403"), answered[:200]  # served: no sign-in token
+        held[0].close()
+    finally:
+        console.stop()
 
 
 def test_a_body_announced_over_the_limit_is_refused_before_it_is_sent(console: ConsoleServer) -> None:

@@ -1,6 +1,7 @@
 """The console's server: werkzeug on 127.0.0.1 only, a free port unless told. A thread per
 connection, each with a timeout, so that a client holding half a request open waits alone (the
-views still take the tool one at a time: current.py). Stopping closes every open connection."""
+views still take the tool one at a time: current.py), up to a number of connections at once.
+Stopping closes every open connection."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ from sqs_redriver.console.web.launch import SignInPage
 HOST = "127.0.0.1"
 # How long a connection may keep the server waiting on one read or write.
 CONNECTION_SECONDS = 10.0
+# Connections served at once (a thread each); one more is closed at once: a client trickling bytes
+# into many connections cannot make the server start threads without end.
+MAX_CONNECTIONS = 32
 
 
 class _Handler(WSGIRequestHandler):
@@ -45,15 +49,21 @@ class _Handler(WSGIRequestHandler):
 class _Server(ThreadedWSGIServer):
     """A thread per connection; the connections still open are known, to be closed at the stop."""
 
-    def __init__(self, port: int, app: Any, connection_seconds: float) -> None:
+    def __init__(self, port: int, app: Any, connection_seconds: float, max_connections: int) -> None:
         self.connection_seconds = connection_seconds
+        self.max_connections = max_connections
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
         super().__init__(HOST, port, app, handler=_Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
-            self._open.add(request)
+            full = len(self._open) >= self.max_connections
+            if not full:
+                self._open.add(request)
+        if full:
+            super().shutdown_request(request)
+            return
         super().process_request(request, client_address)
 
     def shutdown_request(self, request: Any) -> None:
@@ -89,13 +99,14 @@ class ConsoleServer:
         *,
         clock: Callable[[], float] = time.monotonic,
         connection_seconds: float = CONNECTION_SECONDS,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> ConsoleServer:
         """Bind ``port`` on 127.0.0.1 (0: a free one); ``clock`` times its tokens and sessions."""
         access = Access(clock)
         # The app learns its port once bound: create it for port 0, then bind and tell it.
         app = create_app(tool, access=access, port=port)
         try:
-            server = _Server(port, app, connection_seconds)
+            server = _Server(port, app, connection_seconds, max_connections)
         except OSError as exc:
             raise UsageError(
                 f"cannot serve on {HOST}:{port} ({exc.strerror}): choose another --port"
