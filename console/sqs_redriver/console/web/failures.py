@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
@@ -28,6 +29,7 @@ KNOWN: tuple[tuple[type[Exception], int, str], ...] = (
     (AuditUnavailable, 503, "Not recorded, so not done"),
     (AwsCallError, 503, "AWS did not answer"),
     (BotoCoreError, 503, "AWS did not answer"),
+    (ResponseParserError, 503, "AWS did not answer"),  # an endpoint that is not AWS's
     (ClientError, 503, "AWS refused"),
 )
 
