@@ -22,7 +22,14 @@ from typer.testing import CliRunner
 
 from local_aws import REGION
 from sqs_redriver.console import connection as tool_connection
-from sqs_redriver.console.advice import EXPIRED, NO_CREDENTIALS, NO_REGION, REJECTED, explain
+from sqs_redriver.console.advice import (
+    EXPIRED,
+    NO_CREDENTIALS,
+    NO_CREDENTIALS_LOCALLY,
+    NO_REGION,
+    REJECTED,
+    explain,
+)
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
@@ -86,7 +93,13 @@ def test_a_missing_region_says_to_pass_one() -> None:
 
 @pytest.mark.usefixtures("fast_failing", "nothing_configured")
 def test_missing_credentials_say_how_to_log_in() -> None:
-    assert_one_line(explicit("--region", "eu-west-1", "groups", endpoint=CLOSED_PORT), NO_CREDENTIALS)
+    # Signing fails before any request: nothing is sent to AWS.
+    assert_one_line(explicit("--region", "eu-west-1", "groups"), NO_CREDENTIALS)
+
+
+@pytest.mark.usefixtures("fast_failing", "nothing_configured")
+def test_missing_credentials_for_a_local_endpoint_say_that_any_will_do() -> None:
+    assert_one_line(explicit("--region", "eu-west-1", "groups", endpoint=CLOSED_PORT), NO_CREDENTIALS_LOCALLY)
 
 
 @pytest.mark.usefixtures("fast_failing")

@@ -54,6 +54,10 @@ NO_CREDENTIALS = (
     "no AWS credentials found: log in (aws sso login, aws configure) or choose a profile with "
     "--profile (or AWS_PROFILE)"
 )
+NO_CREDENTIALS_LOCALLY = (
+    f"{NO_CREDENTIALS}; a local endpoint (moto, LocalStack) takes any AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY"
+)
 EXPIRED = (
     "your AWS credentials have expired: log in again (aws sso login) or refresh the session's "
     "credentials, then retry"
@@ -68,6 +72,8 @@ def explain(exc: BaseException, connection: Connection | None = None) -> str | N
     seen: BaseException | None = exc
     while seen is not None:
         advice = _advice(seen) or _not_aws(seen, connection)
+        if advice == NO_CREDENTIALS and connection is not None and connection.endpoint_url:
+            return NO_CREDENTIALS_LOCALLY
         if advice is not None:
             return _unknown_region(seen, connection) or advice
         seen = seen.__cause__

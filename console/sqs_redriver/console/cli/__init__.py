@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import sys
 
-MISSING_EXTRA = 'sqs-redriver needs its extra: pip install "sqs-smart-redriver[cli]"'
+# The package is not on PyPI: the extra comes from a clone or from the wheel of `make dist`.
+MISSING_EXTRA = (
+    'sqs-redriver needs its [cli] extra: pip install ".[cli]" in a clone of the repository, or the '
+    "wheel of make dist with [cli] after its name"
+)
 
 # What the [cli] extra brings cannot be imported: main() says which extra to install (nothing else
 # here works without it).
