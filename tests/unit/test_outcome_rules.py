@@ -7,8 +7,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.outcome_rules import BACK, Fate, Held, Observation, Seen, Sent, explain, judge
+from sqs_redriver.console.outcome_rules import BACK, Fate, Observation, Seen, Sent, explain, judge
 
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
@@ -18,8 +19,8 @@ fingerprints = st.none() | st.sampled_from(["fp-a", "fp-b"])
 sents = st.lists(st.builds(Sent, identities, fingerprints, st.just(SOURCE)), max_size=12)
 seens = st.builds(Seen, st.sampled_from(list(Where)), fingerprints, st.just("why"), st.booleans())
 counts = st.integers(0, 3)
-helds = st.builds(Held, counts, counts, counts, st.integers(60, 1_209_600))
-EMPTY = Held(0, 0, 0, 1_209_600)
+helds = st.builds(QueueDepth, st.just(SOURCE), counts, counts, counts, st.integers(60, 1_209_600))
+EMPTY = QueueDepth(SOURCE, 0, 0, 0, 1_209_600)
 
 
 @st.composite
@@ -161,7 +162,10 @@ def test_past_the_window_with_an_empty_source_consumed_before_it_too_early_to_te
 def test_a_message_that_may_wait_in_its_source_says_what_the_source_holds() -> None:
     sent = [Sent("a", None, SOURCE)]
     holding = Observation(
-        seen={}, now=SENT_AT + 7_200, windows={SOURCE: 600}, held={SOURCE: Held(1, 2, 0, 345_600)}
+        seen={},
+        now=SENT_AT + 7_200,
+        windows={SOURCE: 600},
+        held={SOURCE: QueueDepth(SOURCE, 1, 2, 0, 345_600)},
     )
     unread = Observation(seen={}, now=SENT_AT + 7_200, windows={SOURCE: 600})
 
@@ -179,7 +183,10 @@ def test_a_message_that_may_wait_in_its_source_says_what_the_source_holds() -> N
 def test_an_empty_source_past_its_retention_may_have_expired_there() -> None:
     sent = [Sent("a", None, SOURCE)]
     observation = Observation(
-        seen={}, now=SENT_AT + 90_000, windows={SOURCE: 600}, held={SOURCE: Held(0, 0, 0, 86_400)}
+        seen={},
+        now=SENT_AT + 90_000,
+        windows={SOURCE: 600},
+        held={SOURCE: QueueDepth(SOURCE, 0, 0, 0, 86_400)},
     )
 
     outcome = judge(sent, SENT_AT, observation)

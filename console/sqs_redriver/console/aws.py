@@ -78,6 +78,13 @@ class QueueDepth:
     def total(self) -> int:
         return self.visible + self.in_flight + self.delayed
 
+    def describe(self) -> str:
+        """``3 message(s) (1 visible, 2 in flight, 0 delayed)``."""
+        return (
+            f"{self.total} message(s) ({self.visible} visible, {self.in_flight} in flight, "
+            f"{self.delayed} delayed)"
+        )
+
 
 def queue_depth(sqs: Any, url: str) -> QueueDepth:
     attributes = aws_call(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
 from sqs_redriver.console.shown import duration
 
@@ -66,27 +67,6 @@ class Seen:
 
 
 @dataclass(frozen=True)
-class Held:
-    """What a source queue holds now (SQS's approximate counts), and how long it keeps a message."""
-
-    visible: int
-    in_flight: int
-    delayed: int
-    retention_seconds: int
-
-    @property
-    def total(self) -> int:
-        return self.visible + self.in_flight + self.delayed
-
-    def describe(self) -> str:
-        """``3 message(s) (1 visible, 2 in flight, 0 delayed)``."""
-        return (
-            f"{self.total} message(s) ({self.visible} visible, {self.in_flight} in flight, "
-            f"{self.delayed} delayed)"
-        )
-
-
-@dataclass(frozen=True)
 class Observation:
     """What is known now: the copies found (by identity, the DLQ's preferred), the kit's "ok"
     verdicts on the replay's messages (None: none recorded), each source's return window in
@@ -98,7 +78,7 @@ class Observation:
     windows: Mapping[str, int] = field(default_factory=dict)
     ok_verdicts: int | None = None
     complete: bool = True
-    held: Mapping[str, Held] = field(default_factory=dict)
+    held: Mapping[str, QueueDepth] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,7 +91,7 @@ class Judged:
     before: str | None = None  # the fingerprint it had when it was sent
     cause: str = ""
     back_by: int | None = None  # when its return window ends (None: unknown)
-    held: Held | None = None  # what its source queue held when it was judged unseen (None: unknown)
+    held: QueueDepth | None = None  # what its source queue held when it was judged unseen (None: unknown)
 
 
 @dataclass(frozen=True)

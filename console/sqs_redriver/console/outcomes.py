@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sqs_redriver.console.aws import queue_depth
+from sqs_redriver.console.aws import QueueDepth, queue_depth
 from sqs_redriver.console.finding import read_all
 from sqs_redriver.console.inventory import Inspected, Where
-from sqs_redriver.console.outcome_rules import Held, Observation, Outcome, Sent, copies, judge
+from sqs_redriver.console.outcome_rules import Observation, Outcome, Sent, copies, judge
 from sqs_redriver.console.replay_records import (
     REPLAY_ID_PATTERN,
     CorruptReplay,
@@ -115,7 +115,7 @@ def _windows(tool: Tool, sources: list[str]) -> dict[str, int]:
     return windows
 
 
-def _held(tool: Tool, sources: list[str]) -> dict[str, Held]:
+def _held(tool: Tool, sources: list[str]) -> dict[str, QueueDepth]:
     """What each source queue holds now; one that cannot be read is left out (unknown: a replayed
     message may be waiting there)."""
     held = {}
@@ -124,7 +124,7 @@ def _held(tool: Tool, sources: list[str]) -> dict[str, Held]:
             depth = queue_depth(tool.client("sqs"), url)
         except (AwsCallError, ValueError):
             continue
-        held[url] = Held(depth.visible, depth.in_flight, depth.delayed, depth.retention_seconds)
+        held[url] = depth
     return held
 
 

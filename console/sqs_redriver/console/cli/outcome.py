@@ -8,10 +8,11 @@ import typer
 from rich.table import Table
 
 from sqs_redriver.console import outcomes
+from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, app, err, out
 from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.outcome_rules import BACK, Fate, Held, Outcome, explain
+from sqs_redriver.console.outcome_rules import BACK, Fate, Outcome, explain
 from sqs_redriver.console.replay_records import ReplayRecord
 from sqs_redriver.console.shown import age, when
 from sqs_redriver.console.tool import Tool
@@ -145,7 +146,7 @@ def _outcome_dict(judged: Outcome) -> dict[str, Any]:
     }
 
 
-def _held_dict(held: Held) -> dict[str, int]:
+def _held_dict(held: QueueDepth) -> dict[str, int]:
     return {"visible": held.visible, "in_flight": held.in_flight, "delayed": held.delayed}
 
 
