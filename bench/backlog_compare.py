@@ -18,7 +18,7 @@ from bench.recovery_compare import BEFORE_CONTINUATION_PER_RUN, MODELLED_BACKLOG
 from bench.recovery_model import Drainer, drain_seconds, redrive_seconds, runs_needed
 from local_aws.backlog import BacklogDrain, drain_backlog
 from local_aws.simulation import default_stack
-from sqs_redriver.protocol.settings.schema import default
+from sqs_redriver.protocol.settings import default
 
 # A backlog of fresh messages: their first re-drive's step, and the rate limit.
 FRESH = replace(REDRIVER, delay_step_seconds=default("base_delay_seconds"))

@@ -30,7 +30,7 @@ from local_aws.recovery import KitUse, Settled
 from local_aws.recovery_figures import MINUTE, RecoveryFigures, figures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.report import RunReport, Tally
 

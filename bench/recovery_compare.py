@@ -24,7 +24,7 @@ from bench.recovery_model import Drainer, drain_seconds, runs_needed
 from local_aws.recovery import KitUse, outage
 from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulation import default_stack
-from sqs_redriver.protocol.settings.schema import default
+from sqs_redriver.protocol.settings import default
 
 SCHEDULE_SECONDS = 300  # the default stack's and the published stack's rate(5 minutes)
 CONSUMER_RATE = 10.0  # the world's consumer: one poller, 10 messages a call, 1 s a call

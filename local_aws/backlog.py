@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from local_aws.consumers import kit_order_consumer, order_body, plain_order_consumer
 from local_aws.queues import queue_counts
 from local_aws.simulation import open_world, without_consumer_verdicts
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from local_aws.journal import Delivery, Journal
 from local_aws.published_metrics import PublishedMetrics
 from local_aws.queues import mark_data
 from local_aws.simulated_time import SimulatedClock, next_visible_ms
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 
 
 class SimulatedEventSource:

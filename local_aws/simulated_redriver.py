@@ -11,7 +11,7 @@ from local_aws.compose import local_redriver
 from local_aws.journal import Journal, Parking, Run
 from local_aws.queues import mark_data
 from local_aws.simulated_time import SimulatedClock
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.model.continuation import Resume
 from sqs_redriver.runtime.model.report import RunReport

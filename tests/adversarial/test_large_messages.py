@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from local_aws.clients import ClientProxy
 from local_aws.queues import peek
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, message_size
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock
 from tests.support.ledger import SOURCE, assert_breaker_closed, assert_each_ended_once, marked_attribute

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.resources import queue_arn
 from sqs_redriver.kit import ConsumerKit
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import MAX_RECEIVE_COUNT, REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock
 from tests.support.ledger import (

@@ -18,7 +18,7 @@ from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.settings.schema import default
+from sqs_redriver.protocol.settings import default
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.report import RunReport
 from sqs_redriver.runtime.run.runner import Redriver

@@ -25,8 +25,8 @@ from local_aws.queues import drain
 from sqs_redriver.console.deployment import Deployment
 from sqs_redriver.console.depth_history import DEPTH_METRIC
 from sqs_redriver.console.web.server import ConsoleServer
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.aws import Aws
 from tests.support.browser import chromium, fresh_page
 from tests.support.console import console_tool

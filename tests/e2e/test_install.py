@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 
 pytestmark = pytest.mark.install
 

@@ -23,7 +23,7 @@ from aws_cdk.assertions import Template
 from sqs_redriver.cdk.consumer_wiring import NOT_CONFIGURED, UNSEEN_EVENT_SOURCE
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.stacks import consumer_function
 from tests.support.templates import logical_id, properties, role_statements
 

@@ -10,7 +10,7 @@ from sqs_redriver.cdk.readme_table import (
     render_table,
     table_in,
 )
-from sqs_redriver.protocol.settings.schema import SCHEMA
+from sqs_redriver.protocol.settings import SCHEMA
 
 
 def test_the_configuration_table_is_generated_from_the_schema() -> None:

@@ -9,9 +9,16 @@ from typing import Any, get_type_hints
 import pytest
 
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
-from sqs_redriver.protocol.settings.kinds import BoolSetting, IntSetting, RatioSetting, Setting
-from sqs_redriver.protocol.settings.renamed import RENAMED
-from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, SCHEMA
+from sqs_redriver.protocol.settings import (
+    BY_NAME,
+    CONTEXT_SETTINGS,
+    RENAMED,
+    SCHEMA,
+    BoolSetting,
+    IntSetting,
+    RatioSetting,
+    Setting,
+)
 from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
 
 RESOURCES = {

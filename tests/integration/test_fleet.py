@@ -22,7 +22,7 @@ from sqs_redriver.console.cli import app
 from sqs_redriver.console.cli.app import out
 from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 
 OTHER_REGION = "eu-west-1"
 ACCOUNT = "123456789012"

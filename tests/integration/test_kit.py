@@ -23,7 +23,7 @@ from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attr
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure, FailureKind
 from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import MAX_RECEIVE_COUNT, Aws, mark_of, stored_item
 from tests.support.factories import FakeClock
 from tests.support.kit import NOW, Calls, kit_environment, receive, run, send

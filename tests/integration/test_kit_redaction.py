@@ -15,11 +15,7 @@ from sqs_redriver.kit.kit import DROPPED_TEXT
 from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import failure_record_key
-from sqs_redriver.protocol.settings.kit import (
-    ENV_ERROR_TEXT,
-    ENV_ERROR_TEXT_MAX_CHARS,
-    ENV_REDACT_PATTERNS,
-)
+from sqs_redriver.protocol.settings import ENV_ERROR_TEXT, ENV_ERROR_TEXT_MAX_CHARS, ENV_REDACT_PATTERNS
 from tests.support.aws import Aws, mark_of, stored_item
 from tests.support.broken_exceptions import Nameless, Unprintable
 from tests.support.factories import FakeClock

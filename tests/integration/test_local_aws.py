@@ -18,7 +18,7 @@ from local_aws.cloudformation import deploy_synthesized
 from local_aws.server import speed_up_moto_sqs
 from local_aws.simulation import default_stack
 from sqs_redriver.cdk.functions import powertools_layer_parameter
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import Aws
 
 KIT_ENV = (ENV_DLQ_URL, ENV_TABLE_NAME, ENV_MAX_RECEIVE_COUNT)

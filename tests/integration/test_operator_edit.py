@@ -23,7 +23,7 @@ from sqs_redriver.console.finding import find_message
 from sqs_redriver.console.tool import NotFound
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
 from tests.support.operator import FIRST_FAILED, operator_tool, park, tool
 

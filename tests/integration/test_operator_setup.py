@@ -33,7 +33,7 @@ from sqs_redriver.console.advice import (
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.aws import Aws
 from tests.support.fake_endpoints import aws_refusing, web_server
 

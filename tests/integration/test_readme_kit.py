@@ -17,7 +17,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from local_aws.events import LambdaContext, sqs_event
 from sqs_redriver.cdk.redriver import SqsRedriver
-from sqs_redriver.protocol.settings.kit import ENV_MAX_RECEIVE_COUNT
+from sqs_redriver.protocol.settings import ENV_MAX_RECEIVE_COUNT
 from tests.support.aws import Aws, mark_of
 from tests.support.kit import kit_environment, receive, send
 

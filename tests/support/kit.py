@@ -16,7 +16,7 @@ from local_aws.events import LambdaContext
 from local_aws.events import sqs_event as lambda_event
 from local_aws.queues import make_visible
 from sqs_redriver.kit import ConsumerKit
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
+from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import MAX_RECEIVE_COUNT, Aws
 
 NOW = 1_800_000_000  # the kit's clock

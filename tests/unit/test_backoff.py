@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_DELAY_SECONDS
+from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime.decide.backoff import dlq_waits, due_at, redrive_delay, waits_in_dlq
 from sqs_redriver.runtime.decide.identity import track
 from sqs_redriver.runtime.model.tracked import Tracked

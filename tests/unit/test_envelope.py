@@ -20,8 +20,7 @@ from sqs_redriver.protocol.envelope import (
     string_attribute,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
     EDIT_KEY_PATTERN,
     IDENTITY_PATTERN,
     MAX_COUNT,
@@ -31,8 +30,9 @@ from sqs_redriver.protocol.message_limits import (
     MAX_MARK_BYTES,
     MAX_MARK_HISTORY,
     MAX_REPLAYS,
+    SQS_MAX_MESSAGE_BYTES,
 )
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.decide.parking import (
     MAX_OPERATOR_NAME_CHARS,
     MAX_OPERATOR_REASON_CHARS,

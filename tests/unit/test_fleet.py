@@ -21,7 +21,7 @@ from sqs_redriver.console.fleet_listing import ListedQueue, Problem, parse_listi
 from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble
 from sqs_redriver.console.queue_ref import REGION_LABEL, NotAQueueName, QueueRef
 from sqs_redriver.console.tool import UsageError
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.record_strategies import robust
 
 REGION = "eu-west-1"

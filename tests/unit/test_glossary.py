@@ -1,5 +1,5 @@
 """One name per concept (docs/design.md, Glossary): the words the glossary retired stay out of the
-product's code. The deprecation table (protocol/settings/renamed.py) alone may name an old setting."""
+product's code. The deprecation table (protocol/settings.py) alone may name an old setting."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ PRODUCT_FOLDERS = ("infra", "lambdas", "console")
 RETIRED = ("ramp", "wave", "WaveTag", "FailedRedrives", "owner", "first_source", "probes_sent")
 RETIRED_WORD = re.compile(rf"\b({'|'.join(RETIRED)})\b", re.IGNORECASE)
 # Old setting names, kept working for one release; readable only where the renames are listed.
-DEPRECATION_TABLE = Path("lambdas/sqs_redriver/protocol/settings/renamed.py")
+DEPRECATION_TABLE = Path("lambdas/sqs_redriver/protocol/settings.py")
 OLD_SETTING = re.compile(r"\b(MAX_REDRIVES|max_redrives)\b")
 
 

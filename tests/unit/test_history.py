@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.message_limits import MAX_EPOCH_SECONDS
+from sqs_redriver.protocol.limits import MAX_EPOCH_SECONDS
 from sqs_redriver.runtime.model.breaker_state import Mode, State
 from sqs_redriver.runtime.model.history import RunSummary, run_summary
 from sqs_redriver.runtime.model.report import RunReport, StopReason, Tally, combine

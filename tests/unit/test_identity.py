@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.decide.identity import counted_in_table, track
 from sqs_redriver.runtime.decide.identity import screened as screened_message
 from sqs_redriver.runtime.decide.routing import Routes

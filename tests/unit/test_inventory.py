@@ -18,10 +18,10 @@ from sqs_redriver.console.inventory import (
     parse_attribute_filters,
     parse_duration,
 )
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 
 NOW = 1_800_000_000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sqs_redriver.kit.config import KitConfig, KitConfigError, load_config
-from sqs_redriver.protocol.settings.kit import (
+from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,

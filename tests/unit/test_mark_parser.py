@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.mark import Mark, held_to_clock, read_mark, read_parked
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
     EARLIEST_MARK_TIME,
     IDENTITY_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
@@ -24,6 +23,7 @@ from sqs_redriver.protocol.message_limits import (
     MAX_MARK_HISTORY,
     MAX_MARK_JSON_DEPTH,
 )
+from sqs_redriver.protocol.mark import Mark, held_to_clock, read_mark, read_parked
 from sqs_redriver.protocol.wire import Rejection, json_depth
 
 NOW = 1_800_000_000

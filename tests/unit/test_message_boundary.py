@@ -8,20 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
+    DYNAMODB_MAX_KEY_BYTES,
     IDENTITY_PATTERN,
     MAX_IDENTITY_CHARS,
     MAX_VERDICT_KEY_CHARS,
-    SQS_DEDUPLICATION_ID_PATTERN,
-    VERDICT_KEY_PATTERN,
-)
-from sqs_redriver.protocol.sqs_limits import (
-    DYNAMODB_MAX_KEY_BYTES,
     S3_MAX_KEY_BYTES,
+    SQS_DEDUPLICATION_ID_PATTERN,
     SQS_MAX_BATCH_SIZE,
     SQS_MAX_MESSAGE_BYTES,
+    VERDICT_KEY_PATTERN,
 )
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.act.archiving import archive_key
 from sqs_redriver.runtime.adapters.ports import Outgoing
 from sqs_redriver.runtime.adapters.sqs_queue import TOO_LONG, SqsQueue, chunks_by_size

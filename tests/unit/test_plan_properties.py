@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
 from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
 from sqs_redriver.runtime.decide.identity import track

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqs_redriver.protocol.settings.renamed import RENAMED, Renamed, with_new_names
-from sqs_redriver.protocol.settings.schema import BY_NAME
+from sqs_redriver.protocol.settings import BY_NAME, RENAMED, Renamed, with_new_names
 from sqs_redriver.runtime.settings import ConfigError, load_settings
 from tests.support.factories import REQUIRED_VARIABLES as REQUIRED
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sqs_redriver.protocol.settings.schema import BY_NAME, LAMBDA_SETTINGS, SCHEMA
+from sqs_redriver.protocol.settings import BY_NAME, LAMBDA_SETTINGS, SCHEMA
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.activity import WatchedQueue
 from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings

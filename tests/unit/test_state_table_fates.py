@@ -12,13 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
-from sqs_redriver.protocol.keys import (
-    RecordKind,
-    failure_record_key,
-    message_record_key,
-    verdict_record_key,
+from sqs_redriver.protocol.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
+from sqs_redriver.protocol.limits import (
+    MAX_CLOCK_SKEW_SECONDS,
+    RECORD_MAX_SWEEP_AHEAD_SECONDS,
+    RECORD_MAX_VERDICTS,
 )
-from sqs_redriver.protocol.message_limits import MAX_CLOCK_SKEW_SECONDS
 from sqs_redriver.runtime.adapters.records.breaker import breaker_from_item, breaker_item
 from sqs_redriver.runtime.adapters.records.fields import CorruptRecord
 from sqs_redriver.runtime.adapters.records.operator import UNREADABLE_PAUSE
@@ -29,10 +28,6 @@ from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.model.groups import GroupAction
 from sqs_redriver.runtime.model.pause import Pause
-from sqs_redriver.runtime.record_limits import (
-    RECORD_MAX_SWEEP_AHEAD_SECONDS,
-    RECORD_MAX_VERDICTS,
-)
 from tests.support.record_strategies import NOW, items_of, robust
 
 TABLE = "state"

@@ -16,7 +16,7 @@ from botocore.parsers import ResponseParserError
 
 from sqs_redriver.console.deployment import Deployment, from_stack_outputs
 from sqs_redriver.console.inventory import Inspected, Where, inspect
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 
 # The construct's output carries this description; the tool finds its re-drivers by it.
 

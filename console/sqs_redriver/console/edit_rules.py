@@ -20,8 +20,8 @@ from typing import Any
 
 from sqs_redriver.console import exact_json
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, MessageAttributes, message_size
-from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
-from sqs_redriver.protocol.sqs_limits import (
+from sqs_redriver.protocol.limits import (
+    MAX_MARK_BYTES,
     SQS_ATTRIBUTE_NAME_CHARACTERS,
     SQS_INVALID_CHARACTERS,
     SQS_MAX_ATTRIBUTE_NAME_CHARS,

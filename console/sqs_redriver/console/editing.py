@@ -24,8 +24,8 @@ from sqs_redriver.console.replay_records import ReplayKind
 from sqs_redriver.console.shown import inert_str
 from sqs_redriver.console.tool import NotFound, Tool, UsageError
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
+from sqs_redriver.protocol.limits import MAX_IDENTITY_CHARS
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.message_limits import MAX_IDENTITY_CHARS
 from sqs_redriver.runtime.act.outgoing import outgoing
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.ports import Outgoing

@@ -24,7 +24,7 @@ from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble, dead_
 from sqs_redriver.console.queue_ref import REGION_LABEL, NotAQueueName, QueueRef
 from sqs_redriver.console.shown import inert_str
 from sqs_redriver.console.tool import UsageError
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.runtime.adapters import AwsCallError
 
 # (service, region) -> a boto3 client of that service in that region.

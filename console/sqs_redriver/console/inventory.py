@@ -10,8 +10,8 @@ from typing import Any
 
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, from_sqs
 from sqs_redriver.protocol.failure import Failure
+from sqs_redriver.protocol.limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
 from sqs_redriver.protocol.mark import Mark, read_parked
-from sqs_redriver.protocol.message_limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
 
 UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason
 CAUSE_PREFIX = "cause:"

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.inventory import Inspected, Selection
 from sqs_redriver.console.outcome_rules import Sent
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.outgoing import outgoing
 from sqs_redriver.runtime.act.ratelimit import TokenBucket
 from sqs_redriver.runtime.adapters import AwsCallError

@@ -22,7 +22,7 @@ from typing import Any
 from sqs_redriver.console.inventory import is_fingerprint
 from sqs_redriver.console.outcome_rules import Sent
 from sqs_redriver.protocol.keys import replay_index_key, replay_record_key, replay_verdict_key
-from sqs_redriver.protocol.message_limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
+from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.dynamo_table import DynamoTable
 

@@ -32,7 +32,7 @@ from sqs_redriver.cdk.redriver_metrics import (
     run_metric,
 )
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
-from sqs_redriver.protocol.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.protocol.limits import SQS_DEFAULT_RETENTION_SECONDS
 
 # "OPEN too long": OPEN reported in each of this many consecutive periods of at least a cooldown.
 BREAKER_OPEN_PERIODS = 3

@@ -18,7 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sqs_redriver.cdk.functions import acknowledge
-from sqs_redriver.protocol.settings.schema import RESOURCE_ENV, URL_SEPARATOR
+from sqs_redriver.protocol.settings import RESOURCE_ENV, URL_SEPARATOR
 
 METRIC_READ_ACTIONS = ("cloudwatch:GetMetricData",)
 ENV_CONSUMER_FUNCTION_NAMES = RESOURCE_ENV["consumer_function_names"]

@@ -13,7 +13,7 @@ from sqs_redriver.cdk.consumer_metrics import ENV_CONSUMER_FUNCTION_NAMES
 from sqs_redriver.cdk.functions import acknowledge, python_function
 from sqs_redriver.cdk.redriver_metrics import METRICS_NAMESPACE, service_name
 from sqs_redriver.cdk.validation import function_options
-from sqs_redriver.protocol.settings.schema import RESOURCE_ENV, URL_SEPARATOR
+from sqs_redriver.protocol.settings import RESOURCE_ENV, URL_SEPARATOR
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver

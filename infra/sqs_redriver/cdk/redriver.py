@@ -44,10 +44,14 @@ from sqs_redriver.cdk.validation import (
     consumer_max_receive_count,
     known_retention_seconds,
 )
-from sqs_redriver.protocol.deployment import OUTPUT_DESCRIPTION
-from sqs_redriver.protocol.settings.kit import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from sqs_redriver.protocol.settings.renamed import deprecation_line
-from sqs_redriver.protocol.settings.schema import BY_NAME
+from sqs_redriver.protocol.settings import (
+    BY_NAME,
+    ENV_DLQ_URL,
+    ENV_MAX_RECEIVE_COUNT,
+    ENV_TABLE_NAME,
+    OUTPUT_DESCRIPTION,
+    deprecation_line,
+)
 
 CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 

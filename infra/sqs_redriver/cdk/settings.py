@@ -13,11 +13,20 @@ from typing import Any
 
 from constructs import Node
 
-from sqs_redriver.protocol.settings.function import VISIBILITY_TO_TIMEOUT_RATIO, dlq_visibility_timeout
-from sqs_redriver.protocol.settings.kinds import InvalidSetting, reraise_as
-from sqs_redriver.protocol.settings.renamed import RENAMED, RENAMED_NAMES, Renamed, both_given
-from sqs_redriver.protocol.settings.rules import check_rules
-from sqs_redriver.protocol.settings.schema import BY_NAME, CONTEXT_SETTINGS, default
+from sqs_redriver.protocol.settings import (
+    BY_NAME,
+    CONTEXT_SETTINGS,
+    RENAMED,
+    RENAMED_NAMES,
+    VISIBILITY_TO_TIMEOUT_RATIO,
+    InvalidSetting,
+    Renamed,
+    both_given,
+    check_rules,
+    default,
+    dlq_visibility_timeout,
+    reraise_as,
+)
 
 CONTEXT_KEY = "redriver"
 PROFILES_CONTEXT_KEY = "redriver-profiles"

@@ -17,11 +17,14 @@ from aws_cdk import aws_sqs as sqs
 
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.storage import PARTITION_KEY, TTL_ATTRIBUTE
-from sqs_redriver.protocol.settings.kinds import reraise_as
-from sqs_redriver.protocol.settings.renamed import RENAMED_ENV
-from sqs_redriver.protocol.settings.rules import check_distinct_queues, check_queue_kinds
-from sqs_redriver.protocol.settings.schema import BY_NAME
-from sqs_redriver.protocol.sqs_limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.protocol.limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.protocol.settings import (
+    BY_NAME,
+    RENAMED_ENV,
+    check_distinct_queues,
+    check_queue_kinds,
+    reraise_as,
+)
 
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
 _ROLE = "the construct's least-privilege role: add statements with redriver.function.add_to_role_policy"

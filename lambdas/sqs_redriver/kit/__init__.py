@@ -22,7 +22,7 @@ from sqs_redriver.kit.fingerprint import fingerprint
 from sqs_redriver.kit.kit import ConsumerKit
 from sqs_redriver.kit.redact import Redactor
 from sqs_redriver.protocol.failure import FailureKind
-from sqs_redriver.protocol.settings.kit import (
+from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,

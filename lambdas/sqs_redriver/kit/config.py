@@ -1,6 +1,6 @@
 """The kit's configuration, read from environment variables once, at cold start.
 
-The variables' names are in ``sqs_redriver.protocol.settings.kit``, where the construct that sets
+The variables' names are in ``sqs_redriver.protocol.settings``, where the construct that sets
 them on a consumer function (``grant_consumer``) finds them too.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqs_redriver.kit.redact import RedactionPatternError, Redactor, compile_patterns
-from sqs_redriver.protocol.message_limits import MAX_ERROR_MESSAGE_CHARS
-from sqs_redriver.protocol.settings.kit import (
+from sqs_redriver.protocol.limits import MAX_ERROR_MESSAGE_CHARS, SQS_MAX_RECEIVE_COUNT
+from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,
     ENV_ERROR_TEXT_MAX_CHARS,
@@ -23,7 +23,6 @@ from sqs_redriver.protocol.settings.kit import (
     ENVIRONMENT_VARIABLES,
     ERROR_TEXT_MODES,
 )
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_RECEIVE_COUNT
 
 MIN_RECEIVE_COUNT = 1
 MAX_RECEIVE_COUNT = SQS_MAX_RECEIVE_COUNT

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.mark import MARK_SUBJECT, Mark, read_mark
-from sqs_redriver.protocol.message_limits import MAX_MARK_BYTES
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.wire import Rejection
 
 MARK_ATTRIBUTE = "dlq-redriver"

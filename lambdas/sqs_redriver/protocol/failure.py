@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.protocol import wire
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
     FINGERPRINT_PATTERN,
     MAX_COUNT,
     MAX_EPOCH_SECONDS,

@@ -6,7 +6,7 @@ state table's parsers tell a record's kind from its key (``kind_of``).
 
 from __future__ import annotations
 
-from sqs_redriver.protocol.sqs_limits import DYNAMODB_MAX_KEY_BYTES
+from sqs_redriver.protocol.limits import DYNAMODB_MAX_KEY_BYTES
 from sqs_redriver.protocol.str_enum import StrEnum
 
 

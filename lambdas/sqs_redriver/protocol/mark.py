@@ -3,7 +3,7 @@
 The mark travels as the ``dlq-redriver`` message attribute, a compact JSON object (see
 docs/design.md, "Identity and count: the mark"). Anyone who may send to the DLQ can write one, so
 ``read_mark`` takes any text and gives a valid ``Mark`` or a ``Rejection`` naming the field, under
-the limits of ``sqs_redriver.protocol.message_limits``; ``held_to_clock`` adds the rules that need a clock.
+the limits of ``sqs_redriver.protocol.limits``; ``held_to_clock`` adds the rules that need a clock.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from sqs_redriver.protocol import wire
 from sqs_redriver.protocol.failure import Failure
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
     EARLIEST_MARK_TIME,
     EDIT_KEY_PATTERN,
     IDENTITY_PATTERN,

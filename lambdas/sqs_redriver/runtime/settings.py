@@ -14,20 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key, sweep_key
-from sqs_redriver.protocol.settings.kinds import InvalidSetting, reraise_as
-from sqs_redriver.protocol.settings.renamed import RENAMED_ENV, with_new_names
-from sqs_redriver.protocol.settings.rules import (
+from sqs_redriver.protocol.settings import (
+    BY_NAME,
+    LAMBDA_SETTINGS,
+    RENAMED_ENV,
+    RESOURCE_ENV,
+    URL_SEPARATOR,
+    InvalidSetting,
     check_distinct_queues,
     check_queue_kinds,
     check_rules,
-    is_fifo_url,
-)
-from sqs_redriver.protocol.settings.schema import (
-    BY_NAME,
-    LAMBDA_SETTINGS,
-    RESOURCE_ENV,
-    URL_SEPARATOR,
     default,
+    is_fifo_url,
+    reraise_as,
+    with_new_names,
 )
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.model.activity import WatchedQueue

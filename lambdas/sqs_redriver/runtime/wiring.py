@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 
 from sqs_redriver.protocol.keys import idempotency_key_prefix
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.act.executor import Executor
 from sqs_redriver.runtime.act.parking import Parker
 from sqs_redriver.runtime.act.ratelimit import TokenBucket

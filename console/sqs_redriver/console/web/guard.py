@@ -21,7 +21,7 @@ from flask import Flask, abort, g, make_response, redirect, render_template, req
 from werkzeug.wrappers import Response
 
 from sqs_redriver.console.web.access import TOKEN_SECONDS, Access, Session
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

@@ -10,7 +10,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.protocol.envelope import DlqMessage, from_sqs
 from sqs_redriver.protocol.keys import queue_key_from_url
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.runtime.adapters import AwsCallError
 from sqs_redriver.runtime.adapters.ports import (
     CALL_FAILED,

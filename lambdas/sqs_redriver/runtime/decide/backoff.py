@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from sqs_redriver.protocol.sqs_limits import (
+from sqs_redriver.protocol.limits import (
     LAMBDA_MAX_TIMEOUT_SECONDS,
     SQS_MAX_DELAY_SECONDS,
     SQS_MAX_VISIBILITY_TIMEOUT_SECONDS,

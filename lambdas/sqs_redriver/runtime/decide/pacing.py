@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 
 BACKLOG_CHECK_EVERY = 100
 

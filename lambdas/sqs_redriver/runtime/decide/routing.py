@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sqs_redriver.protocol.keys import queue_key_from_arn, queue_key_from_url
-from sqs_redriver.protocol.message_limits import QUEUE_ARN_PATTERN
+from sqs_redriver.protocol.limits import QUEUE_ARN_PATTERN
 from sqs_redriver.runtime.model.tracked import Tracked
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqs_redriver.protocol.message_limits import MAX_EPOCH_SECONDS
+from sqs_redriver.protocol.limits import MAX_EPOCH_SECONDS
 from sqs_redriver.runtime.model.report import RunReport, StopReason
 
 RUN_HISTORY_LENGTH = 20

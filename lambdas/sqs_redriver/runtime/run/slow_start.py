@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.protocol.failure import VerdictCounts
-from sqs_redriver.protocol.sqs_limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.adapters.ports import VerdictStore
 from sqs_redriver.runtime.decide.breaker import BreakerPolicy
 from sqs_redriver.runtime.decide.slow_start import (

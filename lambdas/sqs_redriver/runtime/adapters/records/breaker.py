@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqs_redriver.protocol.limits import (
+    RECORD_MAX_BREAKER_COUNT,
+    RECORD_MAX_CANARIES,
+    RECORD_MAX_CANARY_WINDOW_SECONDS,
+    RECORD_MAX_NAME_CHARS,
+    RECORD_MAX_VERSION,
+)
 from sqs_redriver.runtime.adapters.records.fields import (
     CorruptRecord,
     Item,
@@ -18,13 +25,6 @@ from sqs_redriver.runtime.adapters.records.fields import (
 from sqs_redriver.runtime.decide.breaker import Breaker, Canary
 from sqs_redriver.runtime.model.breaker_state import State
 from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.record_limits import (
-    RECORD_MAX_BREAKER_COUNT,
-    RECORD_MAX_CANARIES,
-    RECORD_MAX_CANARY_WINDOW_SECONDS,
-    RECORD_MAX_NAME_CHARS,
-    RECORD_MAX_VERSION,
-)
 
 
 def breaker_item(key: str, breaker: Breaker) -> dict[str, Any]:

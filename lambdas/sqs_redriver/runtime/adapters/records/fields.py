@@ -9,8 +9,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sqs_redriver.protocol.keys import RecordKind, kind_of
-from sqs_redriver.protocol.message_limits import MAX_CLOCK_SKEW_SECONDS, MAX_EPOCH_SECONDS
-from sqs_redriver.runtime.record_limits import (
+from sqs_redriver.protocol.limits import (
+    MAX_CLOCK_SKEW_SECONDS,
+    MAX_EPOCH_SECONDS,
     RECORD_MAX_JSON_CHARS,
     RECORD_MAX_NAME_CHARS,
 )

@@ -8,13 +8,14 @@ from typing import Any
 
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import message_record_key, subject_of
-from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.protocol.message_limits import (
+from sqs_redriver.protocol.limits import (
     MAX_CLOCK_SKEW_SECONDS,
     MAX_COUNT,
     MAX_IDENTITY_CHARS,
     MAX_MARK_HISTORY,
+    RECORD_MAX_JSON_CHARS,
 )
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.wire import Rejection
 from sqs_redriver.runtime.adapters.ports import MessageRecord
 from sqs_redriver.runtime.adapters.records.fields import (
@@ -29,7 +30,6 @@ from sqs_redriver.runtime.adapters.records.fields import (
     text,
     values,
 )
-from sqs_redriver.runtime.record_limits import RECORD_MAX_JSON_CHARS
 
 
 def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str, Any]:

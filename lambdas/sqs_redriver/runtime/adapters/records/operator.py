@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqs_redriver.protocol.keys import RecordKind, kind_of, subject_of
+from sqs_redriver.protocol.limits import RECORD_MAX_RUNS, RECORD_MAX_TEXT_CHARS
 from sqs_redriver.runtime.adapters.records.fields import (
     CorruptRecord,
     Item,
@@ -22,7 +23,6 @@ from sqs_redriver.runtime.adapters.records.fields import (
 )
 from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
 from sqs_redriver.runtime.model.pause import Pause
-from sqs_redriver.runtime.record_limits import RECORD_MAX_RUNS, RECORD_MAX_TEXT_CHARS
 
 # What an unreadable pause is read as: still a pause (see docs/decisions.md).
 UNREADABLE_PAUSE = Pause(reason="(the pause record is unreadable)", by="(unknown)", at=0)

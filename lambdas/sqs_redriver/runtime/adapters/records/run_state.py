@@ -8,8 +8,8 @@ from typing import Any
 
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.keys import continuation_record_key
+from sqs_redriver.protocol.limits import RECORD_MAX_SWEEP_AHEAD_SECONDS, RECORD_MAX_VERDICTS
 from sqs_redriver.runtime.adapters.records.fields import Item, epoch, item_key, number, text
-from sqs_redriver.runtime.record_limits import RECORD_MAX_SWEEP_AHEAD_SECONDS, RECORD_MAX_VERDICTS
 
 VERDICT_COUNTERS = ("ok", "transient", "terminal")
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from sqs_redriver.protocol.keys import continuation_record_key
-from sqs_redriver.protocol.message_limits import MAX_CLOCK_SKEW_SECONDS
+from sqs_redriver.protocol.limits import MAX_CLOCK_SKEW_SECONDS
 from sqs_redriver.runtime.adapters.dynamo_table import DynamoTable
 from sqs_redriver.runtime.adapters.records.fields import CorruptRecord
 from sqs_redriver.runtime.adapters.records.run_state import check_continuation, continuation_item
