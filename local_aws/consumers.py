@@ -34,7 +34,7 @@ from consumer.orders import (
     parse_order,
 )
 from sqs_redriver.kit import ConsumerKit
-from sqs_redriver.kit.observability import logger as kit_logger
+from sqs_redriver.kit.consumer import logger as kit_logger
 
 
 class Consumer(Protocol):

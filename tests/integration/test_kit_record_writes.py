@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from sqs_redriver.kit.aws import KitAws, KitAwsError
-from sqs_redriver.kit.verdicts import Tally
+from sqs_redriver.kit.aws import KitAws, Tally
+from sqs_redriver.kit.errors import KitAwsError
 from sqs_redriver.protocol.failure import (
     FAILURE_RECORD_ATTRIBUTES,
     VERDICT_RECORD_ATTRIBUTES,

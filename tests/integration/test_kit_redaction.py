@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from local_aws.queues import drain
 from sqs_redriver.kit import ConsumerKit, TerminalError
-from sqs_redriver.kit.kit import DROPPED_TEXT
+from sqs_redriver.kit.consumer import DROPPED_TEXT
 from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import failure_record_key

@@ -17,8 +17,7 @@ from sqs_redriver.console.outcome_rules import Fate
 from sqs_redriver.console.outcomes import find, judge_replay, latest_line, recent, snapshot
 from sqs_redriver.console.steering import mark_group
 from sqs_redriver.console.tool import Tool
-from sqs_redriver.kit.aws import KitAws
-from sqs_redriver.kit.verdicts import Tally
+from sqs_redriver.kit.aws import KitAws, Tally
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
 from sqs_redriver.protocol.mark import Mark

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqs_redriver.kit.observability import logger as kit_logger
+from sqs_redriver.kit.consumer import logger as kit_logger
 
 POWERTOOLS_BATCH_LOGGER = "aws_lambda_powertools.utilities.batch.base"
 

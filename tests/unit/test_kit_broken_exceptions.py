@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.kit.classify import TRANSIENT_ERROR_CODES, Classifier, TransientError
-from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint
+from sqs_redriver.kit import Classifier, TransientError, fingerprint
+from sqs_redriver.kit.classify import TRANSIENT_ERROR_CODES, error_class, exception_text
 from sqs_redriver.protocol.failure import FailureKind
 from tests.support.broken_exceptions import Nameless
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError
+from sqs_redriver.kit import Classifier, TerminalError, TransientError
 from sqs_redriver.protocol.failure import FailureKind
 
 TERMINAL, TRANSIENT = FailureKind.TERMINAL, FailureKind.TRANSIENT

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sqs_redriver.kit.config import KitConfig, KitConfigError, load_config
+from sqs_redriver.kit import KitConfig, KitConfigError
+from sqs_redriver.kit.config import load_config
 from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,

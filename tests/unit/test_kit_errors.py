@@ -17,9 +17,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sqs_redriver.kit import AllRecordsFailedError, Classifier, ConsumerKit, KitConfig, RecordFailedError
-from sqs_redriver.kit.errors import DROPPED_TEXT, all_records_failed
-from sqs_redriver.kit.redact import Redactor
+from sqs_redriver.kit import (
+    AllRecordsFailedError,
+    Classifier,
+    ConsumerKit,
+    KitConfig,
+    RecordFailedError,
+    Redactor,
+)
+from sqs_redriver.kit.consumer import DROPPED_TEXT, all_records_failed
 from tests.support.kit_exits import captured_logs, everything_printed
 from tests.support.record_strategies import robust
 from tests.support.secret_corpus import CORPUS, Secret, leaks

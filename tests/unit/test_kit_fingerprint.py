@@ -1,4 +1,4 @@
-"""sqs_redriver.kit.fingerprint: one short, stable id per bug, whatever ids its messages carry."""
+"""The kit's fingerprint: one short, stable id per bug, whatever ids its messages carry."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sqs_redriver.kit.fingerprint import error_class, fingerprint, normalize_message, place
+from sqs_redriver.kit import fingerprint
+from sqs_redriver.kit.classify import error_class, normalize_message, place
 from tests.support.fingerprinted import InvalidOrder, caught, validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ def test_the_fingerprint_is_the_same_in_another_process_with_another_hash_seed()
     here = fingerprint(caught(validate, "order 'o-1' is invalid"))
     script = (
         "from tests.support.fingerprinted import caught, validate\n"
-        "from sqs_redriver.kit.fingerprint import fingerprint\n"
+        "from sqs_redriver.kit import fingerprint\n"
         "print(fingerprint(caught(validate, \"order 'o-2' is invalid\")))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -11,15 +11,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sqs_redriver.kit.redact import (
-    BUILTIN_PATTERNS,
-    MASK,
-    SCAN_LIMIT,
-    RedactionPatternError,
-    Redactor,
-    cap,
-    compile_patterns,
-)
+from sqs_redriver.kit import Redactor
+from sqs_redriver.kit.errors import RedactionPatternError
+from sqs_redriver.kit.redact import BUILTIN_PATTERNS, MASK, SCAN_LIMIT, cap, compile_patterns
 from tests.support.record_strategies import robust
 from tests.support.regex_bounds import problems
 from tests.support.secret_corpus import CORPUS, Secret, leaks

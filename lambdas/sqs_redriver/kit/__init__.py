@@ -13,13 +13,18 @@ whose records all failed as ``AllRecordsFailedError`` (``errors``), never as the
         return kit.process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context
         )
+
+Its modules, each one concept: ``consumer`` (ConsumerKit, the wrapper around a record handler),
+``classify`` (a failure's kind and fingerprint), ``redact`` (what of exception text may leave),
+``records`` (a record as read, and the send that dead-letters it), ``aws`` (every AWS call, the
+verdicts' tally included), ``config`` (the settings from the environment), ``errors`` (the kit's
+exceptions).
 """
 
-from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError
-from sqs_redriver.kit.config import KitConfig, KitConfigError
-from sqs_redriver.kit.errors import AllRecordsFailedError, RecordFailedError
-from sqs_redriver.kit.fingerprint import fingerprint
-from sqs_redriver.kit.kit import ConsumerKit
+from sqs_redriver.kit.classify import Classifier, TerminalError, TransientError, fingerprint
+from sqs_redriver.kit.config import KitConfig
+from sqs_redriver.kit.consumer import ConsumerKit
+from sqs_redriver.kit.errors import AllRecordsFailedError, KitConfigError, RecordFailedError
 from sqs_redriver.kit.redact import Redactor
 from sqs_redriver.protocol.failure import FailureKind
 from sqs_redriver.protocol.settings import (

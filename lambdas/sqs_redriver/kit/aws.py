@@ -1,16 +1,24 @@
-"""The only module of the kit that calls AWS: the DLQ send, the failure record and the verdict
-counters. Clients are created on first use (never at import: cold start), or injected."""
+"""What the kit writes to AWS, and the only module of the kit that calls it: the DLQ send, the
+failure record, and the verdicts of re-driven messages. Clients are created on first use (never at
+import: cold start), or injected.
+
+Verdicts are tallied during a batch (``VerdictBuffer``) and written once after it, one UpdateItem
+per verdict key. Only the first delivery of a re-drive counts (ApproximateReceiveCount 1): one
+verdict per re-drive, whatever SQS does with the message afterwards.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sqs_redriver.kit.verdicts import Tally
-from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure
+from sqs_redriver.kit.errors import KitAwsError
+from sqs_redriver.kit.records import InboundRecord
+from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, ConsumerVerdict, Failure, FailureKind
 from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
 
 if TYPE_CHECKING:
@@ -20,10 +28,6 @@ if TYPE_CHECKING:
 
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
-
-
-class KitAwsError(RuntimeError):
-    """An AWS call of the kit failed (after botocore's own retries)."""
 
 
 def _client_config() -> Config:
@@ -124,3 +128,59 @@ def _call(operation: str, call: Callable[[], Any]) -> Any:
         return call()
     except (ClientError, BotoCoreError) as exc:
         raise KitAwsError(f"{operation} failed: {exc}") from exc
+
+
+@dataclass
+class Tally:
+    """The verdicts of one verdict key (one run's re-drives) in this batch."""
+
+    ok: int = 0
+    transient: int = 0
+    terminal: int = 0
+    fingerprints: set[str] = field(default_factory=set)
+
+    def add(self, verdict: ConsumerVerdict, fingerprint: str | None = None) -> None:
+        setattr(self, verdict.value, getattr(self, verdict.value) + 1)
+        if fingerprint:
+            self.fingerprints.add(fingerprint)
+
+    def counts(self) -> dict[str, int]:
+        """The non-zero counters, by the attribute name they are added to."""
+        values = {"ok": self.ok, "transient": self.transient, "terminal": self.terminal}
+        return {name: value for name, value in values.items() if value}
+
+
+@dataclass
+class VerdictBuffer:
+    """Verdicts by verdict key, until they are flushed."""
+
+    tallies: dict[str, Tally] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tallies)
+
+    def __contains__(self, verdict_key: object) -> bool:
+        return verdict_key in self.tallies
+
+    def succeeded(self, record: InboundRecord) -> None:
+        """Count an OK verdict if ``record`` is the first delivery of a re-drive asking for one."""
+        if _counts(record):
+            self._tally(record).add(ConsumerVerdict.OK)
+
+    def failed(self, record: InboundRecord, kind: FailureKind, fingerprint: str) -> None:
+        """Count a TRANSIENT or TERMINAL verdict (with its fingerprint), as ``succeeded``."""
+        if _counts(record):
+            self._tally(record).add(ConsumerVerdict(kind.value), fingerprint)
+
+    def take(self) -> dict[str, Tally]:
+        """Everything buffered, leaving the buffer empty."""
+        tallies, self.tallies = self.tallies, {}
+        return tallies
+
+    def _tally(self, record: InboundRecord) -> Tally:
+        assert record.verdict_key is not None
+        return self.tallies.setdefault(record.verdict_key, Tally())
+
+
+def _counts(record: InboundRecord) -> bool:
+    return record.verdict_key is not None and record.receive_count == 1

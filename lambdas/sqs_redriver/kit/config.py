@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sqs_redriver.kit.redact import RedactionPatternError, Redactor, compile_patterns
+from sqs_redriver.kit.errors import KitConfigError, RedactionPatternError
+from sqs_redriver.kit.redact import Redactor, compile_patterns
 from sqs_redriver.protocol.limits import MAX_ERROR_MESSAGE_CHARS, SQS_MAX_RECEIVE_COUNT
 from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
@@ -27,10 +28,6 @@ from sqs_redriver.protocol.settings import (
 MIN_RECEIVE_COUNT = 1
 MAX_RECEIVE_COUNT = SQS_MAX_RECEIVE_COUNT
 FIFO_SUFFIX = ".fifo"
-
-
-class KitConfigError(ValueError):
-    """A kit setting is missing or outside what the kit accepts; the message names the variable."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from sqs_redriver.kit.errors import RedactionPatternError
+
 MASK = "<redacted>"
 ELLIPSIS = "…"
 # Characters of exception text read at all; what follows is dropped before anything is matched.
@@ -94,10 +96,6 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Stripe secret and restricted keys, live and test (publishable pk_ keys are public).
     re.compile(r"[rs]k_(?:live|test)_(?P<secret>[A-Za-z0-9]{8,256})"),
 )
-
-
-class RedactionPatternError(ValueError):
-    """A user's redaction pattern is not a valid regular expression."""
 
 
 def compile_patterns(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:

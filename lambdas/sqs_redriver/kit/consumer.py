@@ -1,5 +1,7 @@
 """ConsumerKit: wraps a consumer's record handler so that failures are classified, dead-lettered
-by the kit when their fate is known, and re-driven messages' verdicts reach the re-driver."""
+by the kit when their fate is known, and re-driven messages' verdicts reach the re-driver; and how
+a failure leaves the consumer (the ``Failure`` the kit writes, the errors it lets out, its log
+lines), its text redacted (see ``errors`` for why the original exception never escapes)."""
 
 from __future__ import annotations
 
@@ -12,26 +14,43 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError, UnexpectedBatchTypeError
+from aws_lambda_powertools.utilities.batch.exceptions import (
+    BatchProcessingError,
+    ExceptionInfo,
+    UnexpectedBatchTypeError,
+)
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sqs_redriver.kit.aws import KitAws, KitAwsError
-from sqs_redriver.kit.classify import Classifier, ExceptionTypes, Predicate
+from sqs_redriver.kit.aws import KitAws, VerdictBuffer
+from sqs_redriver.kit.classify import (
+    Classifier,
+    ExceptionTypes,
+    Predicate,
+    error_class,
+    exception_text,
+    fingerprint,
+    where,
+)
 from sqs_redriver.kit.config import KitConfig, load_config
-from sqs_redriver.kit.dead_letter import plan_dead_letter
-from sqs_redriver.kit.errors import DROPPED_TEXT, RecordFailedError, all_records_failed
-from sqs_redriver.kit.fingerprint import error_class, exception_text, fingerprint, where
-from sqs_redriver.kit.observability import logger
-from sqs_redriver.kit.records import InboundRecord, UnsendableRecord, from_event_record
-from sqs_redriver.kit.redact import compile_patterns
-from sqs_redriver.kit.verdicts import VerdictBuffer
+from sqs_redriver.kit.errors import AllRecordsFailedError, KitAwsError, RecordFailedError, UnsendableRecord
+from sqs_redriver.kit.records import InboundRecord, from_event_record, plan_dead_letter
+from sqs_redriver.kit.redact import Redactor, compile_patterns
 from sqs_redriver.protocol.failure import Failure, FailureKind
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+# The kit's logger: Powertools Logger, so its lines join the consumer's structured logs (same
+# service name, same handler).
+logger = Logger()
+
+ALL_FAILED = "All records failed processing"
+# The message of a failure whose text the configuration drops (REDRIVER_ERROR_TEXT=drop).
+DROPPED_TEXT = "<text dropped>"
 
 RecordHandler = Callable[..., Any]
 
@@ -240,3 +259,28 @@ class ConsumerKit:
                 "pass SQSRecord or the event's record dict"
             )
         return raw
+
+
+def all_records_failed(
+    child_exceptions: Iterable[ExceptionInfo], redactor: Redactor
+) -> AllRecordsFailedError:
+    """The error for a batch whose records all failed, from Powertools' record failures: the kit's
+    own kept as they are, any other reduced to its class and redacted text (no traceback)."""
+    children = [_sanitized(info, redactor) for info in child_exceptions]
+    return AllRecordsFailedError(
+        f"{ALL_FAILED} ({len(children)} records); their errors, as the consumer kit redacted them:",
+        children,
+    )
+
+
+def _sanitized(info: ExceptionInfo, redactor: Redactor) -> ExceptionInfo:
+    kind, value, traceback = info
+    if isinstance(value, RecordFailedError):
+        value.__cause__ = value.__context__ = None
+        return kind, value, traceback
+    if value is None:  # a class alone has no text to leak
+        return info
+    text = DROPPED_TEXT if redactor.drop_text else redactor.redact(exception_text(value))
+    place = where(value)
+    at = f" in {place}" if place else ""
+    return RecordFailedError, RecordFailedError(f"{error_class(value)}{at}: {text}"), None
