@@ -142,7 +142,7 @@ bench-recovery: $(STAMP)
 
 # docs/configuration.md's settings table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
 readme: $(STAMP)
-	$(BIN)/python -m sqs_redriver.cdk.readme_table
+	$(BIN)/python -m sqs_redriver.cdk.settings_table
 
 clean:
 	rm -rf cdk.out build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache $(LOCALSTACK_VENV)

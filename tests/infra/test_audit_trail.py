@@ -9,9 +9,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from sqs_redriver.cdk.audit_trail import RETENTION_DAYS
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.cdk.storage import RETENTION_DAYS
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.stacks import small_stack
 from tests.support.templates import logical_id

@@ -15,10 +15,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from sqs_redriver.cdk.defaults import secure_queue, secure_table
 from sqs_redriver.cdk.functions import VPC_ACCESS_ACTIONS, acknowledge
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.cdk.storage import secure_queue, secure_table
 from tests.support.stacks import (
     ACCOUNT,
     REGION,

@@ -16,12 +16,12 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from app import STACK_NAME, build_app
 from local_aws import LAMBDAS_DIR
-from sqs_redriver.cdk.consumer_kit import KIT_PACKAGE, KIT_RUNTIMES, PROTOCOL_PACKAGE, consumer_kit_code
+from sqs_redriver.cdk.access import CONSUMER_ATTRIBUTES
+from sqs_redriver.cdk.consumer import KIT_PACKAGE, KIT_RUNTIMES, PROTOCOL_PACKAGE, consumer_kit_code
 from sqs_redriver.cdk.functions import package_path
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
-from sqs_redriver.cdk.table_access import CONSUMER_ATTRIBUTES
 from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.stacks import consumer_function, function_environment, redriver_environment, small_stack
 from tests.support.templates import as_list, asset_dir, logical_id, properties, role_statements, statements_on

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from sqs_redriver.cdk.consumer_kit import KIT_RUNTIMES
+from sqs_redriver.cdk.consumer import KIT_RUNTIMES
 from sqs_redriver.cdk.functions import POWERTOOLS_RELEASE, powertools_layer
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError

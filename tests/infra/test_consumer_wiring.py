@@ -20,7 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import cx_api
 from aws_cdk.assertions import Template
 
-from sqs_redriver.cdk.consumer_wiring import NOT_CONFIGURED, UNSEEN_EVENT_SOURCE
+from sqs_redriver.cdk.consumer import NOT_CONFIGURED, UNSEEN_EVENT_SOURCE
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME

@@ -18,7 +18,7 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from sqs_redriver.cdk.consumer_kit import KIT_RUNTIMES, consumer_kit_code
+from sqs_redriver.cdk.consumer import KIT_RUNTIMES, consumer_kit_code
 from tests.support.templates import asset_dir
 
 # What Lambda gives a consumer besides its layers (boto3) and what the Powertools layer holds.

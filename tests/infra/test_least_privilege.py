@@ -19,9 +19,9 @@ from aws_cdk.assertions import Template
 from constructs import Construct
 
 from app import STACK_NAME, build_app
-from sqs_redriver.cdk.defaults import secure_queue
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.stack import RedriverStack
+from sqs_redriver.cdk.storage import secure_queue
 from tests.support.stacks import (
     assert_nag_clean,
     dead_letter_queue,

@@ -22,17 +22,19 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 from app import STACK_NAME as STACK
 from app import build_app
-from sqs_redriver.cdk.alarms import alarm_retention_seconds, breaker_period, schedule_seconds
-from sqs_redriver.cdk.dashboard import BREAKER_TRANSITION_MESSAGE, BREAKER_TRANSITIONS_TITLE
-from sqs_redriver.cdk.functions import RUNTIME, package_folder
-from sqs_redriver.cdk.redriver import SqsRedriver
-from sqs_redriver.cdk.redriver_metrics import (
+from sqs_redriver.cdk.functions import METRICS_NAMESPACE, RUNTIME, package_folder
+from sqs_redriver.cdk.monitoring import (
     BREAKER_STATE,
+    BREAKER_TRANSITION_MESSAGE,
+    BREAKER_TRANSITIONS_TITLE,
     CONTINUATIONS,
-    METRICS_NAMESPACE,
     RUN_COUNTS,
     RUN_PROBLEMS,
+    alarm_retention_seconds,
+    breaker_period,
+    schedule_seconds,
 )
+from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.runtime.act.breaker_writer import BreakerWriter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqs_redriver.cdk.readme_table import (
+from sqs_redriver.cdk.settings_table import (
     CONFIGURATION_PAGE,
     HOW_TO_REGENERATE,
     PAGE_NAME,

@@ -15,9 +15,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-from sqs_redriver.cdk.defaults import secure_queue
 from sqs_redriver.cdk.functions import RUNTIME, acknowledge, powertools_layer, python_function
 from sqs_redriver.cdk.redriver import SqsRedriver
+from sqs_redriver.cdk.storage import secure_queue
 from tests.support.templates import properties
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
-from sqs_redriver.cdk.table_access import TableAccess, redriver_table_access
+from sqs_redriver.cdk.access import TableAccess, redriver_table_access
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
@@ -239,5 +239,5 @@ def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
 
     called = set(re.findall(r"\.(\w+)\(", code)) & methods
 
-    # a new call: add it to LAMBDA_USES, and its grant to infra/sqs_redriver/cdk/table_access.py
+    # a new call: add it to LAMBDA_USES, and its grant to infra/sqs_redriver/cdk/access.py
     assert called == FUNCTION_METHODS

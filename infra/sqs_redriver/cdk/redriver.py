@@ -1,7 +1,9 @@
 """SqsRedriver: the L3 construct that attaches the smart re-driver to a source queue and its DLQ.
 
 It checks its props (validation.py), then calls the builders: storage.py (parking lot, archive,
-state table), redrive_function.py (the function and its schedule), grants.py, monitoring.py.
+state table, audit trail), functions.py (the function and its schedule), access.py (what the
+function, a consumer and the operator may do), consumer.py (a consumer's layers, wiring and metrics)
+and monitoring.py.
 """
 
 from __future__ import annotations
@@ -18,20 +20,23 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sqs_redriver.cdk.alarms import alarm_retention_seconds
-from sqs_redriver.cdk.audit_trail import AUDIT_RETENTION, audit_widget, build_audit_log
-from sqs_redriver.cdk.consumer_kit import add_consumer_layers, consumer_kit_layer
-from sqs_redriver.cdk.consumer_metrics import ConsumerFunctions
-from sqs_redriver.cdk.consumer_wiring import check_event_source, is_function, warn_not_configured
-from sqs_redriver.cdk.functions import powertools_layer
-from sqs_redriver.cdk.grants import grant_kit_consumer, grant_redrive_function
-from sqs_redriver.cdk.monitoring import monitor
-from sqs_redriver.cdk.operator_access import attach_operator_policy
-from sqs_redriver.cdk.redrive_function import build_redrive_function, build_schedule
+from sqs_redriver.cdk.access import attach_operator_policy, grant_kit_consumer, grant_redrive_function
+from sqs_redriver.cdk.consumer import (
+    ConsumerFunctions,
+    add_consumer_layers,
+    check_event_source,
+    consumer_kit_layer,
+    is_function,
+    warn_not_configured,
+)
+from sqs_redriver.cdk.functions import build_redrive_function, build_schedule, powertools_layer
+from sqs_redriver.cdk.monitoring import alarm_retention_seconds, audit_widget, monitor
 from sqs_redriver.cdk.settings import RedriverSettings
 from sqs_redriver.cdk.storage import (
     ARCHIVE_EXPIRATION,
+    AUDIT_RETENTION,
     build_archive_bucket,
+    build_audit_log,
     build_parking_lot,
     build_state_table,
     data_key,
@@ -189,15 +194,15 @@ class SqsRedriver(Construct):
         The consumer gets exactly what the kit uses: ``sqs:SendMessage`` on the DLQ (it
         dead-letters terminal failures itself), ``UpdateItem`` on the state table limited to the
         keys ``VERDICTS#...`` and ``FAILURE#...`` and to the kit's attributes (no reads, no other
-        records, no PutItem: see table_access.py), and the customer-managed KMS keys of the
+        records, no PutItem: see access.py), and the customer-managed KMS keys of the
         two, if any (no ``kms:ReEncrypt*``, through SQS and DynamoDB only). A ``lambda_.Function``
         of this app also gets the kit's environment (DLQ URL, table name, maxReceiveCount) and
-        layers (``consumer_kit.add_consumer_layers``; none for a container image). Any other
+        layers (``consumer.add_consumer_layers``; none for a container image). Any other
         consumer (an imported function, an ECS task role: an ``iam.IGrantable``) gets the
         permissions only, and a synth warning that its environment is for the caller to set.
 
         Synth fails if the function's SQS event source on ``queue`` (added before or after this
-        call) does not report batch item failures, and warns if it finds none (consumer_wiring.py).
+        call) does not report batch item failures, and warns if it finds none (consumer.py).
 
         ``queue``: the source queue ``function`` consumes; the construct's ``source_queue`` by
         default, or one of ``other_source_queues`` for a shared DLQ. ``max_receive_count``: that
@@ -208,7 +213,7 @@ class SqsRedriver(Construct):
         with a consumer that reports verdicts, canaries and the trial wait for them; and records
         a consumer function's name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
         ``AWS/Lambda`` metrics ``queue_metrics`` then reads (see
-        ``consumer_metrics.ConsumerFunctions`` for when an entry stays empty).
+        ``consumer.ConsumerFunctions`` for when an entry stays empty).
 
         Returns the kit's environment for this consumer (variable name -> value).
 

@@ -9,10 +9,10 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sqs_redriver.cdk.defaults import secure_queue, secure_table
 from sqs_redriver.cdk.functions import acknowledge, grant_item_access, python_function
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings
+from sqs_redriver.cdk.storage import secure_queue, secure_table
 
 SOURCE_RETENTION = Duration.days(4)
 DLQ_RETENTION = Duration.days(14)

@@ -1,5 +1,6 @@
 """What SqsRedriver takes from its user, checked at synth: queues, keys, an own parking lot and table,
-function props, a consumer to grant.
+function props, a consumer to grant; and the state table's layout, which a table the user brings is
+checked against and the construct's own table is built with (storage.py).
 
 Each check raises SettingsError naming the construct prop (or grant_consumer's parameter) at fault,
 like the settings do.
@@ -16,7 +17,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
-from sqs_redriver.cdk.storage import PARTITION_KEY, TTL_ATTRIBUTE
 from sqs_redriver.protocol.limits import SQS_DEFAULT_RETENTION_SECONDS
 from sqs_redriver.protocol.settings import (
     BY_NAME,
@@ -27,6 +27,10 @@ from sqs_redriver.protocol.settings import (
 )
 
 MAX_RECEIVE_COUNT = BY_NAME["max_receive_count"]
+# The state table's layout: the one the construct builds (storage.build_state_table) has it, and a
+# table the user brings must have it too (check_state_table).
+PARTITION_KEY = "pk"
+TTL_ATTRIBUTE = "expires_at"
 _ROLE = "the construct's least-privilege role: add statements with redriver.function.add_to_role_policy"
 _ASYNC = "asynchronous invocation is the construct's: no retries, the next scheduled run is the retry"
 _LOGS = "pass log_group (a logs.LogGroup with the retention, key and removal policy you want)"
