@@ -13,16 +13,13 @@ import pytest
 
 from local_aws.events import LambdaContext, scheduled_event
 from local_aws.queues import depth, drain
+from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
+from sqs_redriver.core.table import StateTable, breaker_item
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.keys import breaker_key, failure_record_key, message_record_key, park_record_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.records.breaker import breaker_item
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker, Canary
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.report import StopReason
+from sqs_redriver.runtime.report import StopReason
 from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_redriver, make_settings
 from tests.support.cold_start import import_fresh
 from tests.support.factories import FakeClock, always, consume, order_body

@@ -4,9 +4,8 @@ left out and its message re-driven as an unmarked one; the rest of the batch goe
 from __future__ import annotations
 
 from local_aws.queues import peek
+from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.evidence import Evidence
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, mark_of
 from tests.support.factories import FakeClock
 from tests.support.ledger import (

@@ -17,11 +17,11 @@ import pytest
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
+from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.settings import default
-from sqs_redriver.runtime.decide.breaker import BreakerPolicy
-from sqs_redriver.runtime.model.report import RunReport
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.report import RunReport
+from sqs_redriver.runtime.run import Redriver
 from tests.support.aws import REMAINING, make_settings, mark_of
 from tests.support.factories import FakeClock, always, never, order_body
 from tests.support.localstack import Rig

@@ -20,8 +20,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from sqs_redriver.console.web.server import ConsoleServer
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.keys import pause_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.support.aws import Aws
 from tests.support.browser import chromium, fresh_page
 from tests.support.console import console_tool, ui_command

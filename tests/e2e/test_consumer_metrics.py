@@ -24,7 +24,7 @@ from local_aws.recovery import KitUse, Settled, outage, poison_then_fresh
 from local_aws.recovery_figures import MINUTE, RecoveryFigures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world, without_consumer_verdicts
-from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
+from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT
 
 OUTAGE_MINUTES = 30
 

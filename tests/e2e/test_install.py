@@ -33,7 +33,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # the build writes nothing into the checkout.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "infra", "lambdas", "console")
 # sqs_redriver's parts, each in the part folder it is built from.
-PARTS = {"cdk": "infra", "runtime": "lambdas", "kit": "lambdas", "protocol": "lambdas", "console": "console"}
+PARTS = {
+    "cdk": "infra",
+    "runtime": "lambdas",
+    "core": "lambdas",
+    "kit": "lambdas",
+    "protocol": "lambdas",
+    "console": "console",
+}
 NOT_PACKAGED = ("__pycache__", "*.pyc")
 STACK = "Orders"
 HANDLER = "sqs_redriver.runtime.handler.lambda_handler"
@@ -303,13 +310,13 @@ def test_user_app_synthesizes_the_redriver_on_queues_imported_by_arn(template: d
     assert len(outputs) == 1
 
 
-def test_the_redrive_functions_asset_is_the_runtime_and_the_protocol_as_the_repository_has_them(
+def test_the_redrive_functions_asset_is_the_runtime_the_core_and_the_protocol_as_the_repository_has_them(
     template: dict[str, Any], assembly: Path
 ) -> None:
     [function] = [f for f in resources(template, "AWS::Lambda::Function") if f["Handler"] == HANDLER]
     code = asset_dir(assembly, function["Code"]["S3Key"])
 
-    assert files_of(code) == repository_sources("runtime", "protocol")
+    assert files_of(code) == repository_sources("runtime", "core", "protocol")
 
 
 def test_the_kit_layer_is_the_kit_and_the_protocol_under_python_as_the_repository_has_them(

@@ -17,9 +17,8 @@ import pytest
 
 from local_aws import REGION
 from local_aws.resources import Resources, create_resources
+from sqs_redriver.core.table import Pause, StateTable
 from sqs_redriver.protocol.keys import pause_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.pause import Pause
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")

@@ -127,8 +127,8 @@ def test_bundled_layer_holds_the_kit_and_the_protocol_under_python_without_bytec
 ) -> None:
     bundle = asset_dir(assembly_dir, template, stack.redriver.consumer_kit_layer)
     assert (bundle / "python/sqs_redriver/protocol/envelope.py").is_file()
-    assert (bundle / "python/sqs_redriver/kit/kit.py").is_file()
-    assert (bundle / "python/sqs_redriver/protocol/sqs_limits.py").is_file()
+    assert (bundle / "python/sqs_redriver/kit/consumer.py").is_file()
+    assert (bundle / "python/sqs_redriver/protocol/limits.py").is_file()
     assert {p.name for p in bundle.iterdir()} == {"python"}
     assert {p.name for p in (bundle / "python").iterdir()} == {"sqs_redriver"}
     assert {p.name for p in (bundle / "python/sqs_redriver").iterdir()} == {"kit", "protocol"}
@@ -147,8 +147,8 @@ def test_layer_bundles_the_kit_and_the_protocol_package_and_leaves_caches_out(tm
     (kit / "__init__.py").write_text("from sqs_redriver.protocol import envelope\n")
     (kit / "config.py").write_text("ENV_DLQ_URL = 'REDRIVER_DLQ_URL'\n")
     (kit / "__pycache__" / "config.cpython-314.pyc").write_bytes(b"\0")
-    (protocol / "settings" / "__pycache__").mkdir(exist_ok=True)
-    (protocol / "settings" / "stale.pyc").write_bytes(b"\0")
+    (protocol / "__pycache__").mkdir(exist_ok=True)
+    (protocol / "__pycache__" / "stale.pyc").write_bytes(b"\0")
     (source / "consumer").mkdir()
     (source / "consumer" / "handler.py").write_text("")
     app = cdk.App(outdir=str(tmp_path / "cdk.out"))

@@ -38,19 +38,21 @@ def files_in(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
-def test_redrive_function_code_is_the_runtime_and_the_protocol_alone_without_bytecode(
+def test_redrive_function_code_is_the_runtime_the_core_and_the_protocol_alone_without_bytecode(
     template: Template, stack: RedriverStack, assembly_dir: Path
 ) -> None:
     code = asset_dir(assembly_dir, template, stack.redriver.function)
     files = files_in(code)
 
-    assert {"sqs_redriver/runtime/handler.py", "sqs_redriver/protocol/settings/schema.py"} <= files
+    expected = {"sqs_redriver/runtime/handler.py", "sqs_redriver/core/table.py"}
+    expected.add("sqs_redriver/protocol/settings.py")
+    assert expected <= files
     assert {p.name for p in code.iterdir()} == {"sqs_redriver"}  # no consumer/
-    assert {p.name for p in (code / "sqs_redriver").iterdir()} == {"runtime", "protocol"}  # no kit/
+    assert {p.name for p in (code / "sqs_redriver").iterdir()} == {"runtime", "core", "protocol"}  # no kit/
     assert [f for f in files if "__pycache__" in f or f.endswith(".pyc")] == []
 
 
-@pytest.mark.parametrize("package", ["sqs_redriver.runtime", "sqs_redriver.protocol"])
+@pytest.mark.parametrize("package", ["sqs_redriver.runtime", "sqs_redriver.core", "sqs_redriver.protocol"])
 def test_redrive_function_code_is_a_copy_of_the_imported_packages(
     template: Template, stack: RedriverStack, assembly_dir: Path, package: str
 ) -> None:

@@ -33,7 +33,7 @@ IMPORT_THE_KIT = """
 import json, sys
 import sqs_redriver.kit
 from sqs_redriver.kit import ConsumerKit, TerminalError, fingerprint
-from sqs_redriver.kit import aws, classify, config, dead_letter, kit, records, redact, verdicts
+from sqs_redriver.kit import aws, classify, config, consumer, errors, records, redact
 try:
     import aws_cdk
     cdk = True
@@ -134,4 +134,5 @@ def test_the_kit_imports_with_only_powertools_and_boto3(
     assert {m for m in loaded if m.partition(".")[0] in FOREIGN_PACKAGES} == set()
     parts = {m.split(".")[1] for m in loaded if m.startswith("sqs_redriver.")}
     assert parts == set(KIT_PARTS)
-    assert {"sqs_redriver.kit.kit", "aws_lambda_powertools", "botocore"} <= loaded  # boto3: on first call
+    # boto3: on its first call
+    assert {"sqs_redriver.kit.consumer", "aws_lambda_powertools", "botocore"} <= loaded

@@ -37,9 +37,7 @@ from sqs_redriver.cdk.monitoring import (
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
-from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.core.breaker import Breaker, BreakerWriter, Evidence
 from tests.support.fakes import FakeStateStore
 from tests.support.templates import logical_id
 

@@ -11,8 +11,8 @@ import boto3
 import pytest
 
 from local_aws import REGION
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.keys import pause_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.support.aws import Aws
 from tests.support.operator import park, park_groups, tool
 

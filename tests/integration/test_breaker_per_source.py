@@ -8,13 +8,11 @@ from typing import Any
 import pytest
 
 from local_aws.queues import depth, drain
+from sqs_redriver.core.breaker import Breaker, Canary, Evidence, Mode, State
+from sqs_redriver.core.table import Resume
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.runtime.decide.breaker import Breaker, Canary
-from sqs_redriver.runtime.decide.fairness import turn_order
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.continuation import Resume
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.report import RunReport
+from sqs_redriver.runtime.report import RunReport
+from sqs_redriver.runtime.routing import turn_order
 from tests.support.aws import (
     CANARY_WINDOW,
     REMAINING,

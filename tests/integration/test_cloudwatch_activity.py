@@ -12,8 +12,8 @@ from moto import mock_aws
 
 from local_aws import ACCOUNT, REGION
 from local_aws.compose import local_redriver
-from sqs_redriver.runtime.adapters.cloudwatch_activity import CloudWatchActivity
-from sqs_redriver.runtime.model.activity import Minute, QueueActivity, WatchedQueue
+from sqs_redriver.runtime.consumer_health import Minute, QueueActivity, WatchedQueue
+from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
 from tests.support.aws import Aws, make_settings
 
 T0 = 1_795_000_020  # a minute's start

@@ -16,12 +16,12 @@ from consumer.orders import DownstreamUnavailable, InvalidOrder, parse_order
 from local_aws.compose import local_redriver
 from local_aws.events import LambdaContext, sqs_event
 from local_aws.queues import depth, drain
+from sqs_redriver.core.breaker import Mode, State
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.kit import ConsumerKit
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import retry_record_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.run import Redriver
 from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_settings, stored_breaker
 from tests.support.factories import FakeClock, order_body
 from tests.support.kit import kit_environment

@@ -4,7 +4,7 @@ most one continuation is ever pending."""
 from __future__ import annotations
 
 from local_aws.queues import depth
-from sqs_redriver.runtime.run.continuation import CONTINUATION_STALE_SECONDS
+from sqs_redriver.runtime.continuation import CONTINUATION_STALE_SECONDS
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock
 

@@ -6,12 +6,10 @@ from typing import Any
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, State
+from sqs_redriver.core.table import MessageRecord, RecordStatus
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.evidence import Evidence
 from tests.support.aws import CANARY_WINDOW, REMAINING, Aws, make_redriver, make_settings, mark_of
 from tests.support.factories import LONG_AGO, FakeClock, NamesTheSource, always, consume
 

@@ -8,11 +8,9 @@ import pytest
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain, queue_counts
+from sqs_redriver.core.breaker import Breaker, Evidence, State
+from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import LONG_AGO, TEN_ATTRIBUTES, FakeClock, order_body
 from tests.support.faults import Faults, client_error, raising

@@ -29,15 +29,14 @@ from moto import mock_aws
 
 from local_aws.queues import drain, make_visible, queue_counts
 from local_aws.server import moto_sqs_sped_up
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.backoff import backoff_step
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
-from sqs_redriver.runtime.decide.fairness import turn_order
-from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.backoff import backoff_step
+from sqs_redriver.runtime.routing import turn_order
 from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings, reused_clients
 from tests.support.factories import LONG_AGO, TEN_ATTRIBUTES, FakeClock, NamesTheSource
 from tests.support.faults import (

@@ -12,11 +12,10 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
 from local_aws.queues import depth, drain
+from sqs_redriver.core.breaker import Breaker, Evidence
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.evidence import Evidence
 from sqs_redriver.runtime.settings import ConfigError
 from tests.support.aws import Aws
 from tests.support.cold_start import import_fresh

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.kit.aws import KitAws, Tally
 from sqs_redriver.kit.errors import KitAwsError
 from sqs_redriver.protocol.failure import (
@@ -17,7 +18,6 @@ from sqs_redriver.protocol.failure import (
     FailureKind,
 )
 from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
 from tests.support.aws import Aws, stored_item
 from tests.support.kit import NOW, Calls
 

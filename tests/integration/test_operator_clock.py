@@ -10,9 +10,9 @@ from local_aws import REGION
 from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.steering import open_breakers
 from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.core.breaker import State
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.breaker_state import State
 from tests.support.aws import Aws
 from tests.support.operator import operator_tool
 

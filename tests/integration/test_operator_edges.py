@@ -15,11 +15,10 @@ from typer.testing import CliRunner
 from local_aws.queues import queue_counts
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.group_index import GroupIndex
+from sqs_redriver.core.table import GroupAction, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.groups import GroupAction
 from tests.support.aws import Aws
 from tests.support.operator import FIRST_FAILED, park, park_groups, tool
 

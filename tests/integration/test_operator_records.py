@@ -12,16 +12,21 @@ from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import depth, drain
+from sqs_redriver.core.table import (
+    RUN_HISTORY_LENGTH,
+    GroupAction,
+    GroupMark,
+    MessageRecord,
+    Pause,
+    RecordStatus,
+    Resume,
+    RunSummary,
+    StateTable,
+)
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.keys import failure_record_key, park_record_key, retry_record_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.continuation import Resume
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH, RunSummary
-from sqs_redriver.runtime.model.pause import Pause
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, stored_item
 from tests.support.factories import FakeClock, order_body
 from tests.support.faults import Fault, Faults

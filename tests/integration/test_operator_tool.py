@@ -14,14 +14,10 @@ from typer.testing import CliRunner
 
 from local_aws.queues import drain, queue_counts
 from sqs_redriver.console.cli import app
+from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, Evidence, State
+from sqs_redriver.core.table import GroupAction, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key, pause_key
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.groups import GroupAction
 from tests.support.aws import Aws, create_aws
 from tests.support.operator import FIRST_FAILED, park, park_groups, tool
 

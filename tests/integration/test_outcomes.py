@@ -17,11 +17,11 @@ from sqs_redriver.console.outcome_rules import Fate
 from sqs_redriver.console.outcomes import find, judge_replay, latest_line, recent, snapshot
 from sqs_redriver.console.steering import mark_group
 from sqs_redriver.console.tool import Tool
+from sqs_redriver.core.table import GroupAction
 from sqs_redriver.kit.aws import KitAws, Tally
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.model.groups import GroupAction
 from tests.support.aws import Aws
 from tests.support.factories import NamesTheSource
 from tests.support.operator import failure, operator_tool, park, tool

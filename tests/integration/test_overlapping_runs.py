@@ -11,12 +11,10 @@ import pytest
 
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Evidence, State
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.report import RunReport
+from sqs_redriver.runtime.report import RunReport
 from tests.support.aws import CANARY_WINDOW, REMAINING, Aws, make_redriver, make_settings, mark_of
 from tests.support.factories import LONG_AGO, FakeClock
 from tests.support.faults import Faults, breaker_problems

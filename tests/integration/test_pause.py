@@ -8,10 +8,8 @@ import logging
 import pytest
 
 from local_aws.queues import depth, make_visible
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.pause import Pause
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, State
+from sqs_redriver.core.table import Pause, StateTable
 from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock, order_body

@@ -9,13 +9,11 @@ from typing import Any
 import pytest
 
 from local_aws.queues import depth, drain, make_visible
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, State
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.runtime.backoff import MAX_HOLD_SECONDS
 from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import (
     CANARY_WINDOW,

@@ -14,11 +14,10 @@ from local_aws.queues import drain, make_visible
 from sqs_redriver.console.aws import QueueScan
 from sqs_redriver.console.inventory import Selection, Where
 from sqs_redriver.console.moves import MoveReport, replay
+from sqs_redriver.core.sqs import SqsQueue
+from sqs_redriver.core.table import ParkCause, ParkReason, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 from tests.support.aws import Aws
 from tests.support.faults import Fault, Faults, SimulatedCrash
 

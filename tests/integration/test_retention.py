@@ -17,11 +17,10 @@ from local_aws.clients import ClientProxy
 from local_aws.compose import local_redriver
 from local_aws.queues import depth, drain, make_visible
 from local_aws.simulated_time import SIM_EPOCH, UNFROZEN
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Mode, State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy
-from sqs_redriver.runtime.model.breaker_state import Mode, State
 from tests.support.aws import REMAINING, Aws, create_aws, make_redriver, make_settings, reused_clients
 from tests.support.factories import LONG_AGO, FakeClock
 from tests.support.faults import (

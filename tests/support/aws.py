@@ -8,11 +8,11 @@ from typing import Any
 
 from local_aws.compose import local_redriver
 from local_aws.resources import Clients, Resources, create_resources, create_table, new_clients
+from sqs_redriver.core.breaker import BreakerPolicy
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.decide.breaker import BreakerPolicy
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from tests.support.factories import FakeClock, always, consume
 

@@ -9,23 +9,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqs_redriver.core.breaker import Breaker
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, RedriveWindow
+from sqs_redriver.core.table import RUN_HISTORY_LENGTH, GroupMark, MessageRecord, Pause, prevailing
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.keys import queue_key_from_url
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.ports import (
-    CALL_FAILED,
-    BatchResult,
-    EntryFailure,
-    MessageRecord,
-    Outgoing,
-    RedriveWindow,
-)
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.groups import GroupMark, prevailing
-from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH
-from sqs_redriver.runtime.model.pause import Pause
 
 ACCOUNT = "123456789012"
 QUEUE_URL = f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/"

@@ -19,9 +19,8 @@ from typing import Any
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from local_aws.clients import ClientProxy
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import BreakerPolicy
-from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.core.breaker import BreakerPolicy, State
+from sqs_redriver.core.table import StateTable
 
 
 class SimulatedCrash(BaseException):

@@ -8,10 +8,10 @@ from collections import defaultdict
 from typing import Any
 
 from local_aws.queues import drain, make_visible
+from sqs_redriver.core.breaker import State
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import breaker_key
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import Aws
 

@@ -13,9 +13,9 @@ from local_aws import REGION
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.core.table import ParkCause, ParkReason
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 from tests.support.aws import Aws
 
 FIRST_FAILED = 1_700_000_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from local_aws.resources import queue_arn
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import MAX_RECEIVE_COUNT, SOURCE_VISIBILITY_TIMEOUT, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock, NamesTheSource

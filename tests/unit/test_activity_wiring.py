@@ -7,7 +7,7 @@ import logging
 import boto3
 import pytest
 
-from sqs_redriver.runtime.adapters.clients import AwsClients, aws_clients
+from sqs_redriver.core.clients import AwsClients, aws_clients
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import compose_redriver
 

@@ -1,4 +1,4 @@
-"""sqs_redriver.runtime.decide.backoff: exponential steps with equal jitter, capped; steps past 900 s waited
+"""sqs_redriver.runtime.backoff: exponential steps with equal jitter, capped; steps past 900 s waited
 out in the DLQ until due."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.message import Tracked, track
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
-from sqs_redriver.runtime.decide.backoff import dlq_waits, due_at, redrive_delay, waits_in_dlq
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.model.tracked import Tracked
+from sqs_redriver.runtime.backoff import dlq_waits, due_at, redrive_delay, waits_in_dlq
 from tests.support.fakes import dlq_message, marked
 
 NOW = 1_800_000_000

@@ -1,4 +1,4 @@
-"""sqs_redriver.runtime.decide.breaker: the circuit breaker's pure state machine."""
+"""sqs_redriver.core.breaker: the circuit breaker's pure state machine."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from sqs_redriver.runtime.decide.breaker import (
+from sqs_redriver.core.breaker import (
     Breaker,
     BreakerPolicy,
     Canary,
+    Evidence,
+    Mode,
     RunOutcome,
+    State,
     begin_run,
     canary_passed,
     end_redrive_run,
@@ -21,8 +24,6 @@ from sqs_redriver.runtime.decide.breaker import (
     with_canary,
     without_canary,
 )
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.evidence import Evidence
 
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
 T0 = 1_000

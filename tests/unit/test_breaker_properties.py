@@ -6,12 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.protocol.failure import VerdictCounts
-from sqs_redriver.runtime.decide.breaker import (
+from sqs_redriver.core.breaker import (
     Breaker,
     BreakerPolicy,
     Canary,
+    Evidence,
     RunOutcome,
+    State,
     begin_run,
     canary_passed,
     end_redrive_run,
@@ -20,9 +21,8 @@ from sqs_redriver.runtime.decide.breaker import (
     with_canary,
     without_canary,
 )
-from sqs_redriver.runtime.decide.canary import after_consumer_verdicts
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.protocol.failure import VerdictCounts
+from sqs_redriver.runtime.canary import after_consumer_verdicts
 from tests.support.record_strategies import robust
 
 policies = st.builds(

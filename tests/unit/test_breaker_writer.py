@@ -1,14 +1,11 @@
-"""sqs_redriver.runtime.act.breaker_writer: the workers of one run share its writer, so what one
+"""sqs_redriver.core.breaker: the workers of one run share its writer, so what one
 worker wrote is where the others go on from, and their next write is not lost to their own run."""
 
 from __future__ import annotations
 
 import logging
 
-from sqs_redriver.runtime.act.breaker_writer import BreakerWriter
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
+from sqs_redriver.core.breaker import Breaker, BreakerWriter, Evidence, State
 from tests.support.fakes import FakeStateStore
 
 READ = Breaker(version=7)

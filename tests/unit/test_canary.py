@@ -1,14 +1,13 @@
-"""sqs_redriver.runtime.decide.canary: the probe's record and the verdict its absence gives."""
+"""sqs_redriver.runtime.canary: the probe's record and the verdict its absence gives."""
 
 from __future__ import annotations
 
 import pytest
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, State
+from sqs_redriver.core.message import track
 from sqs_redriver.protocol.failure import VerdictCounts
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.canary import Verdict, after_consumer_verdicts, claim, judge
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.model.breaker_state import State
+from sqs_redriver.runtime.canary import Verdict, after_consumer_verdicts, claim, judge
 from tests.support.fakes import dlq_message
 
 NOW = 1_800_000_000

@@ -15,9 +15,9 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.cloudwatch_activity import MAX_PAGES, CloudWatchActivity, queries_of
-from sqs_redriver.runtime.model.activity import MAX_MINUTE_COUNT, Minute, QueueActivity, WatchedQueue
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.runtime.consumer_health import MAX_MINUTE_COUNT, Minute, QueueActivity, WatchedQueue
+from sqs_redriver.runtime.consumer_metrics import MAX_PAGES, CloudWatchActivity, queries_of
 
 ORDERS = WatchedQueue("https://sqs.eu-west-1.amazonaws.com/123456789012/orders", "orders-consumer")
 PAYMENTS = WatchedQueue("https://sqs.eu-west-1.amazonaws.com/123456789012/payments")

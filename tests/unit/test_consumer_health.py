@@ -9,22 +9,23 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Evidence, State, expects_verdicts
+from sqs_redriver.core.message import Tracked
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.canary import (
-    after_health,
-    expects_verdicts,
-    heard_elsewhere,
-    heard_in_returns,
+from sqs_redriver.runtime.canary import after_health, heard_elsewhere, heard_in_returns
+from sqs_redriver.runtime.consumer_health import (
+    ConsumerSignal,
+    Context,
+    Health,
+    Minute,
+    QueueActivity,
+    failure_context,
+    health,
+    judge,
+    suspect_reason_text,
 )
-from sqs_redriver.runtime.decide.consumer_health import Context, Health, failure_context, health
-from sqs_redriver.runtime.decide.suspicion import ConsumerSignal, judge, suspect_reason_text
-from sqs_redriver.runtime.model.activity import Minute, QueueActivity
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.tracked import Tracked
 
 T0 = 1_800_000_000 - 1_800_000_000 % 60
 URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"

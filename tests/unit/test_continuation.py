@@ -9,12 +9,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.continuation import start_continuation
-from sqs_redriver.runtime.decide.continuation import continues
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.continuation import Resume
-from sqs_redriver.runtime.model.report import RunReport, StopReason, Tally, combine
+from sqs_redriver.core.breaker import Mode, State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import Resume
+from sqs_redriver.runtime.continuation import continues, start_continuation
+from sqs_redriver.runtime.report import RunReport, StopReason, Tally, combine
 
 PROGRESS = Tally(redriven=500)
 

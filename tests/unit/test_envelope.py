@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.message import Tracked
+from sqs_redriver.core.table import GroupAction, GroupMark
 from sqs_redriver.protocol.envelope import (
     MARK_ATTRIBUTE,
     DlqMessage,
@@ -33,14 +35,8 @@ from sqs_redriver.protocol.limits import (
     SQS_MAX_MESSAGE_BYTES,
 )
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.parking import (
-    MAX_OPERATOR_NAME_CHARS,
-    MAX_OPERATOR_REASON_CHARS,
-    operator_reason,
-)
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.tracked import Tracked
+from sqs_redriver.runtime.parking import MAX_OPERATOR_NAME_CHARS, MAX_OPERATOR_REASON_CHARS, operator_reason
+from sqs_redriver.runtime.routing import Routes
 
 LARGEST_MARKABLE = SQS_MAX_MESSAGE_BYTES - MAX_MARK_BYTES
 MARK = Mark("id-1", count=2, first_failed_at=100, redriven_at=(110, 130))

@@ -8,20 +8,17 @@ from dataclasses import replace
 
 import pytest
 
+from sqs_redriver.core.message import Tracked, deduplication_id, track
+from sqs_redriver.core.sqs import EntryFailure
+from sqs_redriver.core.table import ParkCause, RecordStatus
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.act.executor import Executor
-from sqs_redriver.runtime.act.parking import UNPARKABLE_HIDE_SECONDS, Parker
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.act.redriving import RedriveSender
-from sqs_redriver.runtime.adapters.ports import EntryFailure, RecordStatus
-from sqs_redriver.runtime.decide.fifo import deduplication_id
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.decide.parking import over_limit_reason
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.intents import BatchPlan, Hold, Park, Redrive
-from sqs_redriver.runtime.model.reasons import ParkCause
-from sqs_redriver.runtime.model.tracked import Tracked
+from sqs_redriver.runtime.batch import Executor
+from sqs_redriver.runtime.parking import UNPARKABLE_HIDE_SECONDS, Parker, over_limit_reason
+from sqs_redriver.runtime.plan import BatchPlan, Hold, Park, Redrive
+from sqs_redriver.runtime.redrive import RedriveSender
+from sqs_redriver.runtime.routing import Routes
 from tests.support.factories import TEN_ATTRIBUTES
 from tests.support.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqs_redriver.runtime.decide.fairness import turn_order
+from sqs_redriver.runtime.routing import turn_order
 
 
 def test_every_source_is_taken_once_per_run() -> None:

@@ -1,12 +1,12 @@
-"""sqs_redriver.runtime.decide.fifo: send rounds that keep group order, deduplication ids, due times."""
+"""sqs_redriver.runtime.fifo: send rounds that keep group order, deduplication ids, due times."""
 
 from __future__ import annotations
 
+from sqs_redriver.core.message import deduplication_id, track
 from sqs_redriver.protocol.envelope import HASH_IDENTITY_PREFIX
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.backoff import due_at
-from sqs_redriver.runtime.decide.fifo import deduplication_id, send_rounds
-from sqs_redriver.runtime.decide.identity import track
+from sqs_redriver.runtime.backoff import due_at
+from sqs_redriver.runtime.fifo import send_rounds
 from tests.support.fakes import dlq_message
 
 NOW = 1_800_000_000

@@ -1,8 +1,8 @@
-"""sqs_redriver.runtime.model.groups: an operator's retry or park mark of a failure group."""
+"""sqs_redriver.core.table: an operator's retry or park mark of a failure group."""
 
 from __future__ import annotations
 
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark, prevailing
+from sqs_redriver.core.table import GroupAction, GroupMark, prevailing
 
 PARK = GroupMark("fp-1", GroupAction.PARK, "bug 42", "alice", 100)
 RETRY = GroupMark("fp-1", GroupAction.RETRY, "fixed", "bob", 200)

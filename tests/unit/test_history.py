@@ -1,4 +1,4 @@
-"""sqs_redriver.runtime.model.history: a run's summary for the run history, and reading it back."""
+"""sqs_redriver.core.table: a run's summary for the run history, and reading it back."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Mode, State
+from sqs_redriver.core.table import RunSummary
 from sqs_redriver.protocol.limits import MAX_EPOCH_SECONDS
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.history import RunSummary, run_summary
-from sqs_redriver.runtime.model.report import RunReport, StopReason, Tally, combine
+from sqs_redriver.runtime.report import RunReport, StopReason, Tally, combine
+from sqs_redriver.runtime.run import run_summary
 from tests.support.fakes import queue_url
 
 ORDERS = queue_url("orders")

@@ -1,15 +1,15 @@
-"""sqs_redriver.runtime.decide.identity and routing: who a message is, its count, and where it goes back."""
+"""sqs_redriver.core.message and routing: who a message is, its count, and where it goes back."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from sqs_redriver.core.message import counted_in_table, track
+from sqs_redriver.core.message import screened as screened_message
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.identity import counted_in_table, track
-from sqs_redriver.runtime.decide.identity import screened as screened_message
-from sqs_redriver.runtime.decide.routing import Routes
+from sqs_redriver.runtime.routing import Routes
 from tests.support.factories import TEN_ATTRIBUTES
 from tests.support.fakes import dlq_message, queue_url
 

@@ -7,6 +7,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Canary
+from sqs_redriver.core.message import Tracked, deduplication_id
+from sqs_redriver.core.sqs import TOO_LONG, Outgoing, SqsQueue, chunks_by_size
+from sqs_redriver.core.table import ParkCause, ParkReason
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.limits import (
     DYNAMODB_MAX_KEY_BYTES,
@@ -20,16 +24,9 @@ from sqs_redriver.protocol.limits import (
     VERDICT_KEY_PATTERN,
 )
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.act.archiving import archive_key
-from sqs_redriver.runtime.adapters.ports import Outgoing
-from sqs_redriver.runtime.adapters.sqs_queue import TOO_LONG, SqsQueue, chunks_by_size
-from sqs_redriver.runtime.decide.breaker import Canary
-from sqs_redriver.runtime.decide.fifo import deduplication_id
-from sqs_redriver.runtime.decide.parking import unknown_source_reason
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.intents import Park
-from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
-from sqs_redriver.runtime.model.tracked import Tracked
+from sqs_redriver.runtime.parking import archive_key, unknown_source_reason
+from sqs_redriver.runtime.plan import Park
+from sqs_redriver.runtime.routing import Routes
 from tests.support.fakes import ACCOUNT, dlq_message, queue_url
 
 NOW = 1_800_000_000

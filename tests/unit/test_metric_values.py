@@ -9,8 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.runtime.adapters.metric_values import Rejection, minute_count, minute_start
-from sqs_redriver.runtime.model.activity import MAX_MINUTE_COUNT
+from sqs_redriver.runtime.consumer_health import MAX_MINUTE_COUNT, Rejection, minute_count, minute_start
 
 START = 1_795_000_020  # a minute's start
 END = START + 3600

@@ -1,11 +1,11 @@
-"""sqs_redriver.runtime.decide.pacing and the run's tally: when a run stops taking batches."""
+"""sqs_redriver.runtime.budget and the run's tally: when a run stops taking batches."""
 
 from __future__ import annotations
 
 import pytest
 
-from sqs_redriver.runtime.decide.pacing import backlog_check_due, batch_size, limit_reached, out_of_time
-from sqs_redriver.runtime.model.report import StopReason, Tally
+from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
+from sqs_redriver.runtime.report import StopReason, Tally
 
 
 def test_the_limit_is_reached_at_the_count_not_past_it() -> None:

@@ -1,4 +1,4 @@
-"""sqs_redriver.runtime.decide.plan: what a run does with each message of a batch, decided with no AWS."""
+"""sqs_redriver.runtime.plan: what a run does with each message of a batch, decided with no AWS."""
 
 from __future__ import annotations
 
@@ -8,19 +8,16 @@ from dataclasses import replace
 
 import pytest
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Mode, State
+from sqs_redriver.core.message import Tracking, track
+from sqs_redriver.core.table import GroupAction, GroupMark, ParkCause
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.identity import Tracking, track
-from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.intents import BatchPlan, VerdictTag
-from sqs_redriver.runtime.model.reasons import ParkCause
-from sqs_redriver.runtime.model.report import StopReason, Tally
+from sqs_redriver.runtime.backoff import MAX_HOLD_SECONDS
+from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules, VerdictTag
+from sqs_redriver.runtime.report import StopReason, Tally
+from sqs_redriver.runtime.routing import Routes
 from tests.support.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000

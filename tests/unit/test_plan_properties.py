@@ -13,21 +13,18 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Mode, State
+from sqs_redriver.core.message import track
+from sqs_redriver.core.table import GroupAction, GroupMark, ParkCause
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.backoff import MAX_HOLD_SECONDS
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
-from sqs_redriver.runtime.decide.retention import Retention
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.intents import BatchPlan, VerdictTag
-from sqs_redriver.runtime.model.reasons import ParkCause
-from sqs_redriver.runtime.model.report import Tally
+from sqs_redriver.runtime.backoff import MAX_HOLD_SECONDS
+from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules, VerdictTag
+from sqs_redriver.runtime.report import Tally
+from sqs_redriver.runtime.retention import Retention
+from sqs_redriver.runtime.routing import Routes
 from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000

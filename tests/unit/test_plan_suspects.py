@@ -7,19 +7,15 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Evidence, Mode, State
+from sqs_redriver.core.message import track
+from sqs_redriver.core.table import ParkCause
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.decide.suspicion import ConsumerSignal
-from sqs_redriver.runtime.model.activity import Minute, QueueActivity
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.intents import BatchPlan
-from sqs_redriver.runtime.model.reasons import ParkCause
-from sqs_redriver.runtime.model.report import StopReason, Tally
+from sqs_redriver.runtime.consumer_health import ConsumerSignal, Minute, QueueActivity
+from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules
+from sqs_redriver.runtime.report import StopReason, Tally
+from sqs_redriver.runtime.routing import Routes
 from tests.support.fakes import dlq_message, queue_url
 
 NOW = 1_800_000_000 - 1_800_000_000 % 60

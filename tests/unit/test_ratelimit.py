@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
+from sqs_redriver.core.transfer import TokenBucket
 
 
 class FakeTime:

@@ -10,6 +10,35 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
+from sqs_redriver.core.table import (
+    CorruptRecord,
+    GroupAction,
+    GroupMark,
+    MessageRecord,
+    Pause,
+    RecordStatus,
+    RunHistory,
+    breaker_from_item,
+    breaker_item,
+    check_continuation,
+    continuation_item,
+    expired,
+    failure_from_item,
+    group_mark_from_item,
+    group_mark_item,
+    json_object,
+    mark_from_item,
+    message_item,
+    pause_from_item,
+    pause_item,
+    run_line,
+    runs_from_item,
+    runs_item,
+    sweep_due_from_item,
+    sweep_item,
+    verdicts_from_item,
+)
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
 from sqs_redriver.protocol.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
 from sqs_redriver.protocol.limits import (
@@ -22,32 +51,6 @@ from sqs_redriver.protocol.limits import (
     RECORD_MAX_VERDICTS,
 )
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
-from sqs_redriver.runtime.adapters.records.breaker import breaker_from_item, breaker_item
-from sqs_redriver.runtime.adapters.records.fields import CorruptRecord, expired, json_object
-from sqs_redriver.runtime.adapters.records.messages import failure_from_item, mark_from_item, message_item
-from sqs_redriver.runtime.adapters.records.operator import (
-    RunHistory,
-    group_mark_from_item,
-    group_mark_item,
-    pause_from_item,
-    pause_item,
-    run_line,
-    runs_from_item,
-    runs_item,
-)
-from sqs_redriver.runtime.adapters.records.run_state import (
-    check_continuation,
-    continuation_item,
-    sweep_due_from_item,
-    sweep_item,
-    verdicts_from_item,
-)
-from sqs_redriver.runtime.decide.breaker import Breaker, Canary
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.pause import Pause
 from tests.support.record_strategies import NOW, items_of, robust
 
 PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {

@@ -7,18 +7,15 @@ import random
 
 import pytest
 
+from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Canary, Mode, State
+from sqs_redriver.core.message import Tracked, track
+from sqs_redriver.core.table import ParkCause
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.decide.breaker import Breaker, BreakerPolicy, Canary
-from sqs_redriver.runtime.decide.identity import track
-from sqs_redriver.runtime.decide.plan import BatchState, Planner, PlanRules
-from sqs_redriver.runtime.decide.retention import Retention, capped_hold, expiring, guarded, sweep_interval
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.intents import BatchPlan
-from sqs_redriver.runtime.model.reasons import ParkCause
-from sqs_redriver.runtime.model.report import Tally
-from sqs_redriver.runtime.model.tracked import Tracked
+from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules
+from sqs_redriver.runtime.report import Tally
+from sqs_redriver.runtime.retention import Retention, capped_hold, expiring, guarded, sweep_interval
+from sqs_redriver.runtime.routing import Routes
 from tests.support.fakes import dlq_message, marked, queue_url
 
 NOW = 1_800_000_000

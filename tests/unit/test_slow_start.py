@@ -6,11 +6,19 @@ import logging
 
 import pytest
 
+from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.protocol.failure import VerdictCounts
-from sqs_redriver.runtime.decide.breaker import BreakerPolicy
-from sqs_redriver.runtime.decide.slow_start import Phase, judge_trial, seconds_until_allowed, time_allowance
-from sqs_redriver.runtime.model.intents import VerdictTag
-from sqs_redriver.runtime.run.slow_start import VERDICT_CHECK_EVERY, Admission, SlowStart, SlowStartRules
+from sqs_redriver.runtime.plan import VerdictTag
+from sqs_redriver.runtime.slow_start import (
+    VERDICT_CHECK_EVERY,
+    Admission,
+    Phase,
+    SlowStart,
+    SlowStartRules,
+    judge_trial,
+    seconds_until_allowed,
+    time_allowance,
+)
 from tests.support.fakes import FakeStateStore
 
 POLICY = BreakerPolicy(failure_ratio=0.5, minimum_volume=3)

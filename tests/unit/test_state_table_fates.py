@@ -11,6 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.core.breaker import Breaker, Evidence, State
+from sqs_redriver.core.table import (
+    CORRUPT_RECORDS_METRIC,
+    UNREADABLE_PAUSE,
+    CorruptRecord,
+    GroupAction,
+    Pause,
+    StateTable,
+    breaker_from_item,
+    breaker_item,
+)
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
 from sqs_redriver.protocol.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
 from sqs_redriver.protocol.limits import (
@@ -18,16 +29,6 @@ from sqs_redriver.protocol.limits import (
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
     RECORD_MAX_VERDICTS,
 )
-from sqs_redriver.runtime.adapters.records.breaker import breaker_from_item, breaker_item
-from sqs_redriver.runtime.adapters.records.fields import CorruptRecord
-from sqs_redriver.runtime.adapters.records.operator import UNREADABLE_PAUSE
-from sqs_redriver.runtime.adapters.records.reporting import CORRUPT_RECORDS_METRIC
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.groups import GroupAction
-from sqs_redriver.runtime.model.pause import Pause
 from tests.support.record_strategies import NOW, items_of, robust
 
 TABLE = "state"

@@ -14,13 +14,10 @@ from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
 from sqs_redriver.cdk.access import TableAccess, redriver_table_access
+from sqs_redriver.core.breaker import Breaker, Canary
+from sqs_redriver.core.table import GroupAction, GroupMark, MessageRecord, Pause, RecordStatus, StateTable
 from sqs_redriver.protocol.keys import breaker_key
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.adapters.ports import MessageRecord, RecordStatus
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker, Canary
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.pause import Pause
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import idempotency_guard
 
@@ -232,10 +229,10 @@ def test_the_function_never_writes_an_operator_or_kit_record() -> None:
 
 def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
     methods = {name for cls in StateTable.__mro__ for name in vars(cls) if not name.startswith("_")}
-    package = Path(sqs_redriver.runtime.__file__).parent
-    adapters = package / "adapters"
-    adapter = {adapters / "state_table.py", adapters / "dynamo_table.py", *(adapters / "state").glob("*.py")}
-    code = "\n".join(p.read_text() for p in package.rglob("*.py") if p not in adapter)
+    lambda_code = Path(sqs_redriver.runtime.__file__).parents[1]
+    adapter = lambda_code / "core" / "table.py"
+    packages = (lambda_code / "runtime", lambda_code / "core")
+    code = "\n".join(p.read_text() for package in packages for p in package.rglob("*.py") if p != adapter)
 
     called = set(re.findall(r"\.(\w+)\(", code)) & methods
 

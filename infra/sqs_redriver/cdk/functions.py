@@ -288,8 +288,9 @@ def package_code(
 # --- the re-drive function and its schedule -------------------------------------------------------
 
 HANDLER = "sqs_redriver.runtime.handler.lambda_handler"
-# The re-drive function's code: the redriver package alone (boto3 is the runtime's, Powertools the layer's).
-FUNCTION_PACKAGES = ("sqs_redriver.runtime", "sqs_redriver.protocol")
+# The re-drive function's code: the runtime, the core it shares with the operator's tool and the
+# protocol (boto3 is the Lambda runtime's, Powertools the layer's).
+FUNCTION_PACKAGES = ("sqs_redriver.runtime", "sqs_redriver.core", "sqs_redriver.protocol")
 # How long Lambda keeps trying to deliver a tick or a continuation.
 MAX_EVENT_AGE = Duration.minutes(10)
 # Where the function publishes its run metrics, and the prefix of their one dimension (service_name).

@@ -1,63 +1,14 @@
-"""The kinds of setting (integer in a range, ratio, flag, schedule): parsing, checking, messages.
-
-A value is checked the same way whether it comes from an environment variable (the Lambda), a
-construct prop or cdk.json context (the CDK side): the message names the setting as the side calls
-it and the range the schema allows.
-
-The settings of judging a consumer by its source queue's CloudWatch metrics (issue 21).
-
-Part of the schema (``schema.SCHEMA`` takes them in).
-Which function consumes each source queue is not a tunable but a resource the construct names
-(``CONSUMER_FUNCTION_NAMES``, set by ``grant_consumer``; see ``schema.RESOURCE_ENV``).
-
-The settings of when runs start and how far apart a message's re-drives are (part of the
-schema: ``schema.SCHEMA`` takes them in).
-
-The settings of the circuit breaker and of the consumer verdicts it waits for (part of the
-schema: ``schema.SCHEMA`` takes them in).
-
-The settings of the re-drive function (timeout, memory, time margin) and of the queues'
-timeouts around it (part of the schema: ``schema.SCHEMA`` takes them in).
-
-The settings of how much a run moves and how fast: slow start, canaries, limits, rate,
-parallel batches, back-pressure (part of the schema: ``schema.SCHEMA`` takes them in).
-
-The settings of how long things are kept: DLQ messages before they expire, message records in
-the table (part of the schema: ``schema.SCHEMA`` takes them in).
-
-The consumer kit's environment variables: the construct sets them on a consumer function
-(``grant_consumer``), the kit reads them at cold start (``sqs_redriver.kit.config``).
-
-Settings renamed in a release: the old name keeps working for that release, with a warning.
-
-``RENAMED`` is the table (old construct / cdk.json name and old environment variable -> the
-setting's new name). The Lambda reads an old variable at cold start and logs one deprecation line
-(``sqs_redriver.runtime.settings``); the construct takes an old prop or context key and adds a
-warning to the synth (``sqs_redriver.cdk.settings``). An old name given beside its new one with
-another value is an error naming both. The next release removes the entries of this table.
-
-The rules between settings, and between queues, each written once for both sides.
-
-A rule is checked wherever every setting it names is known: the Lambda checks those between its
-environment variables, the CDK side all of them (it alone knows the Lambda timeout). Messages name
-the settings as the side calls them: ``label`` maps a schema name to the variable or prop.
-
-Every tunable setting of the re-driver, defined once: in a module per theme (backoff, breaker,
-activity, pacing, function, retention), put together here.
+"""The settings schema: every tunable setting of the re-driver, defined once.
 
 A setting has its construct / cdk.json name, the re-drive Lambda's environment variable (none for
-deploy-only settings), its type, default, allowed range and a one-line meaning; the rules between
-settings are in ``rules``. The Lambda parses its environment with the schema at cold start
-(``sqs_redriver.runtime.settings``); the CDK side validates construct props and cdk.json context with it at
-synth (``sqs_redriver.cdk.settings``); the README's configuration table is rendered from it
-(``sqs_redriver.cdk.readme_table``). Standard library only: it is cold-start code.
-
-How the operator's tool finds a deployment: the construct publishes a stack output with this
-description, and the tool lists the stacks' outputs looking for it.
-
-The settings schema: every setting's name, environment variable, kind and default, and the rules
-across settings. The construct checks its props with it at synth; the runtime loads its environment
-with it at cold start (``sqs_redriver.runtime.settings``)."""
+deploy-only settings), its kind, default, allowed range and a one-line meaning. The Lambda parses its
+environment with it at cold start (``sqs_redriver.runtime.settings``); the CDK side validates
+construct props and cdk.json context with it at synth (``sqs_redriver.cdk.settings``); the
+configuration table of docs/configuration.md is rendered from it. Here, in order: the kinds of
+setting, the settings by theme (consumer metrics, backoff, breaker, function, pacing, retention), the
+consumer kit's environment names, the renames of a release, the rules between settings, and the
+schema they make up. Standard library only: it is cold-start code.
+"""
 
 from __future__ import annotations
 

@@ -1,30 +1,47 @@
-"""Lambda entry point of the re-driver: a decorator stack over one call into the run logic.
+"""REWRITE: Lambda entry point of the re-driver: a decorator stack over one call into the run logic.
 
 Settings are validated at import (cold start); boto3 clients are created on the first invocation,
-never at import, and reused by later invocations of the same execution environment.
-"""
+never at import, and reused by later invocations of the same execution environment."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.clients import aws_clients, lambda_client
-from sqs_redriver.runtime.adapters.continuation import start_continuation
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.continuation import Resume
-from sqs_redriver.runtime.model.report import RunReport
-from sqs_redriver.runtime.observability import logger, metrics, tracer
+from sqs_redriver.core.breaker import State
+from sqs_redriver.core.clients import aws_clients, lambda_client
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import Resume
+from sqs_redriver.runtime.continuation import start_continuation
 from sqs_redriver.runtime.settings import Settings, load_settings
 from sqs_redriver.runtime.wiring import compose_redriver, idempotency_guard
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from sqs_redriver.runtime.report import RunReport
+
+
+# Logger, Metrics and Tracer, created once and shared by the re-driver's modules.
+
+
+logger = Logger()
+
+
+metrics = Metrics()
+
+
+tracer = Tracer()
+
+
 SETTINGS = load_settings(warn=logger.warning)
+
+
 BREAKER_STATE_VALUE = {State.CLOSED: 0, State.HALF_OPEN: 1, State.OPEN: 2}
 
 

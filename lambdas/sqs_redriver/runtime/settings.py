@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key, sweep_key
 from sqs_redriver.protocol.settings import (
     BY_NAME,
@@ -29,8 +29,10 @@ from sqs_redriver.protocol.settings import (
     reraise_as,
     with_new_names,
 )
-from sqs_redriver.runtime.decide.breaker import BreakerPolicy
-from sqs_redriver.runtime.model.activity import WatchedQueue
+from sqs_redriver.runtime.consumer_health import WatchedQueue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 

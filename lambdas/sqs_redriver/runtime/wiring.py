@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -19,25 +18,28 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
+from sqs_redriver.core.archive import S3Archive
+from sqs_redriver.core.sqs import SqsQueue
+from sqs_redriver.core.table import StateTable
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import idempotency_key_prefix
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.act.executor import Executor
-from sqs_redriver.runtime.act.parking import Parker
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.act.redriving import RedriveSender
-from sqs_redriver.runtime.adapters.clients import AwsClients
-from sqs_redriver.runtime.adapters.cloudwatch_activity import CloudWatchActivity
-from sqs_redriver.runtime.adapters.ports import Queue
-from sqs_redriver.runtime.adapters.s3_archive import S3Archive
-from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.plan import Planner, PlanRules
-from sqs_redriver.runtime.decide.routing import Routes
-from sqs_redriver.runtime.run.batch import BatchHandler
-from sqs_redriver.runtime.run.consumer_watch import ConsumerWatch
-from sqs_redriver.runtime.run.loop import BatchLoop, LoopSettings
-from sqs_redriver.runtime.run.runner import Redriver
-from sqs_redriver.runtime.settings import Settings
+from sqs_redriver.runtime.batch import BatchHandler, Executor
+from sqs_redriver.runtime.consumer_health import ConsumerWatch
+from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
+from sqs_redriver.runtime.drain import BatchLoop, LoopSettings
+from sqs_redriver.runtime.parking import Parker
+from sqs_redriver.runtime.plan import Planner, PlanRules
+from sqs_redriver.runtime.redrive import RedriveSender
+from sqs_redriver.runtime.routing import Routes
+from sqs_redriver.runtime.run import Redriver
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqs_redriver.core.clients import AwsClients
+    from sqs_redriver.runtime.ports import Queue
+    from sqs_redriver.runtime.settings import Settings
 
 SECONDS_PER_DAY = 86_400
 

@@ -1,1 +1,0 @@
-"""Carrying out decisions through the adapters: records, sends, parkings, deletes, breaker writes."""

@@ -1,5 +1,0 @@
-"""Adapters: the only modules that call AWS. They turn ClientError into domain errors."""
-
-
-class AwsCallError(RuntimeError):
-    """An AWS call failed as a whole (after botocore's own retries)."""

@@ -1,0 +1,99 @@
+"""REWRITE: When a run is followed at once by another instead of waiting for the next scheduled tick.
+
+Draining is bounded by the rate limit, not by the schedule: a run that stopped on its time budget
+or per-run limit with the breaker CLOSED, and moved messages, is followed by a continuation. A run
+that moved nothing, or stopped for any other reason (DLQ empty, back-pressure, the breaker), leaves
+the next step to the schedule, so a chain cannot spin without progress."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sqs_redriver.core.breaker import State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import Resume
+from sqs_redriver.runtime.report import RunReport, StopReason
+
+if TYPE_CHECKING:
+    from sqs_redriver.runtime.ports import ContinuationStore
+    from sqs_redriver.runtime.report import RunReport
+
+
+CONTINUED_STOPS = frozenset({StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET})
+
+
+def continues(report: RunReport, *, generation: int, max_continuations: int) -> bool:
+    """Whether the run that produced ``report`` (the ``generation``-th continuation of its chain,
+    0 for a scheduled run) is followed by another one now. A DLQ shared by sources with a breaker
+    each has one continuation: it goes on when any source's part would."""
+    return generation < max_continuations and any(_part_continues(part) for part in report.by_source)
+
+
+def _part_continues(part: RunReport) -> bool:
+    return (
+        part.breaker_state is State.CLOSED
+        and part.stopped_because in CONTINUED_STOPS
+        and part.redriven + part.parked > 0
+    )
+
+
+# Lambda keeps a queued continuation at most the function's max_event_age (10 minutes, set by the
+# construct) while runs hold its one concurrency: an offer older than this was lost, and another run
+# may offer again (a late one that still arrives finds another token and does nothing).
+CONTINUATION_STALE_SECONDS = 900
+
+
+class Continuations:
+    """The pending-continuation slot of one re-driver: at most one continuation is ever pending."""
+
+    def __init__(self, slot: ContinuationStore, *, dlq_url: str, max_continuations: int, logger: Any) -> None:
+        self.slot = slot
+        self.dlq_url = dlq_url
+        self.max_continuations = max_continuations
+        self.log = logger
+
+    def take(self, resume: Resume) -> bool:
+        """Take the slot for the run ``resume`` started; False when it was taken already."""
+        return self.slot.take_continuation(self.dlq_url, resume.token)
+
+    def offer(self, report: RunReport, resume: Resume | None) -> Resume | None:
+        """The run to start now, if draining goes on."""
+        generation = resume.generation if resume is not None else 0
+        if not continues(report, generation=generation, max_continuations=self.max_continuations):
+            return None
+        token = uuid.uuid4().hex
+        try:
+            offered = self.slot.offer_continuation(
+                self.dlq_url, token, stale_after=CONTINUATION_STALE_SECONDS
+            )
+        except AwsCallError as exc:
+            self.log.warning("no continuation: the next tick goes on", extra={"error": str(exc)})
+            return None
+        if not offered:
+            self.log.info("a continuation is already pending")
+            return None
+        return Resume(token=token, generation=generation + 1, full_rate=report.full_rate)
+
+    def release(self, resume: Resume) -> None:
+        """Free the slot of a continuation that could not be started, so the next run may offer."""
+        try:
+            self.slot.take_continuation(self.dlq_url, resume.token)
+        except AwsCallError as exc:
+            self.log.warning("continuation slot not freed: it goes stale", extra={"error": str(exc)})
+
+
+def start_continuation(client: Any, function_name: str, resume: Resume) -> None:
+    """Invoke ``function_name`` with the continuation event (InvocationType Event: Lambda queues
+    it, and with reserved concurrency 1 retries it as soon as the current run has returned)."""
+    try:
+        client.invoke(
+            FunctionName=function_name,
+            InvocationType="Event",
+            Payload=json.dumps(resume.to_event()).encode(),
+        )
+    except (ClientError, BotoCoreError) as exc:
+        raise AwsCallError(f"Lambda Invoke of {function_name} failed: {exc}") from exc

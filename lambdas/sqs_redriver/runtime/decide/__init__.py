@@ -1,1 +1,0 @@
-"""Pure decisions: values in, decision out. Nothing here calls AWS or reads a clock."""

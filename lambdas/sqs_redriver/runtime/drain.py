@@ -1,0 +1,310 @@
+"""REWRITE: The batch drain of one part of a run: the batch loop in one mode (in parallel workers when
+re-driving), and what it held given back at the end."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqs_redriver.core.breaker import Evidence, Mode
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
+from sqs_redriver.runtime.report import StopReason, Tally
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from sqs_redriver.core.breaker import Breaker, BreakerWriter
+    from sqs_redriver.runtime.batch import BatchHandler, Executor, Handled
+    from sqs_redriver.runtime.consumer_health import ConsumerWatch
+    from sqs_redriver.runtime.ports import Queue
+    from sqs_redriver.runtime.run import Part
+    from sqs_redriver.runtime.slow_start import SlowStart
+
+
+# The batch loop of a run (or of one parallel worker): receive, handle, until something says stop.
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    receive_wait_seconds: int
+    dlq_visibility_timeout_seconds: int
+    time_margin_seconds: int
+    source_backlog_limit: int
+
+
+@dataclass(frozen=True)
+class Drained:
+    tally: Tally
+    breaker: Breaker  # as this loop left it
+    stop: StopReason
+    held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    canary_may_hide: bool = False
+
+
+@dataclass
+class _Drain:
+    """One drain's terms (mode, limit, time, breaker writer, halt, slow start, source) and its progress."""
+
+    mode: Mode
+    limit: int
+    remaining_ms: Callable[[], int]
+    writer: BreakerWriter
+    halt: threading.Event
+    slow_start: SlowStart | None
+    source: str | None
+    breaker: Breaker  # as this drain left it so far
+    tally: Tally = field(default_factory=Tally)
+    held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    may_hide: bool = False
+
+    def add(self, handled: Handled) -> None:
+        """What a batch handled adds up to."""
+        self.tally += handled.tally
+        self.breaker = handled.breaker
+        self.held.update((t.message_id, t.receipt_handle) for t in handled.leave)
+        self.may_hide |= handled.canary_may_hide
+
+
+class BatchLoop:
+    def __init__(
+        self,
+        *,
+        dlq: Queue,
+        sources: Sequence[Queue],
+        handler: BatchHandler,
+        settings: LoopSettings,
+        logger: Any,
+    ) -> None:
+        self.dlq = dlq
+        self.sources = sources
+        self.handler = handler
+        self.settings = settings
+        self.log = logger
+
+    def drain(
+        self,
+        mode: Mode,
+        breaker: Breaker,
+        *,
+        limit: int,
+        remaining_ms: Callable[[], int],
+        writer: BreakerWriter,
+        halt: threading.Event,
+        slow_start: SlowStart | None = None,
+        source: str | None = None,
+    ) -> Drained:
+        """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
+        holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
+        ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
+        With ``source`` (a shared DLQ, a breaker per source) only that source's messages are acted
+        on and its queue alone gives back-pressure; the others' are held and given back."""
+        drain = _Drain(mode, limit, remaining_ms, writer, halt, slow_start, source, breaker)
+        stop = StopReason.NONE
+        while not stop:
+            stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
+            if not stop:
+                stop = self._batch(drain)
+        if stop.stops_every_worker:
+            halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
+        return Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
+
+    def _batch(self, drain: _Drain) -> StopReason:
+        """Take and handle one batch, as large as the slow start admits (when there is one); the
+        reason to stop after it (NONE: go on)."""
+        slow_start, room, tag = drain.slow_start, batch_size(drain.tally.received, drain.limit), None
+        admitted = redriven = 0
+        try:
+            if slow_start is not None:
+                admission = slow_start.admit(
+                    lambda: drain.halt.is_set() or self._out_of_time(drain.remaining_ms)
+                )
+                admitted = admission.room
+                if admission.trip:
+                    return self._trip(drain)
+                if not admission.room:
+                    return StopReason.HALTED if drain.halt.is_set() else StopReason.TIME_BUDGET
+                room, tag = min(room, admission.room), admission.tag
+            batch = self.dlq.receive(
+                room,
+                wait_seconds=self.settings.receive_wait_seconds,
+                visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
+            )
+            drain.tally += Tally(received=len(batch))
+            if not batch:
+                return StopReason.DLQ_EMPTY
+            handled = self.handler.handle(
+                batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.source
+            )
+            redriven = handled.tally.redriven
+        except AwsCallError as exc:
+            self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
+            drain.tally += Tally(errors=1)
+            return StopReason.AWS_ERROR
+        finally:
+            if slow_start is not None and admitted:
+                slow_start.settle(admitted, redriven)
+        drain.add(handled)
+        return handled.stop
+
+    def _trip(self, drain: _Drain) -> StopReason:
+        """The consumer kit's verdicts say the consumer is broken: open the breaker."""
+        self.log.warning("the consumer kit's verdicts say the consumer is broken: opening the circuit")
+        opened = drain.breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
+        drain.breaker, errors = drain.writer.transition(drain.breaker, opened)
+        drain.tally += Tally(errors=errors)
+        return StopReason.BREAKER_OPENED
+
+    def _stop_before_batch(self, drain: _Drain) -> StopReason:
+        if limit_reached(drain.tally.received, drain.limit):
+            return StopReason.PER_RUN_LIMIT
+        if self._out_of_time(drain.remaining_ms):
+            return StopReason.TIME_BUDGET
+        if drain.mode is Mode.REDRIVE and self._source_backlogged(drain.tally.received, drain.source):
+            return StopReason.SOURCE_BACKLOG
+        return StopReason.NONE
+
+    def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
+        return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
+
+    def _source_backlogged(self, received: int, source: str | None) -> bool:
+        """Back-pressure: is a source queue's backlog (``source``'s, when given) above the limit?"""
+        limit = self.settings.source_backlog_limit
+        if not backlog_check_due(received, limit):
+            return False
+        for queue in self.sources:
+            if source is not None and queue.url != source:
+                continue
+            try:
+                backlog = queue.backlog()
+            except AwsCallError as exc:
+                # Unknown backlog: go on, the rate limit still holds (a missing queue is parked).
+                self.log.warning("source backlog unknown", extra={"queue": queue.url, "error": str(exc)})
+                continue
+            if backlog > limit:
+                self.log.info(
+                    "source backlog above the limit: re-drives wait",
+                    extra={"queue": queue.url, "backlog": backlog},
+                )
+                return True
+        return False
+
+
+# REDRIVE with several batches in flight at once, so the rate limit is reachable at real AWS
+# latency. SQS hands each message to one receive, the breaker writes are conditional, and the
+# workers share the client, the rate limit and the run's limit (a share each).
+
+
+def drain_in_parallel(
+    loop: BatchLoop,
+    breaker: Breaker,
+    *,
+    workers: int,
+    limit: int,
+    remaining_ms: Callable[[], int],
+    writer: BreakerWriter,
+    slow_start: SlowStart | None = None,
+    source: str | None = None,
+) -> Drained:
+    """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
+    breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
+    next batch."""
+    halt = threading.Event()
+    share = -(-limit // workers)
+
+    def work() -> Drained:
+        try:
+            return loop.drain(
+                Mode.REDRIVE,
+                breaker,
+                limit=share,
+                remaining_ms=remaining_ms,
+                writer=writer,
+                halt=halt,
+                slow_start=slow_start,
+                source=source,
+            )
+        except BaseException:
+            halt.set()  # this worker died: the others stop before their next batch
+            raise
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(work) for _ in range(workers)]
+        results = [future.result() for future in futures]
+    return merge(results)
+
+
+def merge(results: list[Drained]) -> Drained:
+    """The run's result from its workers': the first reason that is not the end of a share, and
+    the breaker record with the highest version."""
+    tally = Tally()
+    held: dict[str, str] = {}
+    for result in results:
+        tally += result.tally
+        held.update(result.held)
+    reasons = [r.stop for r in results]
+    stop = next((r for r in reasons if r not in (StopReason.DLQ_EMPTY, StopReason.HALTED)), reasons[0])
+    return Drained(
+        tally=tally,
+        breaker=max((r.breaker for r in results), key=lambda b: b.version),
+        stop=stop,
+        held=held,
+        canary_may_hide=any(r.canary_may_hide for r in results),
+    )
+
+
+class Drainer:
+    """Drains the DLQ for one part of a run; ``parallel_batches`` workers when re-driving."""
+
+    def __init__(
+        self, loop: BatchLoop, executor: Executor, watch: ConsumerWatch, *, parallel_batches: int
+    ) -> None:
+        self.loop = loop
+        self.executor = executor
+        self.watch = watch
+        self.parallel_batches = parallel_batches
+
+    def drain(self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Drained:
+        """One worker's drain in ``mode`` (not REDRIVE), after the consumers' metrics were read."""
+        self.watch.heard_for(breaker)
+        return self.loop.drain(
+            mode,
+            breaker,
+            limit=part.limit,
+            remaining_ms=remaining_ms,
+            writer=part.writer,
+            halt=threading.Event(),
+            source=part.source,
+        )
+
+    def redrive(
+        self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part, slow_start: SlowStart
+    ) -> Drained:
+        """The REDRIVE drain, paced by ``slow_start``: in parallel workers when the settings allow."""
+        if self.parallel_batches > 1:
+            return drain_in_parallel(
+                self.loop,
+                breaker,
+                workers=self.parallel_batches,
+                limit=part.limit,
+                remaining_ms=remaining_ms,
+                writer=part.writer,
+                slow_start=slow_start,
+                source=part.source,
+            )
+        return self.loop.drain(
+            Mode.REDRIVE,
+            breaker,
+            limit=part.limit,
+            remaining_ms=remaining_ms,
+            writer=part.writer,
+            halt=threading.Event(),
+            slow_start=slow_start,
+            source=part.source,
+        )
+
+    def released(self, drained: Drained) -> Tally:
+        """The drain's tally, after giving back what it received but did not act on."""
+        return drained.tally + Tally(errors=self.executor.release(drained.held))

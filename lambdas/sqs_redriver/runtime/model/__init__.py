@@ -1,1 +1,0 @@
-"""Values a run passes between deciding and acting: messages, reasons, intents, reports."""

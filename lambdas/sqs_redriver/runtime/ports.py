@@ -1,0 +1,157 @@
+"""The ports the run logic talks through, and the values that cross them.
+
+The logic depends on these Protocols, never on the SQS or DynamoDB adapters; tests can hand it
+in-memory fakes. The state table has one port per record kind (``BreakerStore``, ``MessageStore``,
+...), so each part of a run depends on the kinds it uses alone. Adapters turn every ClientError
+into ``AwsCallError`` or a per-entry failure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from sqs_redriver.core.breaker import BreakerStore
+from sqs_redriver.core.table import RUN_HISTORY_LENGTH
+from sqs_redriver.protocol.envelope import DlqMessage
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from sqs_redriver.core.sqs import BatchResult, Outgoing, RedriveWindow
+    from sqs_redriver.core.table import GroupMark, MessageRecord, Pause
+    from sqs_redriver.protocol.failure import VerdictCounts
+    from sqs_redriver.protocol.mark import Mark
+    from sqs_redriver.runtime.consumer_health import QueueActivity, WatchedQueue
+
+
+class Queue(Protocol):
+    """An SQS queue, through the batch APIs."""
+
+    url: str
+    key: str
+
+    def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
+        """Receive up to 10 messages with all their message and system attributes."""
+        ...
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult:
+        """Send in batches; a failed call fails only its own entries (``call_error`` says why)."""
+        ...
+
+    def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult:
+        """Delete by receipt handle; the keys name the entries in the result."""
+        ...
+
+    def change_visibility(self, hidden_for: Mapping[str, tuple[str, int]]) -> BatchResult:
+        """Hide messages (key -> (receipt handle, seconds)); 0 seconds gives them back now."""
+        ...
+
+    def backlog(self) -> int:
+        """Messages waiting to be received."""
+        ...
+
+    def redrive_window(self) -> RedriveWindow:
+        """The queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
+        ...
+
+    def retention_seconds(self) -> int:
+        """The queue's MessageRetentionPeriod."""
+        ...
+
+
+
+
+class PauseStore(Protocol):
+    """The operator's pause (``PAUSE#<DLQ URL>``): runs honour it, only the operator's tool writes it."""
+
+    def load_pause(self, key: str) -> Pause | None:
+        """The pause an operator recorded, if any."""
+        ...
+
+
+class ContinuationStore(Protocol):
+    """The one pending-continuation slot of a re-driver (``CONTINUATION#<DLQ URL>``)."""
+
+    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+        """Take the one pending-continuation slot for ``token``; False when another holds it."""
+        ...
+
+    def take_continuation(self, key: str, token: str) -> bool:
+        """Free the slot if ``token`` holds it; False for a continuation already taken."""
+        ...
+
+
+class SweepStore(Protocol):
+    """When a re-driver's next retention sweep is due (``SWEEP#<DLQ URL>``)."""
+
+    def load_sweep_due(self, key: str) -> int:
+        """When the next retention sweep is due (0 when none was recorded)."""
+        ...
+
+    def save_sweep_due(self, key: str, due_at: int) -> None:
+        """Record when the next retention sweep is due."""
+        ...
+
+
+class RunHistoryStore(Protocol):
+    """A re-driver's run history (``RUNS#<DLQ URL>``), which the operator's tool reads."""
+
+    def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
+        """Put a run's summary first in the run history ``key``, keeping the ``keep`` newest."""
+        ...
+
+
+class VerdictStore(Protocol):
+    """The consumer kit's verdict counts of a run's re-drives or a probe (``VERDICTS#<verdict key>``)."""
+
+    def load_verdicts(self, verdict_key: str) -> VerdictCounts:
+        """The consumer kit's verdicts reported under ``verdict_key``."""
+        ...
+
+
+class MessageStore(Protocol):
+    """Message records (``MSG#<identity>``), with the consumer kit's failure records
+    (``FAILURE#<identity>``) of messages that had no room for a mark."""
+
+    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded for these identities (absent or expired ones omitted), with the failure
+        the consumer kit recorded for messages that had no room for it."""
+        ...
+
+    def save_records(self, records: Sequence[MessageRecord]) -> None:
+        """Write message records (none: no call)."""
+        ...
+
+
+class GroupMarkStore(Protocol):
+    """An operator's retry and park records of failure groups (``RETRY#``/``PARK#<fingerprint>``)."""
+
+    def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
+        """An operator's retry or park mark of each of these fingerprints that has one (parking
+        wins when both are recorded)."""
+        ...
+
+
+class RunRecords(
+    BreakerStore, PauseStore, ContinuationStore, SweepStore, RunHistoryStore, VerdictStore, Protocol
+):
+    """The record kinds one run's phases use; the runner hands each phase the one it needs. What
+    only the operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is
+    on the state table adapter alone."""
+
+
+class ActivitySource(Protocol):
+    """What CloudWatch published about the source queues' consumers (model/activity.py)."""
+
+    def read(self, queues: Sequence[WatchedQueue], *, start: int, end: int) -> dict[str, QueueActivity]:
+        """The complete minutes in ``[start, end)`` of every queue, by queue URL, in one
+        ``GetMetricData`` call (paged). A queue whose datapoints are not valid is left out (and
+        logged); ``AwsCallError`` when the call fails."""
+        ...
+
+
+class Archive(Protocol):
+    """Where parked messages are kept past SQS retention (an S3 bucket), one object each."""
+
+    def put(self, key: str, document: bytes) -> None:
+        """Store one object; raise ``AwsCallError`` when it was not stored."""
+        ...

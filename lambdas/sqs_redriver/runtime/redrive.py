@@ -1,0 +1,167 @@
+"""Re-drives: the write-ahead table records, the rate limit, and the sends to each source."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqs_redriver.core.message import deduplication_id
+from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, outgoing
+from sqs_redriver.core.table import MessageRecord, RecordStatus
+from sqs_redriver.runtime import fifo
+from sqs_redriver.runtime.parking import rejected_reason
+from sqs_redriver.runtime.plan import Park, Redrive
+from sqs_redriver.runtime.ports import MessageStore, Queue
+from sqs_redriver.runtime.report import log_decision
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqs_redriver.core.message import Tracked
+    from sqs_redriver.core.transfer import TokenBucket
+    from sqs_redriver.protocol.mark import Mark
+    from sqs_redriver.runtime.batch import ExecutionBooks
+    from sqs_redriver.runtime.routing import Routes
+
+
+# Entries not sent because an earlier message of their FIFO group was not: not an error of theirs.
+BEHIND_UNSENT_GROUPMATE = "BehindUnsentGroupmate"
+
+
+class RedriveSender:
+    def __init__(
+        self,
+        *,
+        sources: Sequence[Queue],
+        state: MessageStore,
+        limiter: TokenBucket,
+        routes: Routes,
+        fifo: bool,
+        record_every_redrive: bool,
+        logger: Any,
+    ) -> None:
+        self.sources = {queue.url: queue for queue in sources}
+        self.state = state
+        self.limiter = limiter
+        self.routes = routes
+        self.fifo = fifo
+        self.record_every_redrive = record_every_redrive
+        self.log = logger
+
+    def send(self, redrives: Sequence[Redrive], books: ExecutionBooks) -> str | None:
+        """Write-ahead records, the rate limit, then the sends; return a whole call's error."""
+        if not redrives:
+            return None
+        marks = [
+            r.tracked.mark.after_redrive(
+                books.now,
+                verdict_key=r.tag.verdict_key if r.tag else None,
+                probe=bool(r.tag and r.tag.trial),
+            )
+            for r in redrives
+        ]
+        self._write_ahead(redrives, marks)
+        self.limiter.acquire(len(redrives))
+        result = self._send_in_rounds(redrives, self._messages(redrives, marks))
+        self._book_sent(result, redrives, marks, books)
+        self._undo_table_counts(self._book_not_sent(result, redrives, books))
+        return result.call_error
+
+    def _write_ahead(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> None:
+        """Written before the send: for messages counted only in the table, a count written after
+        would be lost by a crash in between, and the message could then loop forever. A marked
+        message carries its own count and history; recording it too is optional (it costs one
+        write unit per re-drive, more than the SQS requests of the whole re-drive)."""
+        self.state.save_records(
+            [
+                MessageRecord(mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked))
+                for r, mark in zip(redrives, marks, strict=True)
+                if self.record_every_redrive or not r.tracked.carries_mark
+            ]
+        )
+
+    def _messages(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> list[Outgoing]:
+        """Each re-drive as sent, with its new mark; entry ids are the re-drives' positions."""
+        return [
+            outgoing(
+                str(index),
+                r.tracked,
+                mark.to_json(),
+                delay=r.delay_seconds,
+                deduplication_id=deduplication_id(r.tracked, str(mark.count)),
+                fifo=self.fifo,
+            )
+            for index, (r, mark) in enumerate(zip(redrives, marks, strict=True))
+        ]
+
+    def _book_sent(
+        self, result: BatchResult, redrives: Sequence[Redrive], marks: Sequence[Mark], books: ExecutionBooks
+    ) -> None:
+        for key in result.succeeded:
+            redrive, mark = redrives[int(key)], marks[int(key)]
+            books.arrived[redrive.tracked.message_id] = redrive.tracked.receipt_handle
+            books.sent.append(redrive.tracked)
+            books.redriven += 1
+            log_decision(
+                self.log,
+                "re-driven",
+                redrive.tracked,
+                redrive_count=mark.count,
+                delay_seconds=redrive.delay_seconds,
+            )
+
+    def _book_not_sent(
+        self, result: BatchResult, redrives: Sequence[Redrive], books: ExecutionBooks
+    ) -> list[Tracked]:
+        """Rejected re-drives are parked; the others stay in the DLQ. Returns those others."""
+        not_sent = []
+        for key, failure in result.failed.items():
+            tracked = redrives[int(key)].tracked
+            if failure.sender_fault:
+                reason = rejected_reason(tracked, failure.code, now=books.now, routes=self.routes)
+                books.rejected.append(Park(tracked, reason))
+                continue
+            # A failed call is counted once, by the run that it stops.
+            if failure.code not in (CALL_FAILED, BEHIND_UNSENT_GROUPMATE):
+                books.errors += 1
+            not_sent.append(tracked)
+            log_decision(
+                self.log,
+                "re-drive send failed; it stays in the DLQ",
+                tracked,
+                code=failure.code,
+                error=failure.message,
+            )
+        return not_sent
+
+    def _send_in_rounds(self, redrives: Sequence[Redrive], messages: list[Outgoing]) -> BatchResult:
+        """One round on standard queues. On FIFO, a group's next message goes only after the one
+        before it was sent; a message behind an unsent groupmate is not sent (it would reorder)."""
+        groups = [r.tracked.group for r in redrives]
+        rounds = fifo.send_rounds(groups) if self.fifo else [list(range(len(redrives)))]
+        result = BatchResult()
+        blocked_groups: set[str] = set()
+        for round_positions in rounds:
+            by_source: dict[str, list[Outgoing]] = {}
+            for position in round_positions:
+                if groups[position] in blocked_groups:
+                    result.failed[str(position)] = EntryFailure(
+                        BEHIND_UNSENT_GROUPMATE, "", sender_fault=False
+                    )
+                    continue
+                source = self.routes.source_url(redrives[position].tracked) or self.routes.urls[0]
+                by_source.setdefault(source, []).append(messages[position])
+            for source, batch in by_source.items():
+                sent_now = self.sources[source].send(batch)
+                result.merge(sent_now)
+                blocked_groups.update(groups[int(key)] for key in sent_now.failed)
+        return result
+
+    def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
+        """Put back the counts of table-counted messages whose re-drive did not happen."""
+        undo = [
+            MessageRecord(t.mark_as_read, RecordStatus.REDRIVEN, self.routes.describe_source(t))
+            for t in not_sent
+            if not t.carries_mark
+        ]
+        if undo:
+            self.state.save_records(undo)
