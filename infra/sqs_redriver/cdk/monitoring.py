@@ -411,7 +411,7 @@ def breaker_period(settings: RedriverSettings) -> Duration:
 
 # --- the dashboard --------------------------------------------------------------------------------
 
-# The log line lambdas/sqs_redriver/runtime/act/breaker_writer.py writes on every change of state; Powertools
+# The log line lambdas/sqs_redriver/core/breaker.py writes on every change of state; Powertools
 # puts the message and the extra keys (from, to, evidence, version) at the top of its JSON.
 BREAKER_TRANSITION_MESSAGE = "breaker transition"
 BREAKER_TRANSITIONS_SHOWN = 20

@@ -1,8 +1,7 @@
-"""REWRITE: The circuit breaker's state machine, as pure functions over an immutable record.
-
-Every transition returns a new record with ``version`` incremented; the state table writes it
-only if the stored version is still the one this run read, so overlapping runs cannot corrupt it.
-The exact rules are in docs/design.md."""
+"""The circuit breaker of one source queue: its states and the modes a run works in, what moved it
+last (``Evidence``), its record (``Breaker``, ``Canary``), the pure rules of its transitions
+(``begin_run``, ``trips_now``, ``end_redrive_run``), and ``BreakerWriter``, the run's conditional
+writes of it. Shared by the re-driver and the operator's tool (status, open, close)."""
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ class Mode(StrEnum):
     SWEEP = "SWEEP"  # a run's retention sweep: park the expiring, give back the rest
 
 
-# What a breaker transition was based on (decide/breaker.py records it on the breaker).
+# What a breaker transition was based on (core/breaker.py records it on the breaker).
 
 
 class Evidence(StrEnum):
@@ -48,7 +47,7 @@ class Evidence(StrEnum):
 
     NONE = "none"  # never moved
     VERDICTS = "verdicts"  # the consumer kit's first-hand verdicts
-    METRICS = "metrics"  # the source queue's CloudWatch metrics (decide/consumer_health.py)
+    METRICS = "metrics"  # the source queue's CloudWatch metrics (consumer_health.py)
     RETURNS = "returns"  # what came back to the DLQ, or a canary that did not
     ERRORS = "errors"  # AWS errors of the re-driver's own calls
     COOLDOWN = "cooldown"  # time: the cooldown of an OPEN breaker ended
@@ -68,7 +67,7 @@ class BreakerPolicy:
 class Canary:
     identities: tuple[str, ...]
     verdict_at: int
-    # FIFO: the canaries' message groups, and when they were sent (see decide/canary.py).
+    # FIFO: the canaries' message groups, and when they were sent (see canary.py).
     groups: tuple[str, ...] = ()
     sent_at: int = 0
 
@@ -91,7 +90,7 @@ class Breaker:
     # reads only newer minutes (a minute that opened the breaker must not open it twice).
     judged_until: int = 0
     # Probes whose verdict came from elsewhere while consumer verdicts were expected: the consumer
-    # may not report them (decide/canary.py: expects_verdicts).
+    # may not report them (canary.py: expects_verdicts).
     silent_probes: int = 0
 
     def _next(self, **changes: object) -> Breaker:

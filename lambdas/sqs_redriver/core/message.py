@@ -1,4 +1,5 @@
-"""REWRITE: A received DLQ message with its identity and re-drive history resolved."""
+"""A received DLQ message with its identity and re-drive history resolved (``Tracked``): whose
+identity it is (the mark's, the MessageId, or a content hash), and its FIFO deduplication id."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class Tracked:
 
     message: DlqMessage
     mark: Mark
-    # The mark as read, when this run's judgment changed it (decide/suspicion.py): what a re-drive
+    # The mark as read, when this run's judgment changed it (consumer_health.py): what a re-drive
     # that did not happen puts back.
     read_mark: Mark | None = None
 

@@ -1,9 +1,10 @@
-"""REWRITE: One SQS queue, through the batch APIs."""
+"""An SQS queue through the batch APIs (``SqsQueue``), the message sent (``Outgoing``) and what a
+batch send or delete returns (``BatchResult``): every AWS error turned into ``AwsCallError`` or a
+per-entry failure."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,12 +27,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqs_redriver.core.message import Tracked
-
-
-# One SQS queue, through the batch APIs.
-
-
-pass
 
 
 # SQS's error codes for a queue that does not exist (JSON and query protocols).
@@ -262,7 +257,8 @@ class BatchResult:
         self.call_error = self.call_error or other.call_error
 
 
-# The code of entries that failed because their whole SendMessageBatch call failed.
+# The code of entries that failed because their whole batch call failed (a SendMessageBatch, or
+# the DeleteMessageBatch of a transfer: core/transfer.py).
 CALL_FAILED = "CallFailed"
 
 

@@ -1,4 +1,11 @@
-"""REWRITE: The operator's kill switch: while a pause is recorded, no run re-drives, probes or scans."""
+"""The state table: every record the re-driver and its operator's tool keep in DynamoDB, one
+section per record kind (its value, its item codec), and ``StateTable``, the one class that reads
+and writes them (its methods in the same order: breakers, the pause, group marks, message and
+failure records, verdicts, the continuation slot, the sweep's due time, the run history).
+
+Every item read is parsed once, into validated values; what fails raises ``CorruptRecord`` naming
+its key, field and problem, is reported (a log line, the CorruptRecords metric) and meets the
+fixed fate its kind has (docs/decisions.md). Keys come from ``sqs_redriver.protocol.keys``."""
 
 from __future__ import annotations
 
@@ -601,9 +608,9 @@ class ParkCause(StrEnum):
     UNKNOWN_SOURCE = "unknown_source"  # SQS names a source queue that is not configured
     SOURCE_REJECTED = "source_rejected"  # the source queue refuses it for good (a sender fault)
     TERMINAL = "terminal"  # the consumer kit classified its failure as terminal
-    EXPIRING = "expiring"  # the DLQ's retention would delete it soon (decide/retention.py)
+    EXPIRING = "expiring"  # the DLQ's retention would delete it soon (retention.py)
     OPERATOR = "operator"  # an operator parked its failure group (a PARK#<fingerprint> record)
-    SUSPECT = "suspect"  # it kept failing while the consumer processed others (decide/suspicion.py)
+    SUSPECT = "suspect"  # it kept failing while the consumer processed others (consumer_health.py)
 
 
 @dataclass(frozen=True)
@@ -928,7 +935,7 @@ SWEEP_DUE = "treated as absent: the retention sweep is due now"
 NO_VERDICTS = "read as no verdicts"
 
 
-# The DynamoDB state table as a whole: every record kind's adapter (adapters/state/) over one
+# The DynamoDB state table as a whole: every record kind's adapter (core/table.py) over one
 # client and one report of corrupt records.
 
 

@@ -105,12 +105,12 @@ def park_record_key(fingerprint: str) -> str:
 
 
 def pause_key(dlq_url: str) -> str:
-    """The operator's pause of the re-driver of ``dlq_url`` (model/pause.py)."""
+    """The operator's pause of the re-driver of ``dlq_url`` (core/table.py)."""
     return RecordKind.PAUSE.key(dlq_url)
 
 
 def runs_key(dlq_url: str) -> str:
-    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (model/history.py)."""
+    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (core/table.py)."""
     return RecordKind.RUNS.key(dlq_url)
 
 

@@ -3,8 +3,8 @@
 Anyone allowed to send to the DLQ can write a mark (the ``dlq-redriver`` attribute). These bounds
 keep what a mark can make the re-driver do within what AWS accepts: the keys it writes
 (``MSG#<identity>`` in DynamoDB, the archive's S3 key), the FIFO ids it sends, the records it
-reads, and the times its breaker compares. ``model/mark.py`` (and ``model/failure.py`` for the
-consumer's failure) applies them to the mark's fields with ``model/wire.py``'s checks.
+reads, and the times its breaker compares. ``protocol/mark.py`` (and ``protocol/failure.py`` for the
+consumer's failure) applies them to the mark's fields with ``protocol/wire.py``'s checks.
 
 Limits of AWS (SQS, and the DynamoDB and S3 keys) the re-driver and its construct build on, each
 written once.
@@ -14,7 +14,7 @@ bounds its ranges with them, backoff caps delays and holds with them, and the CD
 properties against them.
 
 Limits of the state table's records, each written once: what a record may hold before the
-re-driver calls it corrupt (adapters/records/ parses every record kind against them).
+re-driver calls it corrupt (core/table.py parses every record kind against them).
 
 DynamoDB's own limits, and the ranges of the values the re-driver and the consumer kit write; a
 record outside them was written by hand, by an older or broken writer, or forged."""
@@ -75,7 +75,7 @@ MAX_QUEUE_ARN_CHARS = 256
 QUEUE_ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:sqs:[a-z0-9-]{1,32}:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?")
 
 
-# The consumer's error class and message, as the kit bounds them (model/failure.py).
+# The consumer's error class and message, as the kit bounds them (protocol/failure.py).
 MAX_ERROR_CLASS_CHARS = 120
 
 

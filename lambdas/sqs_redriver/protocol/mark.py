@@ -56,7 +56,7 @@ class Mark:
     verdict_key: str | None = None
     probe: bool = False
     replays: tuple[tuple[int, int], ...] = ()
-    # Failures while the consumer processed other messages (decide/consumer_health.py), and how
+    # Failures while the consumer processed other messages (consumer_health.py), and how
     # many it processed meanwhile: a suspect of poison, parked at SUSPECT_LIMIT.
     suspected: int = 0
     processed_meanwhile: int = 0

@@ -1,4 +1,5 @@
-"""REWRITE: One received batch: resolve identities, plan, move the breaker, execute, count canaries."""
+"""One received batch: resolve identities, plan it (plan.py), move the breaker, then carry the plan
+out (``Executor``: holds, re-drives, parkings, and the delete of what arrived), and count canaries."""
 
 from __future__ import annotations
 
@@ -238,7 +239,7 @@ class BatchHandler:
     def _hear_returns(
         self, batch: list[Tracked], breaker: Breaker, writer: BreakerWriter, source: str | None
     ) -> tuple[Breaker, int]:
-        """Whether the batch's messages came back in the consumer kit's words (decide/canary.py,
+        """Whether the batch's messages came back in the consumer kit's words (canary.py,
         ``heard_in_returns``): the breaker judging the consumer as silent, or no longer, is written
         before the batch is planned, so the plan already reads the metrics. Returns the breaker and
         the errors met (0 or 1)."""

@@ -1,6 +1,6 @@
-"""REWRITE: What a source queue's CloudWatch minutes say about its consumer: pure rules over the values of
-model/activity.py, mapped to the breaker and to poison suspicion in docs/design.md ("The
-consumer's health from its queue's metrics").
+"""The consumer's health, judged from its source queue's CloudWatch minutes: the values read
+(``QueueActivity``), the pure rules over them, and the run's one reading of them (``ConsumerWatch``),
+as docs/design.md explains ("The consumer's health from its queue's metrics").
 
 Two questions, two rules:
 
@@ -8,16 +8,7 @@ Two questions, two rules:
   complete minute with activity decides: deletes in it, the consumer works (HEALTHY); receives
   without a delete, and a quiet complete minute after it, the consumer fails what it receives
   (DOWN). A minute with receives whose next minute is not complete yet could still be followed by
-  its deletes (UNSETTLED); nothing at all is IDLE. Only DOWN and HEALTHY move the breaker.
-- **Why did this message fail?** (``failure_context``, for every message that comes back without
-  the consumer kit's own classification.) Over the span it was in its source queue: the consumer
-  deleted others, and the failures were a small share of what it handled, so the message is a
-  SUSPECT (likely poison); it deleted nothing, or failed a large share, so the message met an
-  OUTAGE; no datapoints, UNKNOWN (the re-driver falls back to what returns to the DLQ).
-
-Every receive of a failing message counts in ``NumberOfMessagesReceived`` (up to maxReceiveCount
-per message), so failed messages are estimated as failed receives over maxReceiveCount. Sends are
-not read: the re-driver's own re-drives show there, and delays make them arrive minutes later."""
+  its deletes (UNSETTLED); nothing at all is IDLE. Only DOWN and HEALTHY move the breaker."""
 
 from __future__ import annotations
 
@@ -253,7 +244,7 @@ def failure_context(
 
 
 # Poison told apart from an outage without the consumer kit: what the source queue's metrics say
-# about each message that came back (decide/consumer_health.py's ``failure_context``).
+# about each message that came back (consumer_health.py's ``failure_context``).
 
 
 @dataclass(frozen=True)
@@ -382,7 +373,7 @@ class ConsumerWatch:
         return {} if expects_verdicts(breaker, self._consumer_verdicts) else self.signals()
 
     def for_failures(self, breaker: Breaker, batch: Sequence[Tracked]) -> dict[str, ConsumerSignal]:
-        """The reading that judges a batch's failures (decide/suspicion.py): a failure in the
+        """The reading that judges a batch's failures (consumer_health.py): a failure in the
         consumer kit's words is judged by the kit, one without them by its queue's metrics, even
         while the kit is expected to report: it went past the kit. A batch of the kit's words
         alone reads nothing."""

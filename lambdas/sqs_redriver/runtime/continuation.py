@@ -1,4 +1,5 @@
-"""REWRITE: When a run is followed at once by another instead of waiting for the next scheduled tick.
+"""Continuation: when a run is followed at once by another instead of waiting for the next
+scheduled tick, and the asynchronous invocation that starts it.
 
 Draining is bounded by the rate limit, not by the schedule: a run that stopped on its time budget
 or per-run limit with the breaker CLOSED, and moved messages, is followed by a continuation. A run

@@ -1,11 +1,12 @@
-"""REWRITE: The batch drain of one part of a run: the batch loop in one mode (in parallel workers when
-re-driving), and what it held given back at the end."""
+"""The drain: the batch loop of one part of a run in one mode, in parallel workers when
+re-driving, stopped by the DLQ, the per-run limit, the time budget, back-pressure, the breaker or an
+AWS error; what it received but did not act on is given back at the end."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.breaker import Evidence, Mode
@@ -21,18 +22,11 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.ports import Queue
     from sqs_redriver.runtime.run import Part
+    from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.slow_start import SlowStart
 
 
 # The batch loop of a run (or of one parallel worker): receive, handle, until something says stop.
-
-
-@dataclass(frozen=True)
-class LoopSettings:
-    receive_wait_seconds: int
-    dlq_visibility_timeout_seconds: int
-    time_margin_seconds: int
-    source_backlog_limit: int
 
 
 @dataclass(frozen=True)
@@ -69,18 +63,26 @@ class _Drain:
 
 
 class BatchLoop:
+    """Takes DLQ batches for one part of a run and hands each to the batch handler, in
+    ``PARALLEL_BATCHES`` workers when re-driving; what it received but did not act on is given
+    back before it returns."""
+
     def __init__(
         self,
         *,
         dlq: Queue,
         sources: Sequence[Queue],
         handler: BatchHandler,
-        settings: LoopSettings,
+        executor: Executor,
+        watch: ConsumerWatch,
+        settings: Settings,
         logger: Any,
     ) -> None:
         self.dlq = dlq
         self.sources = sources
         self.handler = handler
+        self.executor = executor
+        self.watch = watch
         self.settings = settings
         self.log = logger
 
@@ -88,20 +90,24 @@ class BatchLoop:
         self,
         mode: Mode,
         breaker: Breaker,
-        *,
-        limit: int,
+        part: Part,
         remaining_ms: Callable[[], int],
-        writer: BreakerWriter,
-        halt: threading.Event,
         slow_start: SlowStart | None = None,
-        source: str | None = None,
+        *,
+        share: tuple[threading.Event, int] | None = None,
     ) -> Drained:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
         holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
         ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
-        With ``source`` (a shared DLQ, a breaker per source) only that source's messages are acted
-        on and its queue alone gives back-pressure; the others' are held and given back."""
-        drain = _Drain(mode, limit, remaining_ms, writer, halt, slow_start, source, breaker)
+        With ``part.source`` (a shared DLQ, a breaker per source) only that source's messages are
+        acted on and its queue alone gives back-pressure; the others' are held and given back.
+        ``share``: the halt event and share of the limit of one of several parallel workers."""
+        if share is None:
+            self.watch.heard_for(breaker)  # read before any worker starts: they share it
+            if mode is Mode.REDRIVE and self.settings.parallel_batches > 1:
+                return self._given_back(drain_in_parallel(self, breaker, part, remaining_ms, slow_start))
+        halt, limit = share or (threading.Event(), part.limit)
+        drain = _Drain(mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, breaker)
         stop = StopReason.NONE
         while not stop:
             stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
@@ -109,7 +115,13 @@ class BatchLoop:
                 stop = self._batch(drain)
         if stop.stops_every_worker:
             halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
-        return Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
+        drained = Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
+        return drained if share is not None else self._given_back(drained)
+
+    def _given_back(self, drained: Drained) -> Drained:
+        """Give back what the drain received but did not act on; its errors join the tally."""
+        released = Tally(errors=self.executor.release(drained.held))
+        return replace(drained, tally=drained.tally + released, held={})
 
     def _batch(self, drain: _Drain) -> StopReason:
         """Take and handle one batch, as large as the slow start admits (when there is one); the
@@ -200,32 +212,20 @@ class BatchLoop:
 def drain_in_parallel(
     loop: BatchLoop,
     breaker: Breaker,
-    *,
-    workers: int,
-    limit: int,
+    part: Part,
     remaining_ms: Callable[[], int],
-    writer: BreakerWriter,
-    slow_start: SlowStart | None = None,
-    source: str | None = None,
+    slow_start: SlowStart | None,
 ) -> Drained:
     """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
     next batch."""
+    workers = loop.settings.parallel_batches
     halt = threading.Event()
-    share = -(-limit // workers)
+    share = -(-part.limit // workers)
 
     def work() -> Drained:
         try:
-            return loop.drain(
-                Mode.REDRIVE,
-                breaker,
-                limit=share,
-                remaining_ms=remaining_ms,
-                writer=writer,
-                halt=halt,
-                slow_start=slow_start,
-                source=source,
-            )
+            return loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share))
         except BaseException:
             halt.set()  # this worker died: the others stop before their next batch
             raise
@@ -253,58 +253,3 @@ def merge(results: list[Drained]) -> Drained:
         held=held,
         canary_may_hide=any(r.canary_may_hide for r in results),
     )
-
-
-class Drainer:
-    """Drains the DLQ for one part of a run; ``parallel_batches`` workers when re-driving."""
-
-    def __init__(
-        self, loop: BatchLoop, executor: Executor, watch: ConsumerWatch, *, parallel_batches: int
-    ) -> None:
-        self.loop = loop
-        self.executor = executor
-        self.watch = watch
-        self.parallel_batches = parallel_batches
-
-    def drain(self, mode: Mode, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Drained:
-        """One worker's drain in ``mode`` (not REDRIVE), after the consumers' metrics were read."""
-        self.watch.heard_for(breaker)
-        return self.loop.drain(
-            mode,
-            breaker,
-            limit=part.limit,
-            remaining_ms=remaining_ms,
-            writer=part.writer,
-            halt=threading.Event(),
-            source=part.source,
-        )
-
-    def redrive(
-        self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part, slow_start: SlowStart
-    ) -> Drained:
-        """The REDRIVE drain, paced by ``slow_start``: in parallel workers when the settings allow."""
-        if self.parallel_batches > 1:
-            return drain_in_parallel(
-                self.loop,
-                breaker,
-                workers=self.parallel_batches,
-                limit=part.limit,
-                remaining_ms=remaining_ms,
-                writer=part.writer,
-                slow_start=slow_start,
-                source=part.source,
-            )
-        return self.loop.drain(
-            Mode.REDRIVE,
-            breaker,
-            limit=part.limit,
-            remaining_ms=remaining_ms,
-            writer=part.writer,
-            halt=threading.Event(),
-            slow_start=slow_start,
-            source=part.source,
-        )
-
-    def released(self, drained: Drained) -> Tally:
-        """The drain's tally, after giving back what it received but did not act on."""
-        return drained.tally + Tally(errors=self.executor.release(drained.held))

@@ -1,4 +1,5 @@
-"""REWRITE: Lambda entry point of the re-driver: a decorator stack over one call into the run logic.
+"""Lambda entry point of the re-driver: a decorator stack over one call into the run, and the
+Powertools Logger, Metrics and Tracer the runtime shares.
 
 Settings are validated at import (cold start); boto3 clients are created on the first invocation,
 never at import, and reused by later invocations of the same execution environment."""

@@ -1,4 +1,6 @@
-"""REWRITE: When a message is parked, and the reason it carries to the parking lot."""
+"""Parking: when a message is parked and the reason it carries (pure), and the parking itself: the
+message sent to the parking lot with its reason, archived to S3 when a bucket is set, deleted from
+the DLQ only once it arrived."""
 
 from __future__ import annotations
 

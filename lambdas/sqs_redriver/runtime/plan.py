@@ -1,7 +1,8 @@
-"""REWRITE: Plan one received batch: park, re-drive with a delay, hold, leave, open the breaker, or probe.
+"""Plan one received batch: park, re-drive with a delay, hold, leave, open the breaker, or probe;
+the plan's intents are the values batch.py's executor carries out.
 
 Pure: it takes the batch with identities resolved, the run's mode and tally, the breaker and the
-time, and returns a BatchPlan. The run carries the plan out; nothing here calls AWS."""
+time, and returns a BatchPlan. Nothing here calls AWS."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 
 # A batch's plan: what to do with each message, and what the breaker should do, before any of it
-# is done. The planner (decide/plan.py) makes it; the executor (act/executor.py) carries it out.
+# is done. The planner (plan.py) makes it; the executor (batch.py's Executor) carries it out.
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class PlanRules:
     max_delay_seconds: int
     breaker: BreakerPolicy
     routes: Routes
-    # Failures while the consumer processed others before a message is parked (decide/suspicion.py).
+    # Failures while the consumer processed others before a message is parked (consumer_health.py).
     suspect_limit: int = 3
 
 
@@ -238,7 +239,7 @@ class Planner:
         ]
 
     def _judge(self, tracked: Tracked, state: BatchState) -> Judged:
-        """The message's failure in the light of its consumer's metrics (decide/suspicion.py)."""
+        """The message's failure in the light of its consumer's metrics (consumer_health.py)."""
         source = self.rules.routes.source_url(tracked)
         signal = state.signals.get(source) if source is not None else None
         return judge(tracked, signal, state.breaker, failure_ratio=self.rules.breaker.failure_ratio)
@@ -283,7 +284,7 @@ class Planner:
 
     @staticmethod
     def _hold_seconds(tracked: Tracked, seconds: int, state: BatchState) -> int:
-        """A hold ends before the message enters the expiring window (decide/retention.py)."""
+        """A hold ends before the message enters the expiring window (retention.py)."""
         if state.retention is None:
             return seconds
         return capped_hold(tracked, seconds, state.retention, now=state.now)

@@ -58,8 +58,6 @@ class Queue(Protocol):
         ...
 
 
-
-
 class PauseStore(Protocol):
     """The operator's pause (``PAUSE#<DLQ URL>``): runs honour it, only the operator's tool writes it."""
 
@@ -140,7 +138,7 @@ class RunRecords(
 
 
 class ActivitySource(Protocol):
-    """What CloudWatch published about the source queues' consumers (model/activity.py)."""
+    """What CloudWatch published about the source queues' consumers (consumer_health.py)."""
 
     def read(self, queues: Sequence[WatchedQueue], *, start: int, end: int) -> dict[str, QueueActivity]:
         """The complete minutes in ``[start, end)`` of every queue, by queue URL, in one

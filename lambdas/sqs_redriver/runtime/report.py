@@ -1,4 +1,6 @@
-"""REWRITE: What a run did: counts added up batch by batch, why it stopped, and the breaker's moves."""
+"""What a run did: the counts added up batch by batch (``Tally``), why it stopped (``StopReason``),
+the breaker's moves, and the one log line of each decision about a message. ``RunReport`` is what
+the handler logs, publishes as metrics and returns."""
 
 from __future__ import annotations
 

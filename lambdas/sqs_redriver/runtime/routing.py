@@ -1,4 +1,5 @@
-"""REWRITE: Which source queue a DLQ message goes back to (a DLQ may be shared by several sources)."""
+"""Routing: which source queue a DLQ message goes back to (a DLQ may be shared by several sources),
+and which source's part goes first in a run (each source has its own breaker). Pure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""REWRITE: The gate every part of a run passes first: the operator's pause, then the breaker, say what
-the part may do."""
+"""One scheduled run, top to bottom (``Redriver.run``): honour the operator's pause, then for each
+source's part pass the breaker's gate and take the steps its mode allows (re-drive, probe, watch,
+judge the canary), sweep what is about to expire, offer a continuation, and record the run in the
+history the operator's tool reads."""
 
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ from sqs_redriver.runtime import canary
 from sqs_redriver.runtime.budget import out_of_time
 from sqs_redriver.runtime.consumer_health import health
 from sqs_redriver.runtime.continuation import Continuations
-from sqs_redriver.runtime.drain import Drainer
 from sqs_redriver.runtime.report import RunReport, StopReason, Tally, combine
 from sqs_redriver.runtime.retention import sweep_interval
 from sqs_redriver.runtime.routing import turn_order
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
     from sqs_redriver.core.breaker import Breaker, BreakerStore
     from sqs_redriver.core.table import Resume
-    from sqs_redriver.runtime.batch import Executor
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.drain import BatchLoop, Drained
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
@@ -126,9 +126,6 @@ class Done:
 
 
 # The run's report, added to the run history the operator's tool reads.
-
-
-pass
 
 
 def record_in_history(
@@ -311,7 +308,7 @@ class ModeSteps:
         settings: Settings,
         *,
         verdicts: VerdictStore,
-        drainer: Drainer,
+        loop: BatchLoop,
         judge: CanaryJudge,
         watch: ConsumerWatch,
         clock: Callable[[], float],
@@ -320,7 +317,7 @@ class ModeSteps:
     ) -> None:
         self.settings = settings
         self.verdicts = verdicts
-        self.drainer = drainer
+        self.loop = loop
         self.judge = judge
         self.watch = watch
         self.clock = clock
@@ -330,32 +327,17 @@ class ModeSteps:
     def now(self) -> int:
         return int(self.clock())
 
-    def work(self, passage: Passage, part: Part, remaining_ms: Callable[[], int]) -> Step:
-        """The part's steps, from the mode the gate let through until one leads nowhere (or the
-        time budget ends); their tallies added up, the breaker and stop of the last."""
-        steps: dict[Mode, Callable[[Breaker, Callable[[], int], Part], Step]] = {
+    def by_mode(self) -> dict[Mode, Callable[[Breaker, Callable[[], int], Part], Step]]:
+        """The step of each mode a part can take (SKIP takes none)."""
+        return {
             Mode.REDRIVE: self.redrive,
             Mode.PROBE: self.probe,
             Mode.WATCH: self.watch_canary,
             Mode.VERDICT: self.verdict,
         }
-        mode, breaker, stop, tally = passage.mode, passage.breaker, passage.stop, Tally()
-        for _ in range(MAX_STEPS):
-            if mode is Mode.SKIP:
-                break
-            if self._out_of_time(remaining_ms):
-                stop = stop or StopReason.TIME_BUDGET
-                break
-            step = steps[mode](breaker, remaining_ms, part)
-            tally, breaker, stop = tally + step.tally, step.breaker, step.stop
-            if step.then is None:
-                break
-            mode = step.then
-        return Step(tally, breaker, stop)
 
     def redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
         """Re-drive at the slow start's pace; the run's outcome may then move the breaker."""
-        self.watch.heard_for(breaker)  # read before the workers start: they share it
         slow_start = SlowStart(
             self._slow_start(breaker),
             verdict_key=run_verdict_key(self.now(), uuid.uuid4().hex[:8]),
@@ -365,14 +347,13 @@ class ModeSteps:
             logger=self.log,
             full_rate=part.slow_start.full_rate,
         )
-        drained = self.drainer.redrive(breaker, remaining_ms, part, slow_start)
-        tally = self.drainer.released(drained)
+        drained = self.loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start)
         part.slow_start.full_rate = slow_start.at_full_rate
-        return self._end_redrives(drained, tally, slow_start, part)
+        return self._end_redrives(drained, slow_start, part)
 
-    def _end_redrives(self, drained: Drained, tally: Tally, slow_start: SlowStart, part: Part) -> Step:
+    def _end_redrives(self, drained: Drained, slow_start: SlowStart, part: Part) -> Step:
         """What the re-drives' returns, errors and verdicts make of the breaker."""
-        verdicts = slow_start.verdicts
+        verdicts, tally = slow_start.verdicts, drained.tally
         outcome = RunOutcome(
             received=tally.received_judged,
             returned=tally.returned,
@@ -393,8 +374,8 @@ class ModeSteps:
         heard = self.judge.hear_metrics(Step(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
-        drained = self.drainer.drain(Mode.PROBE, breaker, remaining_ms, part)
-        step = Step(self.drainer.released(drained), drained.breaker, drained.stop)
+        drained = self.loop.drain(Mode.PROBE, breaker, part, remaining_ms)
+        step = Step(drained.tally, drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT or not self._expects_verdicts(breaker):
             return step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
@@ -411,10 +392,9 @@ class ModeSteps:
         heard = self.judge.hear(Step(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
-        drained = self.drainer.drain(Mode.VERDICT, breaker, remaining_ms, part)
-        tally = self.drainer.released(drained)
-        step = Step(tally, drained.breaker, drained.stop)
-        if drained.breaker.state is not State.HALF_OPEN or tally.errors:
+        drained = self.loop.drain(Mode.VERDICT, breaker, part, remaining_ms)
+        step = Step(drained.tally, drained.breaker, drained.stop)
+        if drained.breaker.state is not State.HALF_OPEN or drained.tally.errors:
             return step
         return self.judge.after_scan(step, drained.canary_may_hide, part.writer)
 
@@ -449,13 +429,13 @@ class RetentionSweep:
         settings: Settings,
         *,
         sweeps: SweepStore,
-        drainer: Drainer,
+        loop: BatchLoop,
         clock: Callable[[], float],
         logger: Any,
     ) -> None:
         self.settings = settings
         self.sweeps = sweeps
-        self.drainer = drainer
+        self.loop = loop
         self.clock = clock
         self.log = logger
 
@@ -473,8 +453,8 @@ class RetentionSweep:
         try:
             if now < self.sweeps.load_sweep_due(key) or self._out_of_time(remaining_ms):
                 return tally
-            drained = self.drainer.drain(Mode.SWEEP, first.passage.breaker, remaining_ms, every_source)
-            tally = self.drainer.released(drained)
+            drained = self.loop.drain(Mode.SWEEP, first.passage.breaker, every_source, remaining_ms)
+            tally = drained.tally
             if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
                 self.sweeps.save_sweep_due(key, now + sweep_interval(settings.expiry_margin_seconds))
         except AwsCallError as exc:
@@ -498,7 +478,6 @@ class Redriver:
         *,
         state: RunRecords,
         loop: BatchLoop,
-        executor: Executor,
         logger: logging.Logger | Any,
         clock: Callable[[], float],
         sleep: Callable[[float], None],
@@ -512,19 +491,18 @@ class Redriver:
         self.log = logger
         self.clock = clock
         self.watch = watch
-        drainer = Drainer(loop, executor, watch, parallel_batches=settings.parallel_batches)
         judge = CanaryJudge(settings, state=state, clock=clock, sleep=sleep, logger=logger, watch=watch)
         self.steps = ModeSteps(
             settings,
             verdicts=state,
-            drainer=drainer,
+            loop=loop,
             judge=judge,
             watch=watch,
             clock=clock,
             sleep=sleep,
             logger=logger,
         )
-        self.sweep = RetentionSweep(settings, sweeps=state, drainer=drainer, clock=clock, logger=logger)
+        self.sweep = RetentionSweep(settings, sweeps=state, loop=loop, clock=clock, logger=logger)
         self.continuations = Continuations(
             state, dlq_url=settings.dlq_url, max_continuations=settings.max_continuations, logger=logger
         )
@@ -537,21 +515,30 @@ class Redriver:
         continuation this run was started with (None for a scheduled tick). A DLQ shared by
         several sources is handled source by source, each under its own breaker. A run that ran
         (paused ones too) adds its summary to the run history."""
-        started = self.clock()
+        started, settings = self.clock(), self.settings
         self.watch.begin_run()
         if resume is not None and not self.continuations.take(resume):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
-            breaker = self.state.load_breaker(self.settings.breaker_key)
+            breaker = self.state.load_breaker(settings.breaker_key)
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
-        report = self._run(remaining_ms, resume)
+        full_rate = resume is not None and resume.full_rate
+        paused = paused_by_operator(self.state, settings.pause_key, self.log)
+        parts: list[Done] = []
+        for source in self._sources_in_turn(resume):
+            room = settings.max_messages_per_run - sum(done.report.received for done in parts)
+            parts.append(self._part(source, room, remaining_ms, full_rate, paused))
+        urls = settings.source_queue_urls
+        report = parts[0].report if len(urls) == 1 else combine([d.report for d in parts], urls[0])
+        report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
+        report = replace(report, continue_with=self.continuations.offer(report, resume))
         record_in_history(
             self.state,
-            self.settings.runs_key,
+            settings.runs_key,
             report,
             started=started,
             ended=self.clock(),
             continuation=resume is not None,
-            source_queue_url=self.settings.source_queue_url,
+            source_queue_url=settings.source_queue_url,
             logger=self.log,
         )
         return report
@@ -560,28 +547,21 @@ class Redriver:
         """Free the slot of a continuation that could not be started, so the next run may offer."""
         self.continuations.release(resume)
 
-    def _run(self, remaining_ms: Callable[[], int], resume: Resume | None) -> RunReport:
-        settings = self.settings
-        full_rate = resume is not None and resume.full_rate
-        paused = paused_by_operator(self.state, settings.pause_key, self.log)
-        urls = settings.source_queue_urls
+    def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
+        """The sources whose parts this run does, in order: None (the only one) for one source;
+        several take turns going first, so none waits behind the others every run."""
+        urls = self.settings.source_queue_urls
         if len(urls) == 1:
-            parts = [self._part(None, settings.max_messages_per_run, remaining_ms, full_rate, paused)]
-            report = parts[0].report
-        else:
-            generation = resume.generation if resume is not None else 0
-            parts = []
-            for index in turn_order(len(urls), generation=generation, now=self.now()):
-                room = settings.max_messages_per_run - sum(done.report.received for done in parts)
-                parts.append(self._part(urls[index], room, remaining_ms, full_rate, paused))
-            report = combine([done.report for done in parts], source_queue_url=urls[0])
-        report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
-        return replace(report, continue_with=self.continuations.offer(report, resume))
+            return [None]
+        generation = resume.generation if resume is not None else 0
+        return [urls[index] for index in turn_order(len(urls), generation=generation, now=self.now())]
 
     def _part(
         self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
     ) -> Done:
-        """The run's work under one breaker: ``source``'s (None: the only source's)."""
+        """The run's work under one breaker, ``source``'s (None: the only source's): the gate, then
+        the steps of each mode, from the gate's mode on, until one leads nowhere or the time
+        budget ends."""
         key = breaker_key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
         passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
@@ -589,7 +569,19 @@ class Redriver:
         # this run starts its re-drives slowly, whatever the other sources did.
         progress = SlowStartProgress(full_rate=full_rate and passage.mode is Mode.REDRIVE)
         part = Part(source, writer, progress, max(limit, 0))
-        worked = self.steps.work(passage, part, remaining_ms)
+        steps = self.steps.by_mode()
+        mode, worked = passage.mode, Step(Tally(), passage.breaker, passage.stop)
+        for _ in range(MAX_STEPS):
+            if mode is Mode.SKIP:
+                break
+            if out_of_time(remaining_ms(), self.settings.time_margin_seconds):
+                worked = replace(worked, stop=worked.stop or StopReason.TIME_BUDGET)
+                break
+            step = steps[mode](worked.breaker, remaining_ms, part)
+            worked = Step(worked.tally + step.tally, step.breaker, step.stop)
+            if step.then is None:
+                break
+            mode = step.then
         report = RunReport(
             mode=passage.mode,
             breaker_state=writer.last_state or passage.breaker.state,

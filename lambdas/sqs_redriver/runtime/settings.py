@@ -104,7 +104,7 @@ class Settings:
 
     @property
     def runs_key(self) -> str:
-        """The run history: a summary of each of the last runs (model/history.py)."""
+        """The run history: a summary of each of the last runs (core/table.py)."""
         return runs_key(self.dlq_url)
 
     @property

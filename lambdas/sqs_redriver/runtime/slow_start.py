@@ -1,4 +1,5 @@
-"""REWRITE: Slow start: a REDRIVE run does not send the backlog back on trust.
+"""Slow start: a REDRIVE run does not send the backlog back on trust; the rules (pure) and the
+pacing of a run's batches by them.
 
 Every message in the DLQ was failed by this consumer. With the consumer kit, a run first sends a
 trial (``minimum_volume`` messages, no delay) and waits for their verdicts: a broken consumer

@@ -27,7 +27,7 @@ from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import BatchHandler, Executor
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
 from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
-from sqs_redriver.runtime.drain import BatchLoop, LoopSettings
+from sqs_redriver.runtime.drain import BatchLoop
 from sqs_redriver.runtime.parking import Parker
 from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender
@@ -92,7 +92,6 @@ def compose_redriver(
         settings,
         state=state,
         loop=loop,
-        executor=executor,
         logger=logger,
         clock=clock,
         sleep=sleep,
@@ -140,7 +139,9 @@ def _batch_loop(
         dlq=queues.dlq,
         sources=queues.sources,
         handler=handler,
-        settings=_loop_settings(settings),
+        executor=executor,
+        watch=watch,
+        settings=settings,
         logger=logger,
     )
 
@@ -191,15 +192,6 @@ def _consumer_watch(
         consumer_verdicts=settings.consumer_verdicts,
         clock=clock,
         logger=logger,
-    )
-
-
-def _loop_settings(settings: Settings) -> LoopSettings:
-    return LoopSettings(
-        receive_wait_seconds=settings.receive_wait_seconds,
-        dlq_visibility_timeout_seconds=settings.dlq_visibility_timeout_seconds,
-        time_margin_seconds=settings.time_margin_seconds,
-        source_backlog_limit=settings.source_backlog_limit,
     )
 
 
