@@ -140,7 +140,8 @@ bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
 	$(BIN)/python -m bench.move_task $(MOVE_TASK_ARGS)
 
-# docs/configuration.md's settings table, rendered from the settings schema (lambdas/sqs_redriver/protocol/settings/schema.py).
+# What the settings schema (lambdas/sqs_redriver/protocol/settings.py) generates: docs/configuration.md's
+# settings table and the fields of the Lambda's and the construct's typed settings.
 readme: $(STAMP)
 	$(BIN)/python -m sqs_redriver.cdk.settings_table
 

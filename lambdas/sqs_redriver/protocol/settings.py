@@ -63,6 +63,8 @@ class Setting(Generic[T]):
     # Templates over the setting's fields, e.g. "an integer from {low} to {high}".
     ACCEPTS: ClassVar[str]
     LIMITS: ClassVar[str] = ""
+    # The type of its field in the typed settings generated from the schema (make readme).
+    PYTHON_TYPE: ClassVar[str]
 
     @property
     def accepts(self) -> str:
@@ -112,6 +114,7 @@ class IntSetting(Setting[int]):
     low: int
     high: int
 
+    PYTHON_TYPE = "int"
     ACCEPTS = "an integer from {low} to {high}"
     LIMITS = "{low:,}-{high:,}"
 
@@ -126,6 +129,7 @@ class IntSetting(Setting[int]):
 
 @dataclass(frozen=True, kw_only=True)
 class RatioSetting(Setting[float]):
+    PYTHON_TYPE = "float"
     ACCEPTS = "a number in (0, 1]"
     LIMITS = "above 0, at most 1"
 
@@ -140,6 +144,7 @@ class RatioSetting(Setting[float]):
 
 @dataclass(frozen=True, kw_only=True)
 class BoolSetting(Setting[bool]):
+    PYTHON_TYPE = "bool"
     ACCEPTS = "true or false"
 
     def _value(self, value: object) -> bool | None:
@@ -154,6 +159,7 @@ class BoolSetting(Setting[bool]):
 
 @dataclass(frozen=True, kw_only=True)
 class ScheduleSetting(Setting[str]):
+    PYTHON_TYPE = "str"
     ACCEPTS = "'rate(N minutes|hours|days)' or 'cron(...)'"
 
     def _value(self, value: object) -> str | None:
