@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Drained:
+class DrainResult:
     tally: Tally
     breaker: Breaker  # as this loop left it
     stop: StopReason
@@ -95,7 +95,7 @@ class BatchLoop:
         slow_start: SlowStart | None = None,
         *,
         share: tuple[threading.Event, int] | None = None,
-    ) -> Drained:
+    ) -> DrainResult:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
         holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
         ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
@@ -115,10 +115,10 @@ class BatchLoop:
                 stop = self._batch(drain)
         if stop.stops_every_worker:
             halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
-        drained = Drained(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
+        drained = DrainResult(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
         return drained if share is not None else self._given_back(drained)
 
-    def _given_back(self, drained: Drained) -> Drained:
+    def _given_back(self, drained: DrainResult) -> DrainResult:
         """Give back what the drain received but did not act on; its errors join the tally."""
         released = Tally(errors=self.executor.release(drained.held))
         return replace(drained, tally=drained.tally + released, held={})
@@ -215,7 +215,7 @@ def drain_in_parallel(
     part: Part,
     remaining_ms: Callable[[], int],
     slow_start: SlowStart | None,
-) -> Drained:
+) -> DrainResult:
     """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
     next batch."""
@@ -223,7 +223,7 @@ def drain_in_parallel(
     halt = threading.Event()
     share = -(-part.limit // workers)
 
-    def work() -> Drained:
+    def work() -> DrainResult:
         try:
             return loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share))
         except BaseException:
@@ -236,7 +236,7 @@ def drain_in_parallel(
     return merge(results)
 
 
-def merge(results: list[Drained]) -> Drained:
+def merge(results: list[DrainResult]) -> DrainResult:
     """The run's result from its workers': the first reason that is not the end of a share, and
     the breaker record with the highest version."""
     tally = Tally()
@@ -246,7 +246,7 @@ def merge(results: list[Drained]) -> Drained:
         held.update(result.held)
     reasons = [r.stop for r in results]
     stop = next((r for r in reasons if r not in (StopReason.DLQ_EMPTY, StopReason.HALTED)), reasons[0])
-    return Drained(
+    return DrainResult(
         tally=tally,
         breaker=max((r.breaker for r in results), key=lambda b: b.version),
         stop=stop,

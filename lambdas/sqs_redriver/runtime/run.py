@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sqs_redriver.core.breaker import Breaker, BreakerStore
     from sqs_redriver.core.table import Resume
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
-    from sqs_redriver.runtime.drain import BatchLoop, Drained
+    from sqs_redriver.runtime.drain import BatchLoop, DrainResult
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
     from sqs_redriver.runtime.report import RunReport
     from sqs_redriver.runtime.settings import Settings
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Passage:
+class GateDecision:
     breaker: Breaker
     mode: Mode
     # Set when the run may not touch the DLQ at all.
@@ -71,20 +71,20 @@ def paused_by_operator(pauses: PauseStore, key: str, logger: Any) -> bool:
 
 def pass_gate(
     state: BreakerStore, writer: BreakerWriter, key: str, policy: BreakerPolicy, now: int, *, paused: bool
-) -> Passage:
+) -> GateDecision:
     """Read the breaker and let time move it (an OPEN breaker whose cooldown ended becomes
     HALF_OPEN). When another run wrote that move first, this run does nothing. ``paused`` (by
     an operator): the part touches neither the DLQ nor the breaker (time does not move an OPEN
     one either)."""
     if paused:
-        return Passage(state.load_breaker(key), Mode.SKIP, StopReason.PAUSED)
+        return GateDecision(state.load_breaker(key), Mode.SKIP, StopReason.PAUSED)
     stored = state.load_breaker(key)
     breaker, mode = begin_run(stored, now, policy)
     if breaker is not stored and not writer.save(breaker, stored):
-        return Passage(breaker, Mode.SKIP)
+        return GateDecision(breaker, Mode.SKIP)
     if mode is Mode.SKIP:
-        return Passage(breaker, mode, StopReason.BREAKER_OPEN)
-    return Passage(breaker, mode)
+        return GateDecision(breaker, mode, StopReason.BREAKER_OPEN)
+    return GateDecision(breaker, mode)
 
 
 # What one source's part of a run works with, and what it leaves for the run's later phases.
@@ -109,19 +109,19 @@ class Part:
 
 
 @dataclass(frozen=True)
-class Done:
+class FinishedPart:
     """One part of a run, done: its report, the gate it passed, what it worked with."""
 
     report: RunReport
-    passage: Passage
+    gate: GateDecision
     part: Part
 
     @property
     def scanned(self) -> bool:
         """Whether it read the DLQ through; runs that did not may owe the retention a sweep."""
-        passage, stop = self.passage, self.report.stopped_because
+        gate, stop = self.gate, self.report.stopped_because
         not_scanning = (StopReason.BREAKER_OPEN, StopReason.PAUSED)
-        scans = passage.stop not in not_scanning and passage.mode is not Mode.WATCH
+        scans = gate.stop not in not_scanning and gate.mode is not Mode.WATCH
         return scans and stop is not StopReason.SOURCE_BACKLOG
 
 
@@ -178,7 +178,7 @@ def run_summary(
 
 
 @dataclass(frozen=True)
-class Step:
+class StepResult:
     tally: Tally
     breaker: Breaker
     stop: StopReason = StopReason.NONE
@@ -210,8 +210,8 @@ class CanaryJudge:
         return int(self.clock())
 
     def await_verdict(
-        self, step: Step, out_of_time: Callable[[], bool], writer: BreakerWriter, source: str | None
-    ) -> Step:
+        self, step: StepResult, out_of_time: Callable[[], bool], writer: BreakerWriter, source: str | None
+    ) -> StepResult:
         """A probe run waits a bounded time inside its invocation for the kit's verdict; without
         one, the canary's window decides in a later run."""
         deadline = self.clock() + self.settings.verdict_wait_seconds
@@ -222,7 +222,7 @@ class CanaryJudge:
             self.sleep(VERDICT_POLL_SECONDS)
         return step
 
-    def hear(self, step: Step, writer: BreakerWriter, source: str | None) -> Step:
+    def hear(self, step: StepResult, writer: BreakerWriter, source: str | None) -> StepResult:
         """The evidence on a HALF_OPEN breaker, in order: the consumer kit's verdict on the canary
         in flight (when consumers report verdicts), then the source queue's metrics."""
         heard = self.hear_kit(step, writer)
@@ -230,7 +230,7 @@ class CanaryJudge:
             return heard
         return self.hear_metrics(step, writer, source)
 
-    def hear_kit(self, step: Step, writer: BreakerWriter) -> Step:
+    def hear_kit(self, step: StepResult, writer: BreakerWriter) -> StepResult:
         """The consumer kit's verdict on the canary in flight, when consumers report verdicts."""
         breaker = step.breaker
         if not self.settings.consumer_verdicts or breaker.canary is None:
@@ -242,7 +242,7 @@ class CanaryJudge:
         self.log.info("the consumer judged the canary", extra={"verdicts": vars(verdicts)})
         return self._moved(step, breaker, canary.heard_elsewhere(breaker, after, from_kit=True), writer)
 
-    def hear_metrics(self, step: Step, writer: BreakerWriter, source: str | None) -> Step:
+    def hear_metrics(self, step: StepResult, writer: BreakerWriter, source: str | None) -> StepResult:
         """What the source queue's metrics say of the consumer since they were last judged (and
         since the canary in flight was sent): received and never deleted reopens, deletes close."""
         breaker = step.breaker
@@ -257,7 +257,7 @@ class CanaryJudge:
         self.log.info("the source queue's metrics judged the consumer", extra={"reading": reading.describe()})
         return self._moved(step, breaker, self._silence(breaker, after), writer)
 
-    def after_scan(self, step: Step, may_have_hidden: bool, writer: BreakerWriter) -> Step:
+    def after_scan(self, step: StepResult, may_have_hidden: bool, writer: BreakerWriter) -> StepResult:
         """The scan after the canary's window did not find it (and hit no error)."""
         breaker = step.breaker
         probe = breaker.canary
@@ -279,14 +279,14 @@ class CanaryJudge:
         """A verdict not from the kit, while the kit's was expected, counts one silent probe."""
         return canary.silenced(before, after, consumer_verdicts=self.settings.consumer_verdicts)
 
-    def _moved(self, step: Step, before: Breaker, after: Breaker, writer: BreakerWriter) -> Step:
+    def _moved(self, step: StepResult, before: Breaker, after: Breaker, writer: BreakerWriter) -> StepResult:
         """Write the breaker's move; the run goes on with the mode the new record allows."""
         breaker, errors = writer.transition(before, after)
         tally = step.tally + Tally(errors=errors)
         if breaker is not after:
-            return Step(tally, breaker, step.stop)
+            return StepResult(tally, breaker, step.stop)
         _, mode = circuit.begin_run(after, self.now(), self.settings.breaker)
-        return Step(tally, after, step.stop, then=mode)
+        return StepResult(tally, after, step.stop, then=mode)
 
 
 # The steps of one part of a run: one mode's work each (re-drive, probe, watch, judge the
@@ -327,7 +327,7 @@ class ModeSteps:
     def now(self) -> int:
         return int(self.clock())
 
-    def by_mode(self) -> dict[Mode, Callable[[Breaker, Callable[[], int], Part], Step]]:
+    def by_mode(self) -> dict[Mode, Callable[[Breaker, Callable[[], int], Part], StepResult]]:
         """The step of each mode a part can take (SKIP takes none)."""
         return {
             Mode.REDRIVE: self.redrive,
@@ -336,7 +336,7 @@ class ModeSteps:
             Mode.VERDICT: self.verdict,
         }
 
-    def redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+    def redrive(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> StepResult:
         """Re-drive at the slow start's pace; the run's outcome may then move the breaker."""
         slow_start = SlowStart(
             self._slow_start(breaker),
@@ -351,7 +351,7 @@ class ModeSteps:
         part.slow_start.full_rate = slow_start.at_full_rate
         return self._end_redrives(drained, slow_start, part)
 
-    def _end_redrives(self, drained: Drained, slow_start: SlowStart, part: Part) -> Step:
+    def _end_redrives(self, drained: DrainResult, slow_start: SlowStart, part: Part) -> StepResult:
         """What the re-drives' returns, errors and verdicts make of the breaker."""
         verdicts, tally = slow_start.verdicts, drained.tally
         outcome = RunOutcome(
@@ -365,35 +365,35 @@ class ModeSteps:
         if after is not None:
             _, errors = part.writer.transition(drained.breaker, after)
             tally += Tally(errors=errors)
-        return Step(tally, drained.breaker, drained.stop)
+        return StepResult(tally, drained.breaker, drained.stop)
 
-    def probe(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+    def probe(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> StepResult:
         """The source queue's metrics first: a consumer seen failing since the breaker opened gets
         no canary, one seen deleting again closes it. Else a canary goes; with consumer verdicts
         the run waits a while for the kit's."""
-        heard = self.judge.hear_metrics(Step(Tally(), breaker), part.writer, part.source)
+        heard = self.judge.hear_metrics(StepResult(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
         drained = self.loop.drain(Mode.PROBE, breaker, part, remaining_ms)
-        step = Step(drained.tally, drained.breaker, drained.stop)
+        step = StepResult(drained.tally, drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT or not self._expects_verdicts(breaker):
             return step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
         return self.judge.await_verdict(step, out_of_time, part.writer, part.source)
 
-    def watch_canary(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+    def watch_canary(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> StepResult:
         """The canary's window is not over: only the consumer kit's verdict can say more now.
         The DLQ is not scanned: a failing canary cannot be back before its window ends."""
-        return self.judge.hear(Step(Tally(), breaker), part.writer, part.source)
+        return self.judge.hear(StepResult(Tally(), breaker), part.writer, part.source)
 
-    def verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> Step:
+    def verdict(self, breaker: Breaker, remaining_ms: Callable[[], int], part: Part) -> StepResult:
         """The canary's window is over: its verdict from the kit or the metrics, else a scan that
         stops at it."""
-        heard = self.judge.hear(Step(Tally(), breaker), part.writer, part.source)
+        heard = self.judge.hear(StepResult(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
         drained = self.loop.drain(Mode.VERDICT, breaker, part, remaining_ms)
-        step = Step(drained.tally, drained.breaker, drained.stop)
+        step = StepResult(drained.tally, drained.breaker, drained.stop)
         if drained.breaker.state is not State.HALF_OPEN or drained.tally.errors:
             return step
         return self.judge.after_scan(step, drained.canary_may_hide, part.writer)
@@ -439,7 +439,7 @@ class RetentionSweep:
         self.clock = clock
         self.log = logger
 
-    def sweep_if_due(self, parts: list[Done], remaining_ms: Callable[[], int]) -> Tally:
+    def sweep_if_due(self, parts: list[FinishedPart], remaining_ms: Callable[[], int]) -> Tally:
         """The retention guard of runs that do not scan the DLQ (breaker OPEN, WATCH, re-drives held
         by the source backlog; with several sources, none of the parts scanned: a part that scans
         parks any source's expiring messages): when due, receive every message, park the expiring,
@@ -453,7 +453,7 @@ class RetentionSweep:
         try:
             if now < self.sweeps.load_sweep_due(key) or self._out_of_time(remaining_ms):
                 return tally
-            drained = self.loop.drain(Mode.SWEEP, first.passage.breaker, every_source, remaining_ms)
+            drained = self.loop.drain(Mode.SWEEP, first.gate.breaker, every_source, remaining_ms)
             tally = drained.tally
             if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
                 self.sweeps.save_sweep_due(key, now + sweep_interval(settings.expiry_margin_seconds))
@@ -523,7 +523,7 @@ class Redriver:
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
         full_rate = resume is not None and resume.full_rate
         paused = paused_by_operator(self.state, settings.pause_key, self.log)
-        parts: list[Done] = []
+        parts: list[FinishedPart] = []
         for source in self._sources_in_turn(resume):
             room = settings.max_messages_per_run - sum(done.report.received for done in parts)
             parts.append(self._part(source, room, remaining_ms, full_rate, paused))
@@ -558,19 +558,19 @@ class Redriver:
 
     def _part(
         self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
-    ) -> Done:
+    ) -> FinishedPart:
         """The run's work under one breaker, ``source``'s (None: the only source's): the gate, then
         the steps of each mode, from the gate's mode on, until one leads nowhere or the time
         budget ends."""
         key = breaker_key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
-        passage = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
+        gate = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
         # this run starts its re-drives slowly, whatever the other sources did.
-        progress = SlowStartProgress(full_rate=full_rate and passage.mode is Mode.REDRIVE)
+        progress = SlowStartProgress(full_rate=full_rate and gate.mode is Mode.REDRIVE)
         part = Part(source, writer, progress, max(limit, 0))
         steps = self.steps.by_mode()
-        mode, worked = passage.mode, Step(Tally(), passage.breaker, passage.stop)
+        mode, worked = gate.mode, StepResult(Tally(), gate.breaker, gate.stop)
         for _ in range(MAX_STEPS):
             if mode is Mode.SKIP:
                 break
@@ -578,17 +578,17 @@ class Redriver:
                 worked = replace(worked, stop=worked.stop or StopReason.TIME_BUDGET)
                 break
             step = steps[mode](worked.breaker, remaining_ms, part)
-            worked = Step(worked.tally + step.tally, step.breaker, step.stop)
+            worked = StepResult(worked.tally + step.tally, step.breaker, step.stop)
             if step.then is None:
                 break
             mode = step.then
         report = RunReport(
-            mode=passage.mode,
-            breaker_state=writer.last_state or passage.breaker.state,
+            mode=gate.mode,
+            breaker_state=writer.last_state or gate.breaker.state,
             tally=worked.tally,
             stopped_because=worked.stop,
             breaker_transitions=list(writer.transitions),
             full_rate=part.slow_start.full_rate,
             source=source,
         )
-        return Done(report, passage, part)
+        return FinishedPart(report, gate, part)
