@@ -24,11 +24,9 @@ from typing import IO, Any
 
 from demo.kept_service import KeptService
 from demo.kit_act import POLL_SLEEP_SECONDS, KitAct
-from sqs_redriver.console import finding
-from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.inventory import Inspected, Where
-from sqs_redriver.console.tool import Target, Tool
-from sqs_redriver.console.web.access import TOKEN_SECONDS
+from sqs_redriver.console.tool import Connection, Target, Tool, read_all
+from sqs_redriver.console.web.guard import TOKEN_SECONDS
 from sqs_redriver.console.web.server import ConsoleServer
 
 # The keys the demo's moto server takes (any would do; the tool needs some).
@@ -145,7 +143,7 @@ def keep(act: KitAct, endpoint: str, region: str, stack: str, out: IO[str]) -> N
     with Interruption() as interruption:
         stop_the_cdk_runtime()
         tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
-        parked = finding.read_all(tool, Where.PARKING_LOT).items
+        parked = read_all(tool, Where.PARKING_LOT).items
         console = ConsoleServer.bind(tool)
         console.serve_in_thread()
         try:

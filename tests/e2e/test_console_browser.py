@@ -22,8 +22,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from local_aws import REGION
 from local_aws.queues import drain
-from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.console.depth_history import DEPTH_METRIC
+from sqs_redriver.console.aws import DEPTH_METRIC
+from sqs_redriver.console.tool import Deployment
 from sqs_redriver.console.web.server import ConsoleServer
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION

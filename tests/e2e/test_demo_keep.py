@@ -22,10 +22,8 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 from local_aws.environment import environment
-from sqs_redriver.console import finding
-from sqs_redriver.console.connection import Connection
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.tool import Connection, Target, Tool, read_all
 
 ROOT = Path(__file__).resolve().parents[2]
 # Two poison orders, one per bug: the story fixes the quantity-0 one and replays it; the order
@@ -78,7 +76,7 @@ def parking_lot(options: list[str]) -> list[str]:
     )
     with environment(CREDENTIALS, unset=["AWS_PROFILE", "AWS_SESSION_TOKEN"]):
         tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
-        return [item.label for item in finding.read_all(tool, Where.PARKING_LOT).items]
+        return [item.label for item in read_all(tool, Where.PARKING_LOT).items]
 
 
 def run_printed(command: str, *extra: str) -> subprocess.CompletedProcess[str]:

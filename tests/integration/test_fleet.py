@@ -20,8 +20,7 @@ from sqs_redriver.console import fleet as fleet_reads
 from sqs_redriver.console.advice import NO_REGION
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.cli.app import out
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.deployment import Deployment
+from sqs_redriver.console.tool import Connection, Deployment
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 
 OTHER_REGION = "eu-west-1"

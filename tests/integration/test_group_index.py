@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqs_redriver.console.group_index import INDEX_WRITE_ATTEMPTS, GroupIndex
+from sqs_redriver.console.inventory import INDEX_WRITE_ATTEMPTS, GroupIndex
 from sqs_redriver.core.errors import AwsCallError
 from tests.support.aws import Aws
 

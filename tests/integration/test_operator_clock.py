@@ -7,9 +7,8 @@ from __future__ import annotations
 import time
 
 from local_aws import REGION
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.steering import open_breakers
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.controls import open_breakers
+from sqs_redriver.console.tool import Connection, Target, Tool
 from sqs_redriver.core.breaker import State
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.keys import breaker_key

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from local_aws.queues import queue_counts
 from sqs_redriver.console.cli import app
-from sqs_redriver.console.group_index import GroupIndex
+from sqs_redriver.console.inventory import GroupIndex
 from sqs_redriver.core.table import GroupAction, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind

@@ -21,7 +21,7 @@ from moto.server import ThreadedMotoServer
 from typer.testing import CliRunner
 
 from local_aws import REGION
-from sqs_redriver.console import connection as tool_connection
+from sqs_redriver.console import tool
 from sqs_redriver.console.advice import (
     EXPIRED,
     NO_CREDENTIALS,
@@ -31,8 +31,7 @@ from sqs_redriver.console.advice import (
     explain,
 )
 from sqs_redriver.console.cli import app
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.deployment import Deployment
+from sqs_redriver.console.tool import Connection, Deployment
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.aws import Aws
 from tests.support.fake_endpoints import aws_refusing, web_server
@@ -60,7 +59,7 @@ def assert_one_line(result: Any, expected: str) -> None:
 def fast_failing(monkeypatch: pytest.MonkeyPatch) -> None:
     """One attempt, short timeouts: a refused connection fails at once."""
     monkeypatch.setattr(
-        tool_connection, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1)
+        tool, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1)
     )
 
 
@@ -127,13 +126,13 @@ def refusing(code: str) -> Callable[[Any, str], Any]:
 
 
 def test_expired_credentials_say_to_log_in_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_connection.Connection, "client", refusing("ExpiredToken"))
+    monkeypatch.setattr(Connection, "client", refusing("ExpiredToken"))
 
     assert_one_line(explicit("groups", "--queue", "dlq"), EXPIRED)
 
 
 def test_access_denied_says_which_call_and_how_to_get_access(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tool_connection.Connection, "client", refusing("AccessDenied"))
+    monkeypatch.setattr(Connection, "client", refusing("AccessDenied"))
 
     result = explicit("groups", "--queue", "dlq")
 

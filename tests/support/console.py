@@ -18,9 +18,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from sqs_redriver.console.tool import Tool
-from sqs_redriver.console.web import create_app
-from sqs_redriver.console.web.access import Access
-from sqs_redriver.console.web.guard import ACCESS
+from sqs_redriver.console.web.guard import ACCESS, Access
+from sqs_redriver.console.web.server import create_app
 from tests.support.aws import Aws
 from tests.support.operator import operator_tool
 

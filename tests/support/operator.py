@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from local_aws import REGION
 from sqs_redriver.console.cli import app
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.tool import Connection, Target, Tool
 from sqs_redriver.core.table import ParkCause, ParkReason
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind

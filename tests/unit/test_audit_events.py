@@ -12,7 +12,8 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.console.audit import AuditEvent, AuditLog, AuditUnavailable, Outcome, Phase, actions_from
+from sqs_redriver.console.audit import AuditEvent, AuditLog, Outcome, Phase, actions_from
+from sqs_redriver.console.errors import AuditUnavailable
 
 texts = st.text(min_size=1, max_size=40)
 events = st.builds(

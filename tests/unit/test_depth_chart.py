@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sqs_redriver.console.web.chart import HEIGHT, WIDTH, depth_chart
+from sqs_redriver.console.web.views import HEIGHT, WIDTH, depth_chart
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 COORDINATES = ("x", "y", "x1", "x2", "y1", "y2", "cx", "cy")

@@ -14,13 +14,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from sqs_redriver.console.cli.fleet import fleet_view
-from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.console.fleet import guards_of_stack, regions_to_read
-from sqs_redriver.console.fleet_listing import ListedQueue, Problem, parse_listing
-from sqs_redriver.console.fleet_model import Fleet, Gaps, Guard, assemble
-from sqs_redriver.console.queue_ref import REGION_LABEL, NotAQueueName, QueueRef
-from sqs_redriver.console.tool import UsageError
+from sqs_redriver.console.cli.views import fleet_view
+from sqs_redriver.console.errors import NotAQueueName, UsageError
+from sqs_redriver.console.fleet import (
+    REGION_LABEL,
+    Fleet,
+    Gaps,
+    Guard,
+    ListedQueue,
+    Problem,
+    QueueRef,
+    assemble,
+    guards_of_stack,
+    parse_listing,
+    regions_to_read,
+)
+from sqs_redriver.console.tool import Deployment
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from tests.support.record_strategies import robust
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqs_redriver.console.deployment import Deployment, DeploymentNotFound, from_stack_outputs
+from sqs_redriver.console.errors import DeploymentNotFound
 from sqs_redriver.console.inventory import (
     UNCLASSIFIED,
     Selection,
@@ -18,6 +18,7 @@ from sqs_redriver.console.inventory import (
     parse_attribute_filters,
     parse_duration,
 )
+from sqs_redriver.console.tool import Deployment, from_stack_outputs
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.outcome_rules import BACK, Fate, Observation, Seen, Sent, explain, judge
+from sqs_redriver.console.outcomes import BACK, Fate, Observation, Seen, Sent, explain, judge
 
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"

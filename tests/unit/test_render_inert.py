@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from sqs_redriver.console.cli import render
-from sqs_redriver.console.cli.inert import inert
 from sqs_redriver.console.inventory import Where, group, inspect
-from sqs_redriver.console.shown import inert_str, some
+from sqs_redriver.console.safe_text import inert, inert_str, some
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark

@@ -8,14 +8,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.console.outcome_rules import Sent
-from sqs_redriver.console.replay_records import (
+from sqs_redriver.console.errors import CorruptReplay
+from sqs_redriver.console.outcomes import (
     IDENTITIES_PER_PART,
     REPLAY_TTL_SECONDS,
-    CorruptReplay,
     ReplayKind,
     ReplayRecord,
     ReplayRecords,
+    Sent,
     new_replay_id,
 )
 from sqs_redriver.protocol.keys import replay_index_key, replay_record_key

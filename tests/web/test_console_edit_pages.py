@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from local_aws.queues import drain, queue_counts
-from sqs_redriver.console.connection import Connection
+from sqs_redriver.console.tool import Connection
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
 from tests.support.console import BASE_URL, FROM_THE_CONSOLE, ROOT, get, open_console, parked_id, post

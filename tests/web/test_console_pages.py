@@ -192,7 +192,7 @@ class RefusingMetrics:
 def test_status_without_the_chart_when_cloudwatch_refuses_it_still_shows_the_rest(aws: Aws) -> None:
     park_groups(aws)
     client, tool = open_console(aws)
-    tool._clients["cloudwatch"] = RefusingMetrics()
+    tool.clients["cloudwatch"] = RefusingMetrics()
 
     code, page = get(client, "/")
 

@@ -12,8 +12,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from sqs_redriver.console.web.access import SESSION_IDLE_SECONDS, SESSION_SECONDS, TOKEN_SECONDS
-from sqs_redriver.console.web.guard import FORM_BYTES
+from sqs_redriver.console.web.guard import FORM_BYTES, SESSION_IDLE_SECONDS, SESSION_SECONDS, TOKEN_SECONDS
 from tests.support.aws import Aws
 from tests.support.console import (
     BASE_URL,

@@ -19,7 +19,7 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
-from sqs_redriver.console.connection import Connection
+from sqs_redriver.console.tool import Connection
 
 EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"})
 DENIED_CODES = frozenset(

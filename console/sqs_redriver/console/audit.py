@@ -22,7 +22,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.console.aws import aws_call
-from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.console.errors import AuditUnavailable
+from sqs_redriver.core.errors import AwsCallError
 
 # Details longer than this are cut: a reason is a sentence, not a document.
 DETAIL_CHARS = 500
@@ -184,10 +185,6 @@ class Tally:
     problem: str | None = None
     # Set by the trail: the action ended but its end could not be written (it reads as unfinished).
     unrecorded_end: str | None = None
-
-
-class AuditUnavailable(RuntimeError):
-    """The action could not be recorded, so it was not done."""
 
 
 class AuditLog:

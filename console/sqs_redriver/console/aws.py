@@ -1,5 +1,6 @@
-"""The command-line tool's AWS calls: the stack that names a deployment, queue depths, the DLQ's
-oldest age, and scans that read a queue without consuming it (its clients: connection.py)."""
+"""The operator's tool's reads of AWS: queue depths, the DLQ's oldest age and the queues' depth
+over the last hours (CloudWatch), who is calling, and scans that read a queue without consuming it;
+``aws_call``, which turns AWS's failures into AwsCallError (the clients: tool.Connection)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from sqs_redriver.console.deployment import Deployment, from_stack_outputs
 from sqs_redriver.console.inventory import Inspected, Where, inspect
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
 
 # How long a scan hides each message it has read: long enough to read a large queue once, short
 # enough that a scan killed without releasing them gives them back soon.
@@ -26,21 +26,12 @@ SCAN_HOLD_SECONDS = 300
 # Receives in a row that bring only messages already read (their hold lapsed) end a scan.
 STALE_RECEIVES = 3
 # The fleet view reads every queue of an account: one that does not answer is reported after
-# about half a minute, not after the minutes connection.TOOL_CONFIG would wait.
+# about half a minute, not after the minutes tool.TOOL_CONFIG would wait.
 FLEET_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=10)
 OLDEST_AGE_WINDOW_SECONDS = 900
 # What a call to AWS may raise: a refusal, a failure to call, or an answer that is not AWS's (an
 # endpoint that is not AWS, or a local one that does not serve the region).
 AWS_FAILURES = (ClientError, BotoCoreError, ResponseParserError)
-
-
-def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
-    """The re-driver the stack's outputs name (``redriver`` picks one of several)."""
-    try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except AWS_FAILURES as exc:
-        raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
-    return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
 
 
 def aws_date(http_response: Any) -> float | None:
@@ -262,3 +253,60 @@ def aws_call(operation: str, call: Any, **kwargs: Any) -> Mapping[str, Any]:
     except AWS_FAILURES as exc:
         raise AwsCallError(f"{operation} failed: {exc}") from exc
     return response
+
+
+# The depth of a deployment's queues over the last hours, as SQS publishes it to CloudWatch
+# (``ApproximateNumberOfMessagesVisible``), read with GetMetricStatistics. A local endpoint
+# publishes no SQS metrics: the series are then empty.
+DEPTH_WINDOW_SECONDS = 3 * 3600
+DEPTH_PERIOD_SECONDS = 300
+DEPTH_METRIC = "ApproximateNumberOfMessagesVisible"
+
+
+@dataclass(frozen=True)
+class DepthSeries:
+    """One queue's visible messages over time: (epoch seconds, depth), oldest first."""
+
+    label: str
+    queue_name: str
+    points: tuple[tuple[int, float], ...]
+
+
+def depth_history(
+    cloudwatch: Any,
+    queues: Sequence[tuple[str, str]],
+    now: int,
+    *,
+    window_seconds: int = DEPTH_WINDOW_SECONDS,
+    period_seconds: int = DEPTH_PERIOD_SECONDS,
+) -> list[DepthSeries]:
+    """The depth of each ``(label, queue name)`` over the ``window_seconds`` before ``now``, the
+    maximum of each period. GetMetricStatistics, one call a queue: what ``grant_operator`` already
+    grants for ``status``."""
+    return [
+        DepthSeries(label, name, _points(cloudwatch, name, now, window_seconds, period_seconds))
+        for label, name in queues
+    ]
+
+
+def _points(
+    cloudwatch: Any, queue_name: str, now: int, window: int, period: int
+) -> tuple[tuple[int, float], ...]:
+    response = aws_call(
+        "GetMetricStatistics",
+        cloudwatch.get_metric_statistics,
+        Namespace="AWS/SQS",
+        MetricName=DEPTH_METRIC,
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=datetime.fromtimestamp(now - window, UTC),
+        EndTime=datetime.fromtimestamp(now, UTC),
+        Period=period,
+        Statistics=["Maximum"],
+    )
+    found = []
+    for point in response.get("Datapoints", []):
+        try:  # what CloudWatch answers is read as untrusted: a point without a time or a value is left out
+            found.append((int(point["Timestamp"].timestamp()), float(point["Maximum"])))
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError):
+            continue
+    return tuple(sorted(found))

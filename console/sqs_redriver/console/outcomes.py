@@ -1,36 +1,513 @@
-"""What became of each replay: recording what a replay, edit or group retry sent, and reading
-back what became of it (the DLQ and the parking lot read once, the kit's verdicts, each source's
-return window and what it holds now). ``outcome_rules`` decides; this reads and writes."""
+"""What became of each replay, edit or group retry, in three parts: the rules (pure: ``judge``), each
+identity sent judged from what is in the DLQ and the parking lot now, what its source queue holds
+now, the consumer kit's verdicts and the time; the records of what each sent, in the state table
+(``ReplayRecords``); and reading it all back (``judge_replay``, ``recent_outcomes``: the DLQ and
+the parking lot read once, the kit's verdicts, each source's return window and what it holds now).
+
+A message the consumer fails comes back to the DLQ once SQS has delivered it ``maxReceiveCount``
+times, each after a ``VisibilityTimeout``: its source's *return window*. The kit dead-letters a
+terminal failure at once. A message not back in the DLQ nor parked may still wait in its source
+queue, unconsumed, for as long as the consumer is down: only a source queue that holds nothing
+(visible, in flight or delayed) says it left. So without the kit's verdicts, an identity is
+consumed when it is found nowhere, its source queue is empty, its return window has passed and the
+scans read everything; otherwise it may be waiting, or it is too early to tell.
+
+A record (``REPLAY#<DLQ URL>#<replay id>``) holds who, when, what was chosen, the source queues
+and, for each identity sent, the fingerprint it had then and its source; past
+``IDENTITIES_PER_PART`` identities the rest go to parts ``#1``, ``#2``... (a DynamoDB item holds
+400 KB at most). The index of a re-driver's recent ones is ``REPLAYS#<DLQ URL>``. Records and index
+entries expire after ``REPLAY_TTL_SECONDS``. The operator may not Scan or Query the table, hence the
+index, as for group records (inventory.GroupIndex). Every field read is checked here: a record that
+fails is ``CorruptReplay``, naming its key and the field, never a traceback."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import re
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
 
 from sqs_redriver.console.aws import QueueDepth, queue_depth
-from sqs_redriver.console.finding import read_all
-from sqs_redriver.console.inventory import Inspected, Where
-from sqs_redriver.console.outcome_rules import Observation, Outcome, Sent, copies, judge
-from sqs_redriver.console.replay_records import (
-    REPLAY_ID_PATTERN,
-    CorruptReplay,
-    Listed,
-    ReplayKind,
-    ReplayRecord,
-    ReplayRecords,
-    new_replay_id,
-)
-from sqs_redriver.console.shown import inert_str, some
+from sqs_redriver.console.errors import CorruptReplay, NotFound, UnreadableReplay
+from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.safe_text import duration, inert_str, some
 from sqs_redriver.console.status import Status, read_status
-from sqs_redriver.console.tool import NotFound, Tool
-from sqs_redriver.protocol.keys import replay_verdict_key
-from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.console.tool import Tool, read_all
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import DynamoTable
+from sqs_redriver.protocol.keys import replay_index_key, replay_record_key, replay_verdict_key
+from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
+
+# The rules: what became of each identity a replay sent (pure).
 
 
-class UnreadableReplay(NotFound):
-    """A replay's record exists but cannot be read (exit code 1, one line naming the field)."""
+class Fate(StrEnum):
+    """What became of one identity a replay sent."""
+
+    CONSUMED = "consumed"  # the kit's verdicts account for it
+    BACK_SAME = "back-same-cause"  # in the DLQ again, with the fingerprint it had before
+    BACK_NEW = "back-new-cause"  # in the DLQ again, with another fingerprint
+    BACK_UNCLASSIFIED = "back-no-fingerprint"  # in the DLQ again, no consumer verdict on it
+    PARKED = "parked"  # sent, then parked by the re-driver
+    NOT_SENT_YET = "not-sent-yet"  # still where it was, not sent since (a group retry's, before its run)
+    NOT_BACK = "not-back"  # nowhere, its source queue empty, past its return window: consumed
+    WAITING = "may-be-waiting"  # nowhere, but its source queue holds messages (or could not be read)
+    GONE = "gone"  # as NOT_BACK, but its source's retention has passed: consumed, or expired there
+    TOO_EARLY = "too-early"  # nowhere, before its return window ends (or it is unknown, or the scans
+
+    # could not read everything)
 
 
+BACK = (Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One identity a replay sent: its fingerprint then (None: no consumer verdict), its source."""
+
+    identity: str
+    fingerprint: str | None = None
+    source: str = ""
+
+    @classmethod
+    def of(cls, item: Inspected, source_url: str) -> Sent:
+        """A message of the DLQ or the parking lot, sent to ``source_url``."""
+        return cls(item.identity, item.group if is_fingerprint(item.group) else None, source_url)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A copy of a sent identity found now in the DLQ or the parking lot."""
+
+    where: Where
+    fingerprint: str | None = None
+    cause: str = ""  # what went wrong, one line (the failure, or the parking reason)
+    sent_since: bool = True  # its mark shows a send at or after the replay (else: never left)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What is known now: the copies found (by identity, the DLQ's preferred), the kit's "ok"
+    verdicts on the replay's messages (None: none recorded), each source's return window in
+    seconds and what it holds (missing: unknown), the time, and whether the scans read every
+    message."""
+
+    seen: Mapping[str, Seen]
+    now: int
+    windows: Mapping[str, int] = field(default_factory=dict)
+    ok_verdicts: int | None = None
+    complete: bool = True
+    held: Mapping[str, QueueDepth] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One identity's fate, with what it rests on."""
+
+    identity: str
+    fate: Fate
+    fingerprint: str | None = None  # now, when it is back
+    before: str | None = None  # the fingerprint it had when it was sent
+    cause: str = ""
+    back_by: int | None = None  # when its return window ends (None: unknown)
+    held: QueueDepth | None = None  # what its source queue held when it was judged unseen (None: unknown)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every identity's fate, and the counts."""
+
+    sent_at: int
+    now: int
+    judged: tuple[Judged, ...]
+    ok_verdicts: int | None
+    complete: bool
+
+    @property
+    def counts(self) -> dict[Fate, int]:
+        counted = dict.fromkeys(Fate, 0)
+        for judged in self.judged:
+            counted[judged.fate] += 1
+        return counted
+
+    def of(self, fate: Fate) -> list[Judged]:
+        return [j for j in self.judged if j.fate is fate]
+
+    def by_fate(self) -> list[tuple[Fate, str, list[Judged]]]:
+        """Each fate met, in PHRASES' order: its phrase (``not back after 20m ...``) and members."""
+        minutes = max(0, self.now - self.sent_at) // 60
+        grouped = [(fate, phrase.format(minutes=minutes), self.of(fate)) for fate, phrase in PHRASES.items()]
+        return [(fate, phrase, members) for fate, phrase, members in grouped if members]
+
+    def line(self) -> str:
+        """The summary in one line: ``3 sent: 1 back (new cause), 2 not back after 20m ...``."""
+        counts = self.counts
+        minutes = max(0, self.now - self.sent_at) // 60
+        parts = [
+            f"{counts[fate]} {text.format(minutes=minutes)}" for fate, text in PHRASES.items() if counts[fate]
+        ]
+        unseen = sum(counts[fate] for fate in UNSEEN)
+        if self.ok_verdicts is not None and unseen:
+            parts.append(f"the consumer kit counted {self.ok_verdicts} consumed")
+        if not self.complete:
+            parts.append("the scans could not read every message (some may be back, in flight)")
+        return f"{len(self.judged)} sent: " + (", ".join(parts) or "nothing")
+
+
+PHRASES = {
+    Fate.CONSUMED: "consumed (consumer kit's verdicts)",
+    Fate.BACK_SAME: "back in the DLQ (same cause)",
+    Fate.BACK_NEW: "back in the DLQ (new cause)",
+    Fate.BACK_UNCLASSIFIED: "back in the DLQ (no fingerprint)",
+    Fate.PARKED: "parked",
+    Fate.NOT_SENT_YET: "not sent yet (still in the DLQ or the parking lot)",
+    Fate.NOT_BACK: "not back after {minutes}m, its source queue empty (consumed)",
+    Fate.GONE: "not back after {minutes}m, its source queue empty (consumed, or expired there)",
+    Fate.WAITING: "not back after {minutes}m (may still be waiting in its source queue)",
+    Fate.TOO_EARLY: "not back after {minutes}m (too early to tell)",
+}
+UNSEEN = (Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY)
+
+
+def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outcome:
+    """Each identity's fate (an identity sent twice is judged once, as first sent)."""
+    unique = list({s.identity: s for s in reversed(sent)}.values())[::-1]
+    judged = [_found(s, observation.seen[s.identity]) for s in unique if s.identity in observation.seen]
+    unseen = [s for s in unique if s.identity not in observation.seen]
+    waiting = sum(1 for j in judged if j.fate is Fate.NOT_SENT_YET)
+    # Each "ok" verdict is one message consumed; a copy that never left (its delete failed) may
+    # have been consumed meanwhile, so only what is left over can vouch for the unseen.
+    vouched = observation.ok_verdicts is not None and observation.ok_verdicts - waiting >= len(unseen)
+    judged += [_unseen(s, sent_at, observation, consumed=vouched) for s in unseen]
+    order = {s.identity: n for n, s in enumerate(unique)}
+    return Outcome(
+        sent_at=sent_at,
+        now=observation.now,
+        judged=tuple(sorted(judged, key=lambda j: order[j.identity])),
+        ok_verdicts=observation.ok_verdicts,
+        complete=observation.complete,
+    )
+
+
+def _found(sent: Sent, seen: Seen) -> Judged:
+    fate = Fate.NOT_SENT_YET
+    if seen.sent_since and seen.where is Where.PARKING_LOT:
+        fate = Fate.PARKED
+    elif seen.sent_since and seen.fingerprint is None:
+        fate = Fate.BACK_UNCLASSIFIED
+    elif seen.sent_since:
+        fate = Fate.BACK_SAME if seen.fingerprint == sent.fingerprint else Fate.BACK_NEW
+    return Judged(sent.identity, fate, seen.fingerprint, sent.fingerprint, seen.cause)
+
+
+def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool) -> Judged:
+    """An identity found in neither queue: never consumed while its source queue holds messages
+    (or cannot be read); else consumed on the kit's word, or when its return window has passed and
+    the scans read everything."""
+    window = observation.windows.get(sent.source)
+    back_by = None if window is None else sent_at + window
+    held = observation.held.get(sent.source)
+    if held is None or held.total:
+        # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
+        fate = Fate.WAITING
+    elif consumed:
+        fate = Fate.CONSUMED
+    elif back_by is None or observation.now < back_by or not observation.complete:
+        fate = Fate.TOO_EARLY
+    elif observation.now >= sent_at + held.retention_seconds:
+        fate = Fate.GONE
+    else:
+        fate = Fate.NOT_BACK
+    return Judged(sent.identity, fate, before=sent.fingerprint, back_by=back_by, held=held)
+
+
+def explain(judged: Judged, outcome: Outcome) -> str:
+    """What one identity's fate rests on, in words."""
+    minutes = max(0, outcome.now - outcome.sent_at) // 60
+    unseen = f"not in the DLQ nor parked {minutes}m after the replay"
+    if judged.fate is Fate.NOT_BACK:
+        return f"{unseen}, past its return window, and its source queue holds no message"
+    if judged.fate is Fate.GONE:
+        return (
+            f"{unseen} and its source queue holds no message, but its retention "
+            f"({duration(judged.held.retention_seconds if judged.held else 0)}) has passed since: "
+            "consumed, or deleted there by SQS unconsumed"
+        )
+    if judged.fate is Fate.WAITING:
+        holds = (
+            f"its source queue still holds {judged.held.describe()}"
+            if judged.held is not None
+            else "what its source queue holds could not be read"
+        )
+        return (
+            f"sent to its source queue at {clock_time(outcome.sent_at)}, not in the DLQ nor parked since; "
+            f"{holds}, so it may be waiting there"
+        )
+    if judged.fate is Fate.TOO_EARLY:
+        return _too_early(judged, outcome, minutes)
+    if judged.fate is Fate.CONSUMED:
+        return f"the consumer kit counted {outcome.ok_verdicts} consumed, every message not back"
+    if judged.fate is Fate.BACK_NEW:
+        return f"fingerprint {judged.fingerprint} (was {judged.before or 'none'}): {judged.cause}"
+    return judged.cause
+
+
+def _too_early(judged: Judged, outcome: Outcome, minutes: int) -> str:
+    if judged.back_by is None:
+        return f"not back after {minutes}m; its source's return window is unknown"
+    if outcome.now >= judged.back_by and not outcome.complete:
+        return "past its return window, but the scans could not read every message: it may be back, in flight"
+    return f"too early to tell: back by {clock_time(judged.back_by)} at the latest if it fails"
+
+
+def clock_time(epoch: int) -> str:
+    """``14:05Z``: a return window is minutes to hours long."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%MZ")
+
+
+def copies(items: Iterable[Inspected], since: int, *, unmarked_sent: bool) -> dict[str, Seen]:
+    """The copies found, by identity: one sent at or after ``since`` (its mark's last send) before
+    one that never left, the DLQ's before the parking lot's. A copy without a mark cannot say:
+    ``unmarked_sent`` says what to assume."""
+    found: dict[str, tuple[tuple[bool, bool], Seen]] = {}
+    for item in items:
+        last = item.mark.last_sent_at if item.mark is not None else None
+        sent_since = unmarked_sent if item.mark is None else (last is not None and last >= since)
+        seen = Seen(
+            where=item.where,
+            fingerprint=item.group if is_fingerprint(item.group) else None,
+            cause=item.label,
+            sent_since=sent_since,
+        )
+        rank = (sent_since, item.where is Where.DLQ)
+        if item.identity not in found or rank > found[item.identity][0]:
+            found[item.identity] = (rank, seen)
+    return {identity: seen for identity, (_, seen) in found.items()}
+
+
+# The records of what each replay, edit and group retry sent, and the index of recent ones.
+# As long as SQS can keep a message that came back (its longest retention).
+REPLAY_TTL_SECONDS = 14 * 86_400
+# At most ~200 bytes each (identity, fingerprint, source): ~200 KB a part, half an item's limit.
+IDENTITIES_PER_PART = 1_000
+MAX_PARTS = 1_000
+RECENT_KEPT = 50
+MAX_TEXT_CHARS = 2_000
+INDEX_WRITE_ATTEMPTS = 3
+# ``20261123-091240-3f9c``: sorts by time, and a prefix of it names a replay.
+REPLAY_ID_PATTERN = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
+
+
+def new_replay_id(at: int) -> str:
+    """A replay's id: its time (UTC) and a random tail (two operators in one second)."""
+    return f"{datetime.fromtimestamp(at, UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+class ReplayKind(StrEnum):
+    REPLAY = "replay"
+    EDIT = "edit"
+    GROUP_RETRY = "group-retry"
+
+
+@dataclass(frozen=True)
+class ReplayRecord:
+    """What one replay, edit or group retry sent, by whom and when."""
+
+    replay_id: str
+    kind: ReplayKind
+    who: str
+    at: int
+    detail: str  # what was chosen (the selection, the fingerprint, the message edited)
+    sent: tuple[Sent, ...]
+
+    @property
+    def verdict_key(self) -> str | None:
+        """Where the kit counts its verdicts on the messages sent (a group retry's are the runs')."""
+        return None if self.kind is ReplayKind.GROUP_RETRY else replay_verdict_key(self.at, self.replay_id)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One entry of the index: enough to list a replay without reading its record."""
+
+    replay_id: str
+    kind: ReplayKind
+    at: int
+    count: int
+
+
+class ReplayRecords(DynamoTable):
+    """The records and the index of one re-driver (by its DLQ's URL)."""
+
+    def __init__(self, table_name: str, client: Any, dlq_url: str) -> None:
+        super().__init__(table_name, client)
+        self.dlq_url = dlq_url
+
+    def save(self, record: ReplayRecord) -> None:
+        """The parts past the first, then the first (which names how many), then the index entry."""
+        sources = sorted({s.source for s in record.sent})
+        per_part = IDENTITIES_PER_PART
+        chunks = [record.sent[n : n + per_part] for n in range(0, len(record.sent), per_part)]
+        expires = {"expires_at": {"N": str(record.at + REPLAY_TTL_SECONDS)}}
+        self._write_batches(
+            [
+                {
+                    "PutRequest": {
+                        "Item": {
+                            "pk": {"S": self._key(record, n)},
+                            "sent": _entries(chunk, sources),
+                            **expires,
+                        }
+                    }
+                }
+                for n, chunk in enumerate(chunks[1:], start=1)
+            ]
+        )
+        self._put_item(
+            {
+                "pk": {"S": self._key(record, 0)},
+                "kind": {"S": record.kind.value},
+                "who": {"S": record.who},
+                "at": {"N": str(record.at)},
+                "detail": {"S": record.detail[:MAX_TEXT_CHARS]},
+                "sources": {"L": [{"S": s} for s in sources]},
+                "parts": {"N": str(max(1, len(chunks)))},
+                "sent": _entries(chunks[0] if chunks else (), sources),
+                **expires,
+            }
+        )
+        self._add_to_index(Listed(record.replay_id, record.kind, record.at, len(record.sent)))
+
+    def _key(self, record: ReplayRecord, part: int) -> str:
+        return replay_record_key(self.dlq_url, record.replay_id, part)
+
+    def load(self, replay_id: str, *, now: int) -> ReplayRecord | None:
+        """The record (None: none, or expired); ``CorruptReplay`` when it cannot be read whole."""
+        head_key = replay_record_key(self.dlq_url, replay_id)
+        head = self._get_item(head_key)
+        if head is None or _number(head, "expires_at", head_key) <= now:
+            return None
+        parts = _number(head, "parts", head_key, high=MAX_PARTS)
+        listed_sources = enumerate(_list(head, "sources", head_key))
+        sources = [_text(value, f"sources[{n}]", head_key) for n, value in listed_sources]
+        part_keys = [replay_record_key(self.dlq_url, replay_id, n) for n in range(1, parts)]
+        rest = {item["pk"]["S"]: item for item in self._get_items(part_keys)}
+        sent = _sent(head, head_key, sources)
+        for n in range(1, parts):
+            key = replay_record_key(self.dlq_url, replay_id, n)
+            if key not in rest:
+                raise CorruptReplay(f"{head_key}: part {n} of {parts} is missing")
+            sent += _sent(rest[key], key, sources)
+        try:
+            kind = ReplayKind(_text(head.get("kind"), "kind", head_key))
+        except ValueError as exc:
+            raise CorruptReplay(f"{head_key}: kind is not one of {', '.join(ReplayKind)}") from exc
+        return ReplayRecord(
+            replay_id=replay_id,
+            kind=kind,
+            who=_text(head.get("who"), "who", head_key),
+            at=_number(head, "at", head_key),
+            detail=_text(head.get("detail"), "detail", head_key, empty=True),
+            sent=tuple(sent),
+        )
+
+    def recent(self, *, now: int) -> list[Listed]:
+        """The index's replays within their TTL, newest first; ``CorruptReplay`` when unreadable."""
+        listed, _ = self._read_index()
+        return [entry for entry in listed if entry.at + REPLAY_TTL_SECONDS > now]
+
+    def _read_index(self) -> tuple[list[Listed], dict[str, Any]]:
+        key = replay_index_key(self.dlq_url)
+        item = self._get_item(key)
+        if item is None:
+            return [], {"ConditionExpression": "attribute_not_exists(pk)"}
+        version = item.get("version")
+        entries = enumerate(_list(item, "replays", key))
+        listed = [_listed(_text(value, f"replays[{n}]", key), key) for n, value in entries]
+        # Stable: the index holds the replays of one second newest first, as they were added.
+        return sorted(listed, key=lambda e: -e.at), {
+            "ConditionExpression": "version = :read",
+            "ExpressionAttributeValues": {":read": version},
+        }
+
+    def _add_to_index(self, entry: Listed) -> None:
+        """Add ``entry``, dropping expired ones and the oldest past ``RECENT_KEPT``; an unreadable
+        index is written anew (it only lists: the records stand on their own)."""
+        key = replay_index_key(self.dlq_url)
+        for _ in range(INDEX_WRITE_ATTEMPTS):
+            try:
+                listed, guard = self._read_index()
+            except CorruptReplay:
+                listed, guard = [], {}
+            kept = [
+                e for e in listed if e.at + REPLAY_TTL_SECONDS > entry.at and e.replay_id != entry.replay_id
+            ]
+            kept = sorted([entry, *kept], key=lambda e: -e.at)[:RECENT_KEPT]
+            read = guard.get("ExpressionAttributeValues", {}).get(":read", {}).get("N", "0")
+            item = {
+                "pk": {"S": key},
+                "replays": {"L": [{"S": f"{e.replay_id} {e.kind.value} {e.at} {e.count}"} for e in kept]},
+                "version": {"N": str(int(read) + 1 if str(read).isdigit() else 1)},
+            }
+            if self._write_if("PutItem", self._client.put_item, Item=item, **guard) is not None:
+                return
+        raise AwsCallError(f"the index of replays in {self.table_name} changed at every attempt: try again")
+
+
+def _entries(sent: Sequence[Sent], sources: list[str]) -> dict[str, Any]:
+    return {"L": [{"S": f"{s.identity} {s.fingerprint or ''} {sources.index(s.source)}"} for s in sent]}
+
+
+def _sent(item: dict[str, Any], key: str, sources: list[str]) -> list[Sent]:
+    sent = []
+    for n, value in enumerate(_list(item, "sent", key)):
+        field = f"sent[{n}]"
+        identity, fingerprint, source = (_text(value, field, key).split(" ") + ["", "", ""])[:3]
+        if not (len(identity) <= MAX_IDENTITY_CHARS and IDENTITY_PATTERN.fullmatch(identity)):
+            raise CorruptReplay(f"{key}: {field}: the identity is not one")
+        if fingerprint and not is_fingerprint(fingerprint):
+            raise CorruptReplay(f"{key}: {field}: the fingerprint is not one")
+        if not source.isdigit() or int(source) >= len(sources):
+            raise CorruptReplay(f"{key}: {field}: the source is not one of the record's sources")
+        sent.append(Sent(identity, fingerprint or None, sources[int(source)]))
+    return sent
+
+
+def _listed(text: str, key: str) -> Listed:
+    parts = text.split(" ")
+    well_formed = len(parts) == 4 and REPLAY_ID_PATTERN.fullmatch(parts[0]) is not None
+    if not (well_formed and parts[1] in set(ReplayKind) and parts[2].isdigit() and parts[3].isdigit()):
+        raise CorruptReplay(f"{key}: replays: an entry is not 'id kind time count'")
+    return Listed(parts[0], ReplayKind(parts[1]), int(parts[2]), int(parts[3]))
+
+
+def _list(item: dict[str, Any], name: str, key: str) -> list[Any]:
+    value = item.get(name)
+    listed = value.get("L") if isinstance(value, dict) else None
+    if not isinstance(listed, list):
+        raise CorruptReplay(f"{key}: {name} is not a list")
+    return listed
+
+
+def _text(value: Any, name: str, key: str, *, empty: bool = False) -> str:
+    text = value.get("S") if isinstance(value, dict) else None
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS or (not text and not empty):
+        raise CorruptReplay(f"{key}: {name} is not a text of 1 to {MAX_TEXT_CHARS} characters")
+    return text
+
+
+def _number(item: dict[str, Any], name: str, key: str, *, high: int = MAX_EPOCH_SECONDS) -> int:
+    value = item.get(name)
+    text = value.get("N") if isinstance(value, dict) else None
+    if not isinstance(text, str) or not text.isdigit() or not 0 < int(text) <= high:
+        raise CorruptReplay(f"{key}: {name} is not a whole number from 1 to {high}")
+    return int(text)
+
+
+# Reading back what became of each replay.
 @dataclass(frozen=True)
 class Ticket:
     """A replay's id and time, chosen before it sends: its marks carry the verdict key."""

@@ -6,16 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.console.aws import QueueDepth, oldest_age_seconds, queue_depth
-from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.console.shown import when
+from sqs_redriver.console.safe_text import when
+from sqs_redriver.console.tool import Deployment
+from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import Pause, RunSummary, StateTable
 from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.adapters.state_table import StateTable
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.decide.canary import SILENT_PROBES_LIMIT
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.history import RunSummary
-from sqs_redriver.runtime.model.pause import Pause
 
 # The re-driver parks messages this long before their retention ends (EXPIRY_MARGIN_SECONDS's
 # default); the tool warns from the same point.

@@ -1,34 +1,178 @@
-"""What every command and page needs: the connection, the deployment it works on, its adapters,
-and the audit record around each action."""
+"""The tool every command and page works through: where its calls go (``Connection``), the
+re-driver it works on (``Deployment``, named by a ``Target`` or found in a stack's outputs), the
+adapters built on them and the audit record around each action (``Tool``), and reading the queues
+without consuming them (``read_all``, ``find_message``)."""
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import InvalidRegionError
+from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url, validate_region_name
 
 from sqs_redriver.console.audit import AuditLog, Tally
-from sqs_redriver.console.aws import QueueScan, aws_date, caller, find_deployment
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.deployment import Deployment
-from sqs_redriver.console.group_index import GroupIndex
-from sqs_redriver.console.inventory import Inspected, Where
+from sqs_redriver.console.aws import AWS_FAILURES, Coverage, QueueScan, aws_date, caller
+from sqs_redriver.console.errors import BadConnection, DeploymentNotFound, NotFound, UsageError
+from sqs_redriver.console.inventory import GroupIndex, Inspected, Where
+from sqs_redriver.console.safe_text import inert_str, some
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.sqs import SqsQueue
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS
 from sqs_redriver.protocol.keys import queue_key_from_arn, queue_key_from_url
-from sqs_redriver.runtime.adapters.sqs_queue import SqsQueue
-from sqs_redriver.runtime.adapters.state_table import StateTable
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
+
+# An operator waits for the answer: retry throttling, but not for long.
+TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
 
 
-class UsageError(ValueError):
-    """The command line does not say enough (exit code 2)."""
+@dataclass(frozen=True)
+class Connection:
+    """Where the tool's calls go: the standard credential chain, or a profile, region, endpoint.
+    The endpoint and the region are checked on first use (BadConnection), so ``--help`` works."""
+
+    profile: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+    @cached_property
+    def _session(self) -> boto3.Session:
+        self._check()
+        return boto3.Session(profile_name=self.profile, region_name=self.region)
+
+    def _check(self) -> None:
+        if self.region is not None:
+            try:
+                validate_region_name(self.region)
+            except InvalidRegionError:
+                named = inert_str(self.region)
+                raise BadConnection(
+                    f"--region (or AWS_REGION) {named!r} is not a region name (like eu-west-1)"
+                ) from None
+        url = self.endpoint_url
+        if url is not None and not _is_endpoint(url):
+            raise BadConnection(
+                f"--endpoint-url (or AWS_ENDPOINT_URL) {inert_str(url)!r} is not an http:// or https:// "
+                "URL with a host (like http://localhost:4566)"
+            )
+
+    def knows_region(self) -> bool:
+        """Whether botocore knows the connection's region in some partition (a region it does not
+        know still gets an endpoint: this only explains a failure)."""
+        session = self._session
+        return any(
+            self.region_name in session.get_available_regions("sqs", partition)
+            for partition in session.get_available_partitions()
+        )
+
+    @property
+    def region_name(self) -> str | None:
+        """The region calls go to: ``region``, else the profile's or the environment's."""
+        return self._session.region_name
+
+    def client(self, service: str, *, region: str | None = None, config: Config | None = None) -> Any:
+        # boto3-stubs types client() per literal service name; the tool asks for its clients by name.
+        session: Any = self._session
+        try:
+            return session.client(
+                service, region_name=region, endpoint_url=self.endpoint_url, config=config or TOOL_CONFIG
+            )
+        except ValueError as exc:  # an endpoint from the environment or the profile botocore refuses
+            raise BadConnection(
+                f"the endpoint for {service} (AWS_ENDPOINT_URL_{service.upper()}, or endpoint_url in the "
+                f"profile) is not one AWS's clients take: {inert_str(str(exc))}"
+            ) from None
 
 
-class NotFound(LookupError):
-    """The command line names a group, fingerprint or message that does not exist (exit code 1);
-    the message says what does."""
+def _is_endpoint(url: str) -> bool:
+    """An http(s) URL with a host and a port in range, as botocore's clients take it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return False
+    valid = is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)
+    return parts.scheme in ("http", "https") and bool(valid)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One re-driver: its construct path, queues, table, function, archive bucket and audit log
+    group, as the construct publishes them in a stack output."""
+
+    name: str
+    dlq_url: str
+    source_queue_urls: tuple[str, ...]
+    parking_lot_url: str
+    table_name: str
+    function_name: str = ""
+    archive_bucket: str = ""
+    audit_log_group: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Deployment:
+        payload = json.loads(text)
+        return cls(
+            name=str(payload["name"]),
+            dlq_url=str(payload["dlq_url"]),
+            source_queue_urls=tuple(str(url) for url in payload["source_queue_urls"]),
+            parking_lot_url=str(payload["parking_lot_url"]),
+            table_name=str(payload["table_name"]),
+            function_name=str(payload.get("function_name", "")),
+            archive_bucket=str(payload.get("archive_bucket", "")),
+            audit_log_group=str(payload.get("audit_log_group", "")),
+        )
+
+
+def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], name: str | None) -> Deployment:
+    """The re-driver among a stack's ``Outputs`` (DescribeStacks), chosen by ``name`` (its construct
+    path, or the end of it) when the stack has several."""
+    every = [
+        Deployment.from_json(output["OutputValue"])
+        for output in outputs
+        if output.get("Description") == OUTPUT_DESCRIPTION
+    ]
+    found = [d for d in every if name is None or d.name == name or d.name.endswith(f"/{name}")]
+    if len(found) == 1:
+        return found[0]
+    if not every:
+        raise DeploymentNotFound(
+            f"stack {stack_name} has no sqs-redriver deployment output (deploy a version of the "
+            "construct that publishes one, or pass the queue URLs and table)"
+        )
+    if not found:
+        raise DeploymentNotFound(
+            f"stack {stack_name} has no re-driver named {name!r}; its re-drivers: {_names(every)} "
+            "(--redriver takes a name or the end of one)"
+        )
+    raise DeploymentNotFound(
+        f"stack {stack_name} has several re-drivers ({_names(found)}): choose one with --redriver"
+    )
+
+
+def _names(deployments: Iterable[Deployment]) -> str:
+    return ", ".join(sorted(d.name for d in deployments))
+
+
+def find_deployment(cloudformation: Any, stack_name: str, redriver: str | None) -> Deployment:
+    """The re-driver the stack's outputs name (``redriver`` picks one of several)."""
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+    except AWS_FAILURES as exc:
+        raise AwsCallError(f"cannot read stack {stack_name}: {exc}") from exc
+    return from_stack_outputs(stack_name, stacks[0].get("Outputs", []), redriver)
 
 
 @dataclass(frozen=True)
@@ -75,17 +219,19 @@ class Tool:
     clock: Any = time.time
     # Actions done whose end the audit trail could not record (take_warnings).
     warnings: list[str] = field(default_factory=list)
-    _clients: dict[str, Any] = field(default_factory=dict)
+    # The AWS clients by service, made on first use; one put here first is used as it is (a proxy,
+    # a fake).
+    clients: dict[str, Any] = field(default_factory=dict)
     _queues: dict[str, SqsQueue] = field(default_factory=dict)
     # How far AWS's clock (the Date of its latest response) is ahead of ``clock``; None: no answer yet.
     _aws_ahead: float | None = None
 
     def client(self, service: str) -> Any:
-        if service not in self._clients:
+        if service not in self.clients:
             client = self.connection.client(service)
             client.meta.events.register("after-call", self._note_aws_time)
-            self._clients[service] = client
-        return self._clients[service]
+            self.clients[service] = client
+        return self.clients[service]
 
     def _note_aws_time(self, http_response: Any = None, **_: Any) -> None:
         sent = aws_date(http_response)
@@ -171,3 +317,64 @@ class Tool:
             if queue_key_from_url(url) == key:
                 return self.queue(url)
         return None
+
+
+# Reading the queues without consuming them: every message of a queue, or the first one wanted of
+# the parking lot and the DLQ. Every message read is given back at once.
+BOTH_QUEUES = (Where.PARKING_LOT, Where.DLQ)
+QUEUE_NAMES = {Where.PARKING_LOT: "the parking lot", Where.DLQ: "the DLQ"}
+# Enough of a MessageId for `show` (it takes a prefix), short enough for a table row.
+SAMPLE_ID_CHARS = 13
+
+
+@dataclass(frozen=True)
+class Read:
+    """Every message a scan of one queue read, and what it could not read (None: it read all)."""
+
+    where: Where
+    items: list[Inspected]
+    coverage: Coverage | None
+
+    @property
+    def gaps(self) -> str:
+        """One line on what the scan could not read; empty when it read everything."""
+        if self.coverage is None or self.coverage.complete:
+            return ""
+        return f"{self.where.value}: {self.coverage.describe()}"
+
+
+def read_all(tool: Tool, where: Where) -> Read:
+    """Every message of a queue, given back at once."""
+    with tool.scan(where) as scan:
+        items = scan.everything()
+    return Read(where, items, scan.coverage)
+
+
+def first_in_queues(
+    tool: Tool, wanted: Callable[[Inspected], bool], queues: Sequence[Where] = BOTH_QUEUES
+) -> tuple[Inspected | None, list[Inspected]]:
+    """The first message of the parking lot, then of the DLQ (or of ``queues``), that ``wanted``
+    takes (the scan stops there and gives back what it read), and the messages read before it."""
+    seen: list[Inspected] = []
+    for where in queues:
+        with tool.scan(where) as scan:
+            for batch in scan.batches():
+                for item in batch:
+                    if wanted(item):
+                        return item, seen
+                    seen.append(item)
+    return None, seen
+
+
+def find_message(tool: Tool, wanted: str, queues: Sequence[Where] = BOTH_QUEUES) -> Inspected:
+    """The message ``wanted`` (a MessageId or re-drive identity) names, first in the parking lot,
+    then in the DLQ (or in ``queues``); raise NotFound naming those there are."""
+    found, seen = first_in_queues(tool, lambda item: item.named(wanted), queues)
+    if found is not None:
+        return found
+    held = [item.message.message_id[:SAMPLE_ID_CHARS] for item in seen]
+    searched = " or ".join(QUEUE_NAMES[where] for where in queues)
+    raise NotFound(
+        f"no message {inert_str(wanted)} in {searched}; "
+        + (f"they hold {some(held)}" if held else "both are empty" if len(queues) > 1 else "it is empty")
+    )

@@ -2,10 +2,10 @@
 
 Each command is a verb; ``--json`` prints data for scripts; nothing moves messages without a
 preview (``--dry-run`` prints it and stops). Exit codes: 0 done and all well, 1 a problem was found
-or something could not be done, 2 the command line was wrong. The commands: ``looking`` (status,
-groups, show), ``moving`` (replay, purge), ``editing`` (edit), ``outcome`` (what became of each
-replay), ``steering`` (group records, pause, breakers), ``trail`` (audit), ``fleet`` (every
-dead-letter queue of the account), ``ui`` (the web console).
+or something could not be done, 2 the command line was wrong. The commands, by module: ``views``
+(status, groups, show, audit, and fleet: every dead-letter queue of the account), ``moves``
+(replay, purge, edit, and ``outcome``: what became of each), ``controls`` (group records, pause,
+breakers), ``app`` (the options, and ui: the web console).
 
 Without the ``[cli]`` extra the console script says which extra to install, instead of dying on
 an ImportError.
@@ -25,14 +25,14 @@ MISSING_EXTRA = (
 # here works without it).
 _unimportable: ImportError | None = None
 try:
-    from sqs_redriver.console.cli import editing, fleet, looking, moving, outcome, steering, trail, ui
+    from sqs_redriver.console.cli import controls, moves, views
     from sqs_redriver.console.cli.app import app
 except ImportError as exc:
     if (exc.name or "").partition(".")[0] == "sqs_redriver":
         raise  # a broken install of this package, not a missing extra
     _unimportable = exc
 
-__all__ = ["app", "editing", "fleet", "looking", "main", "moving", "outcome", "steering", "trail", "ui"]
+__all__ = ["app", "controls", "main", "moves", "views"]
 
 
 def main() -> None:

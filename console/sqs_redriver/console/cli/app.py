@@ -1,4 +1,6 @@
-"""The ``sqs-redriver`` application: its options, its consoles, and how failures end a command."""
+"""The ``sqs-redriver`` application: its options, its consoles, how failures end a command, the
+order ``--help`` lists the commands in, and ``ui``, the web console on 127.0.0.1 (for the browser it
+opens and the sign-in URLs it prints)."""
 
 from __future__ import annotations
 
@@ -12,17 +14,44 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from sqs_redriver.console.advice import explain
-from sqs_redriver.console.audit import AuditUnavailable
 from sqs_redriver.console.aws import AWS_FAILURES
-from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.connection import BadConnection, Connection
-from sqs_redriver.console.deployment import DeploymentNotFound
-from sqs_redriver.console.steering import Conflict
-from sqs_redriver.console.tool import NotFound, Target, Tool, UsageError
-from sqs_redriver.runtime.adapters import AwsCallError
+from sqs_redriver.console.errors import (
+    AuditUnavailable,
+    BadConnection,
+    Conflict,
+    DeploymentNotFound,
+    NotFound,
+    UsageError,
+)
+from sqs_redriver.console.safe_text import inert
+from sqs_redriver.console.tool import Connection, Target, Tool
+from sqs_redriver.console.web.guard import TOKEN_SECONDS
+from sqs_redriver.console.web.server import ConsoleServer
+from sqs_redriver.core.errors import AwsCallError
 
 out = Console()
 err = Console(stderr=True)
+# The order --help lists the commands in (each command module registers its own; a command not
+# listed here comes after these).
+HELP_ORDER = (
+    "edit",
+    "fleet",
+    "status",
+    "groups",
+    "show",
+    "replay",
+    "purge",
+    "outcome",
+    "retry-group",
+    "park-group",
+    "clear-group",
+    "rules",
+    "pause",
+    "resume",
+    "audit",
+    "ui",
+    "breaker",
+)
 
 
 class ReportingGroup(TyperGroup):
@@ -30,6 +59,10 @@ class ReportingGroup(TyperGroup):
     command line is wrong, an endpoint or region not of a usable form too; 1: something not found,
     or AWS refused, could not be reached, or an endpoint answered as AWS does not), never a
     traceback: the one place where they are mapped."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        listed = {name: place for place, name in enumerate(HELP_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: listed.get(name, len(HELP_ORDER)))
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context (typer.Context is narrower)
         try:
@@ -78,8 +111,6 @@ app.add_typer(breaker_app, name="breaker")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 ReasonOption = Annotated[str, typer.Option("--reason", "-r", help="Why (recorded, and logged by every run).")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-
-
 DISTRIBUTION = "sqs-smart-redriver"
 
 
@@ -156,3 +187,41 @@ def audited(ctx: typer.Context) -> Tool:
             markup=False,
         )
     return tool
+
+
+@app.command()
+def ui(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).", min=0, max=65535)] = 0,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Only print a sign-in URL.")] = False,
+) -> None:
+    """The same views and actions in a browser: status with a depth chart, the fleet, groups,
+    messages, replay, edit and retry, group rules, pause, outcomes and the audit trail. Serves
+    127.0.0.1 only, to browsers signed in with a URL it printed or the browser it opened; Enter
+    prints a fresh sign-in URL, Ctrl-C stops."""
+    tool: Tool = ctx.obj
+    name = tool.deployment.name  # a wrong stack or options fail here, on one line, before serving
+    console = ConsoleServer.bind(tool, port)
+    out.print(f"console of {name}: {console.url}", markup=False, highlight=False, soft_wrap=True)
+    err.print(
+        f"A sign-in URL works once, within {TOKEN_SECONDS:.0f} s: press Enter for a fresh one. "
+        "Ctrl-C stops the console.",
+        markup=False,
+        soft_wrap=True,
+    )
+    if not no_browser:
+        # A browser confined to its own /tmp (a snap, a flatpak) shows "file not found" for the
+        # private sign-in file, and the opener cannot know it.
+        opened = console.open_browser()
+        err.print(
+            'If the browser shows "file not found", press Enter here and open the new URL.'
+            if opened
+            else "No browser could be started: open the URL above.",
+            markup=False,
+        )
+    console.serve_until_interrupted(on_enter=_print_url)
+    err.print("stopped", markup=False)
+
+
+def _print_url(url: str) -> None:
+    out.print(f"sign in: {url}", markup=False, highlight=False, soft_wrap=True)

@@ -12,14 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from sqs_redriver.console.aws import QueueDepth
-from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.finding import SAMPLE_ID_CHARS
 from sqs_redriver.console.inventory import Group, Inspected, Where
-from sqs_redriver.console.moves import MoveReport
-from sqs_redriver.console.shown import age, duration, inert_str, when
+from sqs_redriver.console.replay import MoveReport
+from sqs_redriver.console.safe_text import age, duration, inert, inert_str, when
 from sqs_redriver.console.status import Status
-from sqs_redriver.runtime.model.breaker_state import State
-from sqs_redriver.runtime.model.groups import GroupMark
+from sqs_redriver.console.tool import SAMPLE_ID_CHARS
+from sqs_redriver.core.breaker import State
+from sqs_redriver.core.table import GroupMark
 
 STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
 LAST_RUNS_SHOWN = 5

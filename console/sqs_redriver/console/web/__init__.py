@@ -1,51 +1,48 @@
 """The web console, ``sqs-redriver ui``: the command line's views and actions as pages, served on
 127.0.0.1 to a browser signed in with a token it issued (guard.py). Server-rendered, no JavaScript.
 
-A page is a view function in a blueprint module and a template; its place in the navigation is a
-line of ``NAVIGATION``. Every view calls the library the command line calls (sqs_redriver.console),
-never logic of its own."""
+A page is a view function (views.py looks, actions.py acts) and a template; its place in the
+navigation is a line of ``server.NAVIGATION``. Every view calls the library the command line calls
+(sqs_redriver.console), never logic of its own.
+
+Here: what every view works with, the console's tool (one per server: the command line's
+options), held by one request at a time."""
 
 from __future__ import annotations
 
-from flask import Flask
+import threading
 
-from sqs_redriver.console.shown import age, duration, inert_str, when
+from flask import Flask, current_app, g
+
 from sqs_redriver.console.tool import Tool
-from sqs_redriver.console.web import acting, editing, failures, looking
-from sqs_redriver.console.web.access import Access
-from sqs_redriver.console.web.current import TOOL, one_request_at_a_time, unrecorded
-from sqs_redriver.console.web.guard import bind, csrf_token, guard
 
-# (endpoint, label) of each page the navigation bar links to, in order.
-NAVIGATION = (
-    ("looking.status", "Status"),
-    ("looking.fleet", "Fleet"),
-    ("looking.groups", "Groups"),
-    ("looking.recent_outcomes", "Outcomes"),
-    ("looking.audit", "Audit"),
-)
+TOOL = "sqs_redriver.tool"
+_HOLDING = "holds_the_tool"
 
 
-def create_app(tool: Tool, *, access: Access, port: int) -> Flask:
-    """The console over ``tool`` (its deployment, connection and audit trail), for the browsers
-    ``access`` signs in, on 127.0.0.1:``port``."""
-    app = Flask(__name__)
-    app.extensions[TOOL] = tool
-    guard(app, access)
-    one_request_at_a_time(app)
-    bind(app, port)
-    failures.register(app)
-    app.register_blueprint(looking.pages)
-    app.register_blueprint(acting.pages)
-    app.register_blueprint(editing.pages)
-    app.jinja_env.autoescape = True
-    app.jinja_env.filters.update(inert=_inert, duration=duration)
-    app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
-    app.context_processor(lambda: {"unrecorded": unrecorded()})
-    return app
+def tool() -> Tool:
+    """The tool of the console serving this request."""
+    found: Tool = current_app.extensions[TOOL]
+    return found
 
 
-def _inert(value: object, multiline: bool = False) -> str:
-    """Text from outside, with what a browser would hide or act on (bidi overrides, zero-width
-    characters, controls) shown as escapes; the template escapes the HTML."""
-    return inert_str("" if value is None else str(value), multiline=multiline)
+def one_request_at_a_time(app: Flask) -> None:
+    """Let a request use the tool once the checks before it (the guard, registered first) let it
+    in, and one request at a time: the tool's caches and audit stream are not shared across
+    threads. The server reads and writes requests concurrently, so a slow client waits alone."""
+    lock = threading.Lock()
+
+    @app.before_request
+    def take() -> None:
+        lock.acquire()
+        setattr(g, _HOLDING, True)
+
+    @app.teardown_request
+    def give_back(_error: BaseException | None) -> None:
+        if g.pop(_HOLDING, False):
+            lock.release()
+
+
+def unrecorded() -> list[str]:
+    """What the operator must be told the audit trail missed; only to a request let in."""
+    return tool().take_warnings() if g.get(_HOLDING, False) else []

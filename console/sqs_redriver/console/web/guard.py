@@ -1,7 +1,7 @@
 """Who may use the console: a browser signed in with a token the console issued, on this machine,
 from the console's own pages.
 
-A sign-in URL is ``/?token=...``: the token (good once, for a minute: access.py) is exchanged for
+A sign-in URL is ``/?token=...``: the token (good once, for a minute: ``Access``) is exchanged for
 a session cookie holding only the session's random id (HttpOnly, SameSite=Strict, named after the
 port, scoped to the random path the pages live under), and the browser is sent on to the pages.
 Every request needs that session; every request must name 127.0.0.1 or localhost on the console's
@@ -14,17 +14,101 @@ scripts, framing, sniffing and referrers to other sites."""
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flask import Flask, abort, g, make_response, redirect, render_template, request
 from werkzeug.wrappers import Response
 
-from sqs_redriver.console.web.access import TOKEN_SECONDS, Access, Session
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+
+TOKEN_SECONDS = 60.0
+SESSION_IDLE_SECONDS = 3600.0
+SESSION_SECONDS = 12 * 3600.0
+
+
+@dataclass
+class Session:
+    """A signed-in browser: its cookie's value, its CSRF token, when it signed in and was last seen."""
+
+    id: str
+    csrf: str
+    started: float
+    seen: float
+
+
+@dataclass(frozen=True)
+class _Issued:
+    expires: float
+    on_use: Callable[[], object] | None
+
+
+class Access:
+    """Who is signed in to one console: the sign-in tokens it issued and the sessions they opened,
+    on ``clock`` (seconds; tests move it).
+
+    A token (``secrets.token_urlsafe(32)``) is good once, within ``TOKEN_SECONDS`` of being issued;
+    exchanging it opens a session, which the browser knows only by a random id (its cookie's value).
+    The session's CSRF token stays here. A session ends ``SESSION_IDLE_SECONDS`` after its last use
+    or ``SESSION_SECONDS`` after sign-in. The console's pages live under a random path, ``root``, to
+    which the cookie is scoped: cookies ignore ports, and a cookie for ``/`` would be sent to every
+    server on 127.0.0.1. All of it is in memory and ends with the server. Safe to share between
+    threads."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, root: str | None = None) -> None:
+        self.clock = clock
+        self.root = root or "/" + secrets.token_urlsafe(16)
+        self._tokens: dict[str, _Issued] = {}
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def issue(self, on_use: Callable[[], object] | None = None) -> str:
+        """A new sign-in token; ``on_use`` is called when it is exchanged."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._tokens[token] = _Issued(self.clock() + TOKEN_SECONDS, on_use)
+        return token
+
+    def exchange(self, token: str) -> Session | None:
+        """The session ``token`` opens, once; None for a token used, expired or never issued."""
+        with self._lock:
+            now = self.clock()
+            self._forget_expired(now)
+            issued = self._tokens.pop(token, None)
+            if issued is None:
+                return None
+            session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), now, now)
+            self._sessions[session.id] = session
+        if issued.on_use is not None:
+            issued.on_use()
+        return session
+
+    def session(self, session_id: str) -> Session | None:
+        """The live session of that id, now seen; None when there is none or it expired."""
+        with self._lock:
+            now = self.clock()
+            self._forget_expired(now)
+            found = self._sessions.get(session_id)
+            if found is not None:
+                found.seen = now
+            return found
+
+    def _forget_expired(self, now: float) -> None:
+        self._tokens = {token: issued for token, issued in self._tokens.items() if now < issued.expires}
+        self._sessions = {
+            id_: session
+            for id_, session in self._sessions.items()
+            if now < session.seen + SESSION_IDLE_SECONDS and now < session.started + SESSION_SECONDS
+        }
+
 
 TOKEN_PARAMETER = "token"
 CSRF_FIELD = "csrf"

@@ -1,7 +1,10 @@
-"""The console's server: werkzeug on 127.0.0.1 only, a free port unless told. A thread per
-connection, each with a timeout, so that a client holding half a request open waits alone (the
-views still take the tool one at a time: current.py), up to a number of connections at once.
-Stopping closes every open connection."""
+"""The console's app and its server. ``create_app`` wires the pages (views.py, actions.py) behind
+the guard (guard.py), one request at a time (__init__.py), each failure a page of one line.
+
+The server: werkzeug on 127.0.0.1 only, a free port unless told. A thread per connection, each with
+a timeout, so that a client holding half a request open waits alone (the views still take the tool
+one at a time), up to a number of connections at once. Stopping closes every open connection. The
+browser it opens signs in through a private file (``SignInPage``)."""
 
 from __future__ import annotations
 
@@ -21,13 +24,98 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
+from flask import Flask, render_template
+from werkzeug.exceptions import HTTPException
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from sqs_redriver.console.tool import Tool, UsageError
-from sqs_redriver.console.web import create_app
-from sqs_redriver.console.web.access import Access
-from sqs_redriver.console.web.guard import TOKEN_PARAMETER
+from sqs_redriver.console.advice import explain
+from sqs_redriver.console.errors import AuditUnavailable, Conflict, DeploymentNotFound, NotFound, UsageError
+from sqs_redriver.console.safe_text import age, duration, inert_str, when
+from sqs_redriver.console.tool import Tool
+from sqs_redriver.console.web import TOOL, actions, one_request_at_a_time, unrecorded, views
+from sqs_redriver.console.web.guard import TOKEN_PARAMETER, Access, csrf_token, guard
 from sqs_redriver.console.web.guard import bind as bind_port
+from sqs_redriver.core.errors import AwsCallError
+
+logger = logging.getLogger(__name__)
+
+# (endpoint, label) of each page the navigation bar links to, in order.
+NAVIGATION = (
+    ("views.status", "Status"),
+    ("views.fleet", "Fleet"),
+    ("views.groups", "Groups"),
+    ("views.recent_outcomes", "Outcomes"),
+    ("views.audit", "Audit"),
+)
+
+
+def create_app(tool: Tool, *, access: Access, port: int) -> Flask:
+    """The console over ``tool`` (its deployment, connection and audit trail), for the browsers
+    ``access`` signs in, on 127.0.0.1:``port``."""
+    app = Flask(__name__)
+    app.extensions[TOOL] = tool
+    guard(app, access)
+    one_request_at_a_time(app)
+    bind_port(app, port)
+    _failure_pages(app)
+    app.register_blueprint(views.pages)
+    app.register_blueprint(actions.pages)
+    app.jinja_env.autoescape = True
+    app.jinja_env.filters.update(inert=_inert, duration=duration)
+    app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
+    app.context_processor(lambda: {"unrecorded": unrecorded()})
+    return app
+
+
+def _inert(value: object, multiline: bool = False) -> str:
+    """Text from outside, with what a browser would hide or act on (bidi overrides, zero-width
+    characters, controls) shown as escapes; the template escapes the HTML."""
+    return inert_str("" if value is None else str(value), multiline=multiline)
+
+
+# How a page fails: one line, escaped, with the status it deserves; never a traceback. The library's
+# errors are the command line's (cli/app.py maps the same ones to exit codes): each with the status
+# it gets and the page's title.
+KNOWN: tuple[tuple[type[Exception], int, str], ...] = (
+    (UsageError, 400, "Cannot do that"),
+    (NotFound, 404, "Not there"),
+    (DeploymentNotFound, 404, "No such re-driver"),
+    (Conflict, 409, "Changed meanwhile"),
+    (AuditUnavailable, 503, "Not recorded, so not done"),
+    (AwsCallError, 503, "AWS did not answer"),
+    (BotoCoreError, 503, "AWS did not answer"),
+    (ResponseParserError, 503, "AWS did not answer"),  # an endpoint that is not AWS's
+    (ClientError, 503, "AWS refused"),
+)
+
+
+def _page(title: str, message: str, status: int, *, moved: bool = False) -> tuple[str, int]:
+    return render_template("failure.html", title=title, message=message, moved=moved), status
+
+
+def _failure_pages(app: Flask) -> None:
+    """Map every error a page may meet to its page."""
+    for error, status, title in KNOWN:
+        app.register_error_handler(error, _handler(status, title))
+
+    @app.errorhandler(HTTPException)
+    def http(exc: HTTPException) -> tuple[str, int]:
+        return _page(exc.name, exc.description or "", exc.code or 500)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> tuple[str, int]:
+        logger.exception("the console failed on a request")
+        return _page("Something went wrong", "The console failed; the details are in its log.", 500)
+
+
+def _handler(status: int, title: str) -> Callable[[Exception], tuple[str, int]]:
+    def handle(exc: Exception) -> tuple[str, int]:
+        return _page(title, explain(exc) or str(exc), status, moved=isinstance(exc, NotFound))
+
+    return handle
+
 
 HOST = "127.0.0.1"
 # How long a connection may keep the server waiting on one read or write.

@@ -1,4 +1,5 @@
-"""Steering commands: group records, the pause and the breakers (the library's steering.py)."""
+"""The commands of the operator's controls: group records, the pause and the breakers (the library's
+controls.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from sqs_redriver.console import steering
+from sqs_redriver.console import controls
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, ReasonOption, app, audited, breaker_app, err, out
-from sqs_redriver.console.cli.inert import inert
-from sqs_redriver.console.shown import some
-from sqs_redriver.console.tool import NotFound, Tool
-from sqs_redriver.runtime.model.groups import GroupAction
+from sqs_redriver.console.errors import NotFound
+from sqs_redriver.console.safe_text import inert, some
+from sqs_redriver.console.tool import Tool
+from sqs_redriver.core.table import GroupAction
 
 ForceOption = Annotated[
     bool,
@@ -31,7 +32,7 @@ def retry_group(
 ) -> None:
     """Re-drive a group's terminal failures instead of parking them (e.g. after a fix)."""
     tool = audited(ctx)
-    out.print(inert(steering.mark_group(tool, fingerprint, GroupAction.RETRY, reason, force=force)))
+    out.print(inert(controls.mark_group(tool, fingerprint, GroupAction.RETRY, reason, force=force)))
 
 
 @app.command("park-group")
@@ -40,13 +41,13 @@ def park_group(
 ) -> None:
     """Park a group's messages on sight, transient failures too (e.g. a known bad release)."""
     tool = audited(ctx)
-    out.print(inert(steering.mark_group(tool, fingerprint, GroupAction.PARK, reason, force=force)))
+    out.print(inert(controls.mark_group(tool, fingerprint, GroupAction.PARK, reason, force=force)))
 
 
 @app.command("clear-group")
 def clear_group(ctx: typer.Context, fingerprint: FingerprintArgument, force: ForceOption = False) -> None:
     """Drop a group's retry or park record: the re-driver decides for it again."""
-    out.print(inert(steering.clear_group(audited(ctx), fingerprint, force=force)))
+    out.print(inert(controls.clear_group(audited(ctx), fingerprint, force=force)))
 
 
 @app.command()
@@ -81,13 +82,13 @@ def rules(
 @app.command()
 def pause(ctx: typer.Context, reason: ReasonOption) -> None:
     """Stop every run from re-driving until `resume` (the retention sweep still runs)."""
-    out.print(inert(steering.pause(audited(ctx), reason)))
+    out.print(inert(controls.pause(audited(ctx), reason)))
 
 
 @app.command()
 def resume(ctx: typer.Context) -> None:
     """Let the next run re-drive again (says so, and exits 0, when nothing was paused)."""
-    out.print(inert(steering.resume(audited(ctx))))
+    out.print(inert(controls.resume(audited(ctx))))
 
 
 SourceOption = Annotated[
@@ -99,16 +100,16 @@ SourceOption = Annotated[
 def breaker_open(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Open the breaker: runs send only canaries after the cooldown, as when re-drives return."""
     tool = audited(ctx)
-    _print_moves(tool, steering.open_breakers(tool, reason, source), reason)
+    _print_moves(tool, controls.open_breakers(tool, reason, source), reason)
 
 
 @breaker_app.command("close")
 def breaker_close(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Close the breaker: the next run re-drives (with its slow start)."""
     tool = audited(ctx)
-    _print_moves(tool, steering.close_breakers(tool, reason, source), reason)
+    _print_moves(tool, controls.close_breakers(tool, reason, source), reason)
 
 
-def _print_moves(tool: Tool, moves: list[steering.BreakerMove], reason: str) -> None:
+def _print_moves(tool: Tool, moves: list[controls.BreakerMove], reason: str) -> None:
     for move in moves:
         out.print(inert(f"{move.source_url}: {move.before} -> {move.after} (by {tool.who}: {reason})"))

@@ -1,11 +1,15 @@
 """Text from outside made safe to show: whatever a message, a consumer or a record says reaches a
-terminal or a page as characters to read, never as escape sequences to act on. Pages escape HTML on
-top (their templates autoescape)."""
+terminal or a page as characters to read, never as escape sequences to act on (``inert_str``; as a
+rich ``Text``, never read as markup: ``inert``). Pages escape HTML on top (their templates
+autoescape). With the words the tool and its pages say times and lists in (``when``, ``duration``,
+``age``, ``some``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+
+from rich.text import Text
 
 # How many names an error lists (of the groups, fingerprints or messages there are).
 NAMES_SHOWN = 10
@@ -65,3 +69,9 @@ def duration(seconds: int) -> str:
 def age(epoch: int, now: int) -> str:
     """``3h20m ago``."""
     return f"{duration(now - epoch)} ago" if epoch else "-"
+
+
+def inert(text: object, *, multiline: bool = False, style: str = "") -> Text:
+    """Text that came from a message, a consumer or a record, made safe to print: a rich ``Text``
+    (never read as markup, so ``[link=...]`` or ``[/x]`` print as typed) of ``inert_str``."""
+    return Text(inert_str(str(text), multiline=multiline), style=style)

@@ -1,28 +1,21 @@
-"""Steering, as the runs read it: the pause, the breakers and the group records. Each action is
-checked, then done inside its audit record; what it did comes back as a line to show."""
+"""The operator's controls over the runs, as the runs read them: the pause, the breakers and the
+group records (retry or park a fingerprint on sight). Each action is checked, then done inside its
+audit record; what it did comes back as a line to show."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqs_redriver.console.finding import first_in_queues, read_all
+from sqs_redriver.console.errors import Conflict, NotFound, UsageError
 from sqs_redriver.console.inventory import Where, is_fingerprint
-from sqs_redriver.console.outcome_rules import Sent
-from sqs_redriver.console.outcomes import record_sent
-from sqs_redriver.console.replay_records import ReplayKind
-from sqs_redriver.console.shown import inert_str, some
-from sqs_redriver.console.tool import NotFound, Tool, UsageError
+from sqs_redriver.console.outcomes import ReplayKind, Sent, record_sent
+from sqs_redriver.console.safe_text import inert_str, some
+from sqs_redriver.console.tool import Tool, first_in_queues, read_all
+from sqs_redriver.core.breaker import Breaker, Evidence
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import GroupAction, GroupMark, Pause
 from sqs_redriver.protocol.keys import breaker_key, pause_key
-from sqs_redriver.runtime.adapters import AwsCallError
-from sqs_redriver.runtime.decide.breaker import Breaker
-from sqs_redriver.runtime.model.evidence import Evidence
-from sqs_redriver.runtime.model.groups import GroupAction, GroupMark
-from sqs_redriver.runtime.model.pause import Pause
-
-
-class Conflict(RuntimeError):
-    """A run changed what the action meant to change, just now: nothing was written."""
 
 
 def pause(tool: Tool, reason: str) -> str:
