@@ -1,5 +1,7 @@
-"""What the operator's tool raises for the command line and the pages to report: each error's
-docstring says when, and cli/app.py (an exit code) and web/server.py (a status) map every one."""
+"""What the operator's tool raises, each error's docstring saying when: those the command line
+(cli/app.py: an exit code) and the pages (web/server.py: a status) report as one line, and those
+the library turns into one of them or into a problem it shows (``NotAQueueName``,
+``CorruptReplay``)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ class Inspected:
 
 def is_fingerprint(group_key: str) -> bool:
     """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name): of
-    the length and characters the mark parser takes (message_limits.py), so a record written for it
+    the length and characters the mark parser takes (protocol.limits), so a record written for it
     can match a failure."""
     if group_key == UNCLASSIFIED or group_key.startswith(CAUSE_PREFIX):
         return False

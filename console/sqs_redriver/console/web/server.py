@@ -203,7 +203,7 @@ class SignInPage:
 @dataclass
 class ConsoleServer:
     """A console bound to its port, not yet serving. ``url`` signs a browser in, as does each URL
-    ``sign_in_url`` makes: once, within a minute (access.py)."""
+    ``sign_in_url`` makes: once, within a minute (guard.Access)."""
 
     server: _Server
     access: Access
