@@ -58,9 +58,7 @@ def assert_one_line(result: Any, expected: str) -> None:
 @pytest.fixture
 def fast_failing(monkeypatch: pytest.MonkeyPatch) -> None:
     """One attempt, short timeouts: a refused connection fails at once."""
-    monkeypatch.setattr(
-        tool, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1)
-    )
+    monkeypatch.setattr(tool, "TOOL_CONFIG", Config(retries={"max_attempts": 1}, connect_timeout=1))
 
 
 @pytest.fixture
