@@ -28,7 +28,7 @@ from local_aws.cloudformation import deploy_synthesized
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event
 from local_aws.simulation import default_stack
-from sqs_redriver.runtime.model.history import RUN_HISTORY_LENGTH
+from sqs_redriver.core.table import RUN_HISTORY_LENGTH
 
 INVOCATIONS = RUN_HISTORY_LENGTH + 1
 WRITE_UNIT_BYTES = 1024

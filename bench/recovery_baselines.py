@@ -30,9 +30,9 @@ from local_aws.recovery import KitUse, Settled
 from local_aws.recovery_figures import MINUTE, RecoveryFigures, figures
 from local_aws.simulated_time import SIM_EPOCH
 from local_aws.simulation import World, open_world
+from sqs_redriver.core.breaker import Mode, State
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.model.breaker_state import Mode, State
-from sqs_redriver.runtime.model.report import RunReport, Tally
+from sqs_redriver.runtime.report import RunReport, Tally
 
 MOVE_TASK_MAX_RATE = 500  # SQS's limit on a message move task's MaxNumberOfMessagesPerSecond
 PUBLISHED_TABLE = "published-redriver-state"

@@ -5,7 +5,7 @@ at sizes moto handles and used for sizes it does not (40,000).
 Runs start every ``schedule_seconds`` (today) or back to back (``schedule_seconds=None``: run
 continuation, each run followed by the next after ``continuation_seconds``). A run re-drives up to
 ``per_run`` messages: after ``trial_seconds`` (the kit's trial waiting for its verdicts), at
-``rate`` a second, or along the slow start's time allowance (``sqs_redriver.runtime.decide.slow_start``) when
+``rate`` a second, or along the slow start's time allowance (``sqs_redriver.runtime.slow_start``) when
 ``slow_start_seconds`` is set, within ``budget_seconds``. A re-driven message is visible after its
 DelaySeconds, between half its backoff step and the step (equal jitter; a fixed delay when
 ``jitter`` is off). The consumer takes visible messages at ``consumer_rate`` a second. Assumed:
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from sqs_redriver.runtime.decide.slow_start import seconds_until_allowed, time_allowance
+from sqs_redriver.runtime.slow_start import seconds_until_allowed, time_allowance
 
 
 @dataclass(frozen=True)

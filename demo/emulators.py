@@ -19,7 +19,7 @@ from local_aws import LAMBDAS_DIR
 from local_aws.cloudformation import FunctionConfig
 from local_aws.environment import environment
 from local_aws.events import LambdaContext, scheduled_event, sqs_event
-from sqs_redriver.runtime.model.continuation import Resume
+from sqs_redriver.core.table import Resume
 
 
 class InProcessFunction:

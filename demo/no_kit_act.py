@@ -54,7 +54,7 @@ class BreakerReading:
 
     at_minutes: float
     state: str = "CLOSED"
-    evidence: str = "none"  # what moved it last (sqs_redriver.runtime.model.evidence); "none": never moved
+    evidence: str = "none"  # what moved it last (sqs_redriver.core.breaker); "none": never moved
     version: int = 0
 
 

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.adapters.clients import AwsClients
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.core.clients import AwsClients
+from sqs_redriver.core.transfer import TokenBucket
+from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import compose_redriver
 

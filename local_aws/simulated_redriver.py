@@ -11,11 +11,11 @@ from local_aws.compose import local_redriver
 from local_aws.journal import Journal, Parking, Run
 from local_aws.queues import mark_data
 from local_aws.simulated_time import SimulatedClock
+from sqs_redriver.core.table import Resume
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.model.continuation import Resume
-from sqs_redriver.runtime.model.report import RunReport
-from sqs_redriver.runtime.run.runner import Redriver
+from sqs_redriver.runtime.report import RunReport
+from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 
 CONTINUATION_START_MS = 1000

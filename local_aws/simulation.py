@@ -63,8 +63,8 @@ from local_aws.simulated_time import (
     moto_queue,
     schedule_seconds,
 )
+from sqs_redriver.core.table import Resume
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
-from sqs_redriver.runtime.model.continuation import Resume
 from sqs_redriver.runtime.settings import Settings, load_settings
 
 
