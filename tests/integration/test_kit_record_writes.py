@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from sqs_redriver.core.table import StateTable
-from sqs_redriver.kit.aws import KitAws, Tally
+from sqs_redriver.kit.aws import KitAws, VerdictTally
 from sqs_redriver.kit.errors import KitAwsError
 from sqs_redriver.protocol.failure import (
     FAILURE_RECORD_ATTRIBUTES,
@@ -88,7 +88,7 @@ def test_a_failure_record_of_an_earlier_kit_without_its_time_is_replaced(aws: Aw
 
 def test_verdicts_are_one_update_of_the_kits_own_attributes(aws: Aws) -> None:
     kit, calls = kit_aws(aws)
-    tally = Tally(ok=2, terminal=1, fingerprints={"fp-1"})
+    tally = VerdictTally(ok=2, terminal=1, fingerprints={"fp-1"})
 
     kit.add_verdicts("w-1", tally, NOW)
     kit.add_verdicts("w-1", tally, NOW + 10)
@@ -102,11 +102,11 @@ def test_verdicts_are_one_update_of_the_kits_own_attributes(aws: Aws) -> None:
 
 def test_verdicts_never_revive_an_expired_record(aws: Aws) -> None:
     kit, _ = kit_aws(aws)
-    kit.add_verdicts("w-1", Tally(ok=1), NOW)
+    kit.add_verdicts("w-1", VerdictTally(ok=1), NOW)
     past_expiry = NOW + VERDICT_RECORD_TTL_SECONDS
 
     with pytest.raises(KitAwsError, match="ConditionalCheckFailed"):
-        kit.add_verdicts("w-1", Tally(ok=1), past_expiry)
+        kit.add_verdicts("w-1", VerdictTally(ok=1), past_expiry)
 
     assert stored_item(aws, verdict_record_key("w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
 

@@ -177,7 +177,7 @@ def actions_from(events: Sequence[AuditEvent]) -> list[AuditedAction]:
 
 
 @dataclass
-class Tally:
+class ActionResult:
     """What an action sets while it runs: how many it moved or changed, and what went wrong
     without an exception (a move that stopped at an AWS error)."""
 
@@ -197,7 +197,7 @@ class AuditLog:
         self._stream: str | None = None
 
     @contextmanager
-    def action(self, action: str, who: str, now: Any, **details: str) -> Iterator[Tally]:
+    def action(self, action: str, who: str, now: Any, **details: str) -> Iterator[ActionResult]:
         """Record ``action`` begun (raise AuditUnavailable when that fails: nothing is done), run
         the body, then record how it ended, with the count the body set. ``now`` is the tool's
         clock (a callable giving epoch seconds)."""
@@ -211,7 +211,7 @@ class AuditLog:
             raise AuditUnavailable(
                 f"cannot record {action} in the audit log {self.group_name}: {exc}"
             ) from exc
-        tally = Tally()
+        tally = ActionResult()
         try:
             yield tally
         except KeyboardInterrupt:
@@ -225,7 +225,9 @@ class AuditLog:
         else:
             self._end(start, tally, Outcome.DONE, None, now)
 
-    def _end(self, start: AuditEvent, tally: Tally, outcome: Outcome, error: str | None, now: Any) -> None:
+    def _end(
+        self, start: AuditEvent, tally: ActionResult, outcome: Outcome, error: str | None, now: Any
+    ) -> None:
         """Record the end. When that fails, the action's own report still reaches the operator
         (it moved what it moved): ``tally.unrecorded_end`` says the trail will show it unfinished."""
         moment = now()

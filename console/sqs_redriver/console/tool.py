@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import InvalidRegionError
 from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url, validate_region_name
 
-from sqs_redriver.console.audit import AuditLog, Tally
+from sqs_redriver.console.audit import ActionResult, AuditLog
 from sqs_redriver.console.aws import AWS_FAILURES, Coverage, QueueScan, aws_date, caller
 from sqs_redriver.console.errors import BadConnection, DeploymentNotFound, NotFound, UsageError
 from sqs_redriver.console.inventory import GroupIndex, Inspected, Where
@@ -272,11 +272,11 @@ class Tool:
         return AuditLog(self.client("logs"), group, target=self.deployment.name) if group else None
 
     @contextmanager
-    def action(self, action: str, **details: str) -> Iterator[Tally]:
+    def action(self, action: str, **details: str) -> Iterator[ActionResult]:
         """Run an operator action inside its audit record (see audit.AuditLog.action); without a
         trail, run it unrecorded (``audit_log`` is None: the caller says so)."""
         if self.audit_log is None:
-            yield Tally()
+            yield ActionResult()
             return
         with self.audit_log.action(action, self.who, self.now, **details) as tally:
             yield tally

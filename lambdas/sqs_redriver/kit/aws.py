@@ -100,7 +100,7 @@ class KitAws:
         except BotoCoreError as exc:
             raise KitAwsError(f"UpdateItem (failure record) failed: {exc}") from exc
 
-    def add_verdicts(self, verdict_key: str, tally: Tally, now: int) -> None:
+    def add_verdicts(self, verdict_key: str, tally: VerdictTally, now: int) -> None:
         """One conditional UpdateItem adding the tally's counters (and fingerprints) to the verdict
         record; a record already past its expiry is not revived (KitAwsError: the run is long over)."""
         adds = [f"{name} :{name}" for name in tally.counts()]
@@ -131,7 +131,7 @@ def _call(operation: str, call: Callable[[], Any]) -> Any:
 
 
 @dataclass
-class Tally:
+class VerdictTally:
     """The verdicts of one verdict key (one run's re-drives) in this batch."""
 
     ok: int = 0
@@ -154,7 +154,7 @@ class Tally:
 class VerdictBuffer:
     """Verdicts by verdict key, until they are flushed."""
 
-    tallies: dict[str, Tally] = field(default_factory=dict)
+    tallies: dict[str, VerdictTally] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.tallies)
@@ -172,14 +172,14 @@ class VerdictBuffer:
         if _counts(record):
             self._tally(record).add(ConsumerVerdict(kind.value), fingerprint)
 
-    def take(self) -> dict[str, Tally]:
+    def take(self) -> dict[str, VerdictTally]:
         """Everything buffered, leaving the buffer empty."""
         tallies, self.tallies = self.tallies, {}
         return tallies
 
-    def _tally(self, record: InboundRecord) -> Tally:
+    def _tally(self, record: InboundRecord) -> VerdictTally:
         assert record.verdict_key is not None
-        return self.tallies.setdefault(record.verdict_key, Tally())
+        return self.tallies.setdefault(record.verdict_key, VerdictTally())
 
 
 def _counts(record: InboundRecord) -> bool:
