@@ -14,15 +14,14 @@ from typing import Any
 from bench.metering import Meter
 from local_aws.resources import create_resources
 from local_aws.server import moto_server, reset_moto
-from sqs_redriver.console.connection import Connection
-from sqs_redriver.console.inventory import Selection, Where, group
-from sqs_redriver.console.moves import MoveReport, replay
-from sqs_redriver.console.tool import Target, Tool
+from sqs_redriver.console.inventory import Where, group
+from sqs_redriver.console.replay import MoveReport, replay
+from sqs_redriver.console.tool import Connection, Target, Tool
+from sqs_redriver.core.table import ParkCause, ParkReason
+from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.mark import Mark
-from sqs_redriver.runtime.act.ratelimit import TokenBucket
-from sqs_redriver.runtime.model.reasons import ParkCause, ParkReason
 
 GROUPS = ("bug-a", "bug-b")  # the parking lot holds two groups, half each
 
@@ -57,7 +56,8 @@ def _measure(size: int, rate: float) -> OperatorFigures:
     tool = _tool(aws, scan_meter)
     started = time.perf_counter()
     with tool.scan(Where.PARKING_LOT) as scan:
-        found = group(scan.everything())
+        items = scan.everything()
+        found = group(items)
     groups_seconds = time.perf_counter() - started
     assert sum(g.count for g in found) == size, found
 
@@ -67,7 +67,7 @@ def _measure(size: int, rate: float) -> OperatorFigures:
     started = time.perf_counter()
     replay(
         tool.scan(Where.PARKING_LOT),
-        Selection(groups=frozenset({GROUPS[0]})),
+        [item.message.message_id for item in items if item.group == GROUPS[0]],  # what `groups` showed
         lambda item: tool.source_for(item),
         table=tool.table,
         now=now,

@@ -17,10 +17,9 @@ from botocore.exceptions import ClientError
 from local_aws import REGION
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, queue_counts
-from sqs_redriver.console.edit_rules import DocumentError
-from sqs_redriver.console.editing import document_of, edit_and_retry
-from sqs_redriver.console.finding import find_message
-from sqs_redriver.console.tool import NotFound
+from sqs_redriver.console.editing import DocumentError, document_of, edit_and_retry
+from sqs_redriver.console.errors import NotFound
+from sqs_redriver.console.tool import find_message
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
@@ -126,7 +125,7 @@ def test_ctrl_c_after_the_send_reports_that_the_edit_went_and_the_original_staye
     park(aws, ORDER, identity="order-7")
     ops = operator_tool(aws)
     item = find_message(ops, "order-7")
-    ops._clients["sqs"] = InterruptedAfterSending(aws.sqs)
+    ops.clients["sqs"] = InterruptedAfterSending(aws.sqs)
 
     report = edit_and_retry(ops, item, with_items(document_of(item), [1]))
 
@@ -140,7 +139,7 @@ def test_a_failed_send_leaves_the_original_where_it_was(aws: Aws) -> None:
     park(aws, ORDER, identity="order-7")
     ops = operator_tool(aws)
     item = find_message(ops, "order-7")
-    ops._clients["sqs"] = FailingSends(aws.sqs)
+    ops.clients["sqs"] = FailingSends(aws.sqs)
 
     report = edit_and_retry(ops, item, with_items(document_of(item), [1]))
 

@@ -10,15 +10,13 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from local_aws.clients import ClientProxy
+from sqs_redriver.console.controls import mark_group
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.moves import MoveReport
-from sqs_redriver.console.moving import parse_selection, replay_chosen
-from sqs_redriver.console.outcome_rules import Fate
-from sqs_redriver.console.outcomes import find, judge_replay, latest_line, recent, snapshot
-from sqs_redriver.console.steering import mark_group
+from sqs_redriver.console.outcomes import Fate, find, judge_replay, latest_line, recent, snapshot
+from sqs_redriver.console.replay import MoveReport, choose, parse_selection, replay_chosen
 from sqs_redriver.console.tool import Tool
 from sqs_redriver.core.table import GroupAction
-from sqs_redriver.kit.aws import KitAws, Tally
+from sqs_redriver.kit.aws import KitAws, VerdictTally
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
 from sqs_redriver.protocol.mark import Mark
@@ -37,9 +35,9 @@ def replay_three(aws: Aws, clock: list[float]) -> str:
     """Three parked messages of one bug replayed at ``clock``; the replay's id."""
     for n in range(3):
         park(aws, f"bad-{n}", fingerprint="fp-bad")
-    report = replay_chosen(
-        tool_at(aws, clock), Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport(), rate=100
-    )
+    operator = tool_at(aws, clock)
+    chosen = choose(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), None)
+    report = replay_chosen(operator, chosen, report=MoveReport(), rate=100)
     assert report.moved == 3 and report.replay_id is not None
     return report.replay_id
 
@@ -134,7 +132,7 @@ def test_the_kits_verdicts_make_the_unseen_consumed(aws: Aws) -> None:
     assert record.verdict_key is not None
     assert all(t["mark"].verdict_key == record.verdict_key for t in taken.values())  # the kit reads it
     KitAws(aws.table_name, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
-        record.verdict_key, Tally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
+        record.verdict_key, VerdictTally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
     )
 
     operator = tool_at(aws, clock)
@@ -173,7 +171,7 @@ def test_a_group_retry_leaves_out_a_message_of_another_source_and_its_record_rea
         )
     operator = tool_at(aws, clock)
     # A shared DLQ: SQS names each message's source (moto does not: the proxy does it).
-    operator._clients["sqs"] = NamesTheSource(operator.client("sqs"), {"theirs": "someone-elses"})
+    operator.clients["sqs"] = NamesTheSource(operator.client("sqs"), {"theirs": "someone-elses"})
 
     mark_group(operator, "fp-bad", GroupAction.RETRY, "fixed in 1.2.4", force=False)
 
@@ -255,9 +253,10 @@ def test_a_record_that_cannot_be_written_never_hides_what_moved(aws: Aws) -> Non
         park(aws, f"bad-{n}", fingerprint="fp-bad")
     operator = tool_at(aws, [time.time()])
     # The table's client, refusing every PutItem and BatchWriteItem (the records' writes).
-    operator._clients["dynamodb"] = ClientProxy(aws.dynamodb, put_item=refuse, batch_write_item=refuse)
+    operator.clients["dynamodb"] = ClientProxy(aws.dynamodb, put_item=refuse, batch_write_item=refuse)
 
-    report = replay_chosen(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), report=MoveReport())
+    chosen = choose(operator, Where.PARKING_LOT, parse_selection(["fp-bad"]), None)
+    report = replay_chosen(operator, chosen, report=MoveReport())
 
     assert report.moved == 3 and report.replay_id is None
     assert report.error is not None and report.error.startswith("moved, but not recorded for `outcome`")

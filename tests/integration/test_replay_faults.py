@@ -12,8 +12,8 @@ import pytest
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, make_visible
 from sqs_redriver.console.aws import QueueScan
-from sqs_redriver.console.inventory import Selection, Where
-from sqs_redriver.console.moves import MoveReport, replay
+from sqs_redriver.console.inventory import Where
+from sqs_redriver.console.replay import MoveReport, replay
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import ParkCause, ParkReason, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
@@ -26,9 +26,9 @@ UNCHOSEN = (11, 12)
 NOW = 1_800_000_000
 FAULTS = (Fault.THROTTLE, Fault.SERVER_ERROR, Fault.TIMEOUT, Fault.PARTIAL, Fault.CRASH)
 # The calls of a fault-free replay of these messages: receive, forget the table count, send and
-# delete the first 10; two receives (the second finds nothing), the coverage's GetQueueAttributes,
-# send and delete the last one; give back the two not chosen. A test below checks the count.
-CALLS = range(1, 11)
+# delete the first 10; receive the last three (the scan stops: it found every message chosen), send
+# and delete the last one chosen; give back the two not chosen. A test below checks the count.
+CALLS = range(1, 9)
 
 
 class Interrupted(ClientProxy):
@@ -53,9 +53,10 @@ class Interrupted(ClientProxy):
         return call
 
 
-def park_messages(aws: Aws) -> set[str]:
-    """13 parked messages, all but two of them chosen by the replay (the two are given back)."""
-    bodies = set()
+def park_messages(aws: Aws) -> tuple[set[str], list[str]]:
+    """13 parked messages, all but two of them chosen by the replay (the two are given back): their
+    bodies, and the MessageIds of those chosen."""
+    bodies, chosen = set(), []
     for n in range(MESSAGES):
         body = f"order-{n}"
         attributes = {"batch": string_attribute("no" if n in UNCHOSEN else "yes")}
@@ -65,18 +66,21 @@ def park_messages(aws: Aws) -> set[str]:
             mark = Mark(f"id-{n}", 5, NOW - 3600, (NOW - 600,))
             reason = ParkReason(ParkCause.OVER_LIMIT, "test", 5, NOW - 3600, NOW - 60, aws.source_url, "m")
             attributes[MARK_ATTRIBUTE] = string_attribute(mark.to_json(parked=reason.to_dict()))
-        aws.sqs.send_message(QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=attributes)
+        sent = aws.sqs.send_message(
+            QueueUrl=aws.parking_lot_url, MessageBody=body, MessageAttributes=attributes
+        )
         bodies.add(body)
-    return bodies
+        if n not in UNCHOSEN:
+            chosen.append(sent["MessageId"])
+    return bodies, chosen
 
 
-def run_replay(aws: Aws, sqs: Any, dynamodb: Any) -> MoveReport:
+def run_replay(aws: Aws, sqs: Any, dynamodb: Any, chosen: list[str]) -> MoveReport:
     source = SqsQueue(aws.source_url, sqs)
     # moto's queue is one server: a short poll that finds nothing means an empty queue.
     scan = QueueScan(SqsQueue(aws.parking_lot_url, sqs), sqs, Where.PARKING_LOT, wait_seconds=0)
     table = StateTable(aws.table_name, dynamodb, ttl_seconds=60)
     report = MoveReport()
-    chosen = Selection(attributes={"batch": "yes"})
     return replay(scan, chosen, lambda _item: source, table=table, now=NOW, report=report)
 
 
@@ -101,10 +105,10 @@ def assert_nothing_lost(aws: Aws, bodies: set[str], report: MoveReport | None) -
 def test_a_replay_without_faults_moves_everything_chosen_in_as_many_calls_as_the_faults_cover(
     aws: Aws,
 ) -> None:
-    bodies = park_messages(aws)
+    bodies, chosen = park_messages(aws)
     faults = Faults()
 
-    report = run_replay(aws, faults.wrap(aws.sqs), faults.wrap(aws.dynamodb))
+    report = run_replay(aws, faults.wrap(aws.sqs), faults.wrap(aws.dynamodb), chosen)
 
     assert len(faults.calls) == len(CALLS)  # every call gets its faults below
 
@@ -116,12 +120,12 @@ def test_a_replay_without_faults_moves_everything_chosen_in_as_many_calls_as_the
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
 @pytest.mark.parametrize("call", CALLS)
 def test_a_fault_at_any_call_loses_nothing(aws: Aws, fault: Fault, call: int) -> None:
-    bodies = park_messages(aws)
+    bodies, chosen = park_messages(aws)
     faults = Faults(plan={call: fault})
 
     report: MoveReport | None
     try:
-        report = run_replay(aws, faults.wrap(aws.sqs), faults.wrap(aws.dynamodb))
+        report = run_replay(aws, faults.wrap(aws.sqs), faults.wrap(aws.dynamodb), chosen)
     except SimulatedCrash:
         report = None
 
@@ -133,11 +137,11 @@ def test_a_fault_at_any_call_loses_nothing(aws: Aws, fault: Fault, call: int) ->
 
 @pytest.mark.parametrize("call", CALLS)
 def test_ctrl_c_at_any_call_gives_back_what_it_holds_and_loses_nothing(aws: Aws, call: int) -> None:
-    bodies = park_messages(aws)
+    bodies, chosen = park_messages(aws)
     calls: list[str] = []
 
     with pytest.raises(KeyboardInterrupt):
-        run_replay(aws, Interrupted(aws.sqs, call, calls), Interrupted(aws.dynamodb, call, calls))
+        run_replay(aws, Interrupted(aws.sqs, call, calls), Interrupted(aws.dynamodb, call, calls), chosen)
 
     in_flight = aws.sqs.get_queue_attributes(
         QueueUrl=aws.parking_lot_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqs_redriver.console.edit_rules import (
+from sqs_redriver.console.editing import (
     MAX_EDITED_ATTRIBUTES,
     MAX_EDITED_BYTES,
     DocumentError,

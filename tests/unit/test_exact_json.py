@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.console import exact_json
-from sqs_redriver.console.edit_rules import Edited, parse, render
+from sqs_redriver.console.editing import Edited, exact_dumps, exact_loads, parse, render
 
 numbers = st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**30), max_value=10**30)
 values = st.recursive(
@@ -24,13 +23,13 @@ values = st.recursive(
 
 @given(values, st.sampled_from([None, 2]))
 def test_what_is_written_reads_back_the_same_every_number_exact(value: Any, indent: int | None) -> None:
-    assert exact_json.loads(exact_json.dumps(value, indent=indent)) == value
+    assert exact_loads(exact_dumps(value, indent=indent)) == value
 
 
 @given(values.filter(lambda v: not _has_decimal(v)), st.sampled_from([None, 2]))
 def test_without_fractions_it_writes_what_json_dumps_writes(value: Any, indent: int | None) -> None:
     separators = (",", ":") if indent is None else (",", ": ")
-    assert exact_json.dumps(value, indent=indent) == json.dumps(
+    assert exact_dumps(value, indent=indent) == json.dumps(
         value, indent=indent, ensure_ascii=False, separators=separators
     )
 
@@ -45,7 +44,7 @@ def _has_decimal(value: Any) -> bool:
 @pytest.mark.parametrize("text", ["NaN", "[Infinity]", "1e400", '{"a": 1, "a": 2}', "{"])
 def test_what_is_not_strict_json_is_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
-        exact_json.loads(text)
+        exact_loads(text)
 
 
 def test_an_edited_body_keeps_the_numbers_the_operator_did_not_touch() -> None:

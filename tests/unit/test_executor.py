@@ -1,4 +1,5 @@
-"""act.executor on in-memory queues and table: nothing leaves the DLQ before it arrived."""
+"""The re-driver's Executor (runtime/batch.py) on in-memory queues and table: nothing leaves the
+DLQ before it arrived."""
 
 from __future__ import annotations
 

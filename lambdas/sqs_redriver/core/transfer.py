@@ -1,13 +1,73 @@
-"""A token bucket in messages per second, so a recovered consumer is not flooded."""
+"""Moving messages out of a queue: a ``Transfer`` deletes from its origin only what arrived
+elsewhere, and a ``TokenBucket`` paces the sends.
+
+The rule every move follows (the re-driver's re-drives and parkings, the operator's replay and
+edit): a message leaves its queue only after a send said it arrived. Each send's ``BatchResult``
+is booked (``Transfer.book``); ``delete_arrived`` then deletes those messages, and only those, also
+when a later send failed, and says which could not be deleted.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
+
+    from sqs_redriver.core.message import Tracked
+
+
+class Origin(Protocol):
+    """The queue messages leave: deleted from by receipt handle (keys name the entries)."""
+
+    def delete(self, receipt_handles: Mapping[str, str]) -> BatchResult: ...
+
+
+class Transfer:
+    """Messages leaving ``origin`` for other queues: what arrived, deleted from the origin.
+
+    Not shared between threads: each batch (or each move) has its own.
+    """
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        self._arrived: dict[str, str] = {}  # MessageId -> receipt handle, not deleted yet
+
+    def book(self, result: BatchResult, leaving: Sequence[Tracked]) -> None:
+        """Book what a send's ``result`` says arrived; its entry ids are positions in ``leaving``,
+        the origin's messages that the send carried."""
+        for key in result.succeeded:
+            tracked = leaving[int(key)]
+            self._arrived[tracked.message_id] = tracked.receipt_handle
+
+    @property
+    def arrived(self) -> list[str]:
+        """The MessageIds that arrived and are not deleted yet."""
+        return list(self._arrived)
+
+    def delete_arrived(self) -> BatchResult:
+        """Delete from the origin what arrived since the last call, keyed by MessageId; see
+        ``delete_from`` for what the result says."""
+        arrived, self._arrived = self._arrived, {}
+        return delete_from(self.origin, arrived)
+
+
+def delete_from(origin: Origin, receipt_handles: Mapping[str, str]) -> BatchResult:
+    """Delete ``receipt_handles`` from ``origin``. Never raises for AWS: a call that failed as a
+    whole is in ``call_error``, with each of its messages failed as ``CALL_FAILED`` (maybe still
+    in the origin), as ``SqsQueue.send`` says a failed send."""
+    if not receipt_handles:
+        return BatchResult()
+    try:
+        return origin.delete(receipt_handles)
+    except AwsCallError as exc:
+        failure = EntryFailure(CALL_FAILED, str(exc), sender_fault=False)
+        return BatchResult(failed=dict.fromkeys(receipt_handles, failure), call_error=str(exc))
 
 
 class TokenBucket:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqs_redriver.core.breaker import Breaker, Evidence, with_canary
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import counted_in_table, screened, track
+from sqs_redriver.core.transfer import Transfer
 from sqs_redriver.runtime import canary
 from sqs_redriver.runtime.plan import BatchState, Planner
 from sqs_redriver.runtime.report import StopReason, Tally, log_decision
@@ -41,11 +42,11 @@ class Executed:
 
 @dataclass
 class ExecutionBooks:
-    """Kept while one plan is carried out: what arrived (to delete), what was sent to a source,
-    what the source refused for good (to park), and the counts."""
+    """Kept while one plan is carried out: the transfer out of the DLQ (what arrived, to delete),
+    what was sent to a source, what the source refused for good (to park), and the counts."""
 
     now: int
-    arrived: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
+    transfer: Transfer
     sent: list[Tracked] = field(default_factory=list)
     rejected: list[Park] = field(default_factory=list)
     redriven: int = 0
@@ -86,7 +87,7 @@ class Executor:
             self._hold(plan.hold)
         except AwsCallError as exc:
             return Executed(Tally(), failure=str(exc))
-        books = ExecutionBooks(now)
+        books = ExecutionBooks(now, Transfer(self.dlq))
         failure = None
         try:
             try:
@@ -97,10 +98,7 @@ class Executor:
                 failure = str(exc)
         finally:
             # Even when parking fails after the re-drives went out: what arrived leaves the DLQ.
-            try:
-                self._delete_arrived(books)
-            except AwsCallError as exc:
-                failure = str(exc)
+            failure = self._delete_arrived(books) or failure
         return books.result(failure)
 
     def release(self, held: dict[str, str]) -> int:
@@ -123,16 +121,19 @@ class Executor:
                 {h.tracked.message_id: (h.tracked.receipt_handle, h.seconds) for h in holds}
             )
 
-    def _delete_arrived(self, books: ExecutionBooks) -> None:
-        if not books.arrived:
-            return
-        deleted = self.dlq.delete(books.arrived)
+    def _delete_arrived(self, books: ExecutionBooks) -> str | None:
+        """Delete from the DLQ what arrived; return the error of a delete call that failed whole.
+        A message whose delete failed will be seen again (a duplicate): logged, counted."""
+        deleted = books.transfer.delete_arrived()
+        if deleted.call_error:
+            return deleted.call_error
         for key, failure in deleted.failed.items():
             books.errors += 1
             self.log.error(
                 "delete from the DLQ failed: the message will be seen again (a duplicate)",
                 extra={"message_id": key, "code": failure.code},
             )
+        return None
 
 
 @dataclass(frozen=True)

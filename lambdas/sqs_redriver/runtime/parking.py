@@ -211,9 +211,9 @@ class Parker:
                 for index, p in enumerate(parks)
             ]
         )
+        books.transfer.book(result, [p.tracked for p in parks])
         for key in result.succeeded:
             park = parks[int(key)]
-            books.arrived[park.tracked.message_id] = park.tracked.receipt_handle
             books.parked += 1
             if park.reason.cause is ParkCause.EXPIRING:
                 books.expiring += 1

@@ -96,9 +96,9 @@ class RedriveSender:
     def _book_sent(
         self, result: BatchResult, redrives: Sequence[Redrive], marks: Sequence[Mark], books: ExecutionBooks
     ) -> None:
+        books.transfer.book(result, [r.tracked for r in redrives])
         for key in result.succeeded:
             redrive, mark = redrives[int(key)], marks[int(key)]
-            books.arrived[redrive.tracked.message_id] = redrive.tracked.receipt_handle
             books.sent.append(redrive.tracked)
             books.redriven += 1
             log_decision(
