@@ -17,7 +17,7 @@ from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.table import StateTable, breaker_item
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.keys import breaker_key, failure_record_key, message_record_key, park_record_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.report import StopReason
 from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_redriver, make_settings
@@ -75,7 +75,7 @@ def test_a_corrupt_breaker_neither_opens_nor_stops_its_source_or_the_other(
 ) -> None:
     # GIVEN a shared DLQ with failures of both sources, and orders' breaker record corrupt
     redriver = redriver_for(aws, payments, clock)
-    key = breaker_key(aws.source_url)
+    key = RecordKind.BREAKER.key(aws.source_url)
     put(aws, CORRUPT_BREAKERS[corruption](key, int(clock.now)))
     fail_into_dlq(aws, aws.source_url, "orders:1", "orders:2")
     fail_into_dlq(aws, payments, "payments:1", "payments:2")
@@ -130,7 +130,7 @@ def no_room_messages(aws: Aws, *orders: str) -> dict[str, str]:
 def message_record(identity: str, now: int, **fields: Any) -> dict[str, Any]:
     """A message record as the re-driver writes one, with these attributes replaced."""
     item = {
-        "pk": {"S": message_record_key(identity)},
+        "pk": {"S": RecordKind.MESSAGE.key(identity)},
         "identity": {"S": identity},
         "redrive_count": {"N": "0"},
         "first_failed_at": {"N": str(now)},
@@ -150,8 +150,11 @@ def test_corrupt_message_and_failure_records_are_ignored_and_their_messages_redr
     corrupt = [
         message_record(identity["o-1"], now, redrive_count={"N": "1"}, redriven_at=forged_redrive),
         message_record(identity["o-2"], now, redrive_count={"S": "many"}),
-        {"pk": {"S": failure_record_key(identity["o-3"])}, "failure": {"S": json.dumps(future.to_dict())}},
-        {"pk": {"S": failure_record_key(identity["o-4"])}, "failure": {"S": "[" * 10_000}},
+        {
+            "pk": {"S": RecordKind.FAILURE.key(identity["o-3"])},
+            "failure": {"S": json.dumps(future.to_dict())},
+        },
+        {"pk": {"S": RecordKind.FAILURE.key(identity["o-4"])}, "failure": {"S": "[" * 10_000}},
     ]
     for item in corrupt:
         put(aws, item)
@@ -182,7 +185,7 @@ def test_a_park_record_with_corrupt_fields_still_parks_its_group(
 ) -> None:
     send_marked(aws, clock, "o-bad", "fp-bad")
     send_marked(aws, clock, "o-ok", "fp-ok")
-    key = park_record_key("fp-bad")
+    key = RecordKind.PARK.key("fp-bad")
     put(aws, {"pk": {"S": key}, "at": {"S": "yesterday"}, "reason": {"N": "42"}})
 
     with caplog.at_level(logging.ERROR):
@@ -254,7 +257,9 @@ def test_a_sweep_forged_far_ahead_does_not_hold_off_the_retention_guard(
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     for url in (aws.source_url, payments):
         redriver.state.save_breaker(
-            breaker_key(url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+            RecordKind.BREAKER.key(url),
+            Breaker().opened(int(clock.now), Evidence.RETURNS),
+            expected_version=0,
         )
     put(aws, {"pk": {"S": settings.sweep_key}, "due_at": {"N": str(int(clock.now) + FAR)}})
 
@@ -285,7 +290,7 @@ def test_the_lambda_reports_a_corrupt_record_in_its_log_and_the_corrupt_records_
         "SLOW_START_SECONDS": "0",
     }.items():
         monkeypatch.setenv(name, value)
-    key = breaker_key(aws.source_url)
+    key = RecordKind.BREAKER.key(aws.source_url)
     put(aws, {"pk": {"S": key}, "state": {"S": "OPEN"}, "version": {"N": "1"}})
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
 

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from sqs_redriver.console.web.server import ConsoleServer
 from sqs_redriver.core.table import StateTable
-from sqs_redriver.protocol.keys import pause_key
+from sqs_redriver.protocol.keys import RecordKind
 from tests.support.aws import Aws
 from tests.support.browser import chromium, fresh_page
 from tests.support.console import console_tool, ui_command
@@ -214,7 +214,10 @@ def test_a_page_of_another_local_server_can_neither_read_the_session_nor_pause_t
         ("POST", True, 403),
         ("POST", True, 403),
     ]  # the script's two fetches run at once: in either order
-    assert StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(pause_key(aws.dlq_url)) is None
+    assert (
+        StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(RecordKind.PAUSE.key(aws.dlq_url))
+        is None
+    )
 
 
 def test_ctrl_c_ends_the_console_cleanly_with_two_browsers_signed_in_and_their_connections_open(

@@ -18,7 +18,7 @@ import pytest
 from local_aws import REGION
 from local_aws.resources import Resources, create_resources
 from sqs_redriver.core.table import Pause, StateTable
-from sqs_redriver.protocol.keys import pause_key
+from sqs_redriver.protocol.keys import RecordKind
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
@@ -127,7 +127,9 @@ def test_status_watch_shows_breakers_and_depths_refreshes_and_exits_0_on_ctrl_c(
     # WHEN a message reaches the DLQ and an operator pauses the re-driver
     resources.sqs.send_message(QueueUrl=resources.dlq_url, MessageBody="failed order")
     table = StateTable(resources.table_name, resources.dynamodb, ttl_seconds=60)
-    table.save_pause(pause_key(resources.dlq_url), Pause("investigating", "on-call", int(time.time())))
+    table.save_pause(
+        RecordKind.PAUSE.key(resources.dlq_url), Pause("investigating", "on-call", int(time.time()))
+    )
 
     # THEN a later refresh shows both
     later = pane.wait_for(lambda s: depth(s, "DLQ") == 1 and "PAUSED" in s, "the DLQ message and the pause")

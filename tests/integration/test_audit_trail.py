@@ -12,7 +12,7 @@ import pytest
 
 from local_aws import REGION
 from sqs_redriver.core.table import StateTable
-from sqs_redriver.protocol.keys import pause_key
+from sqs_redriver.protocol.keys import RecordKind
 from tests.support.aws import Aws
 from tests.support.operator import park, park_groups, tool
 
@@ -85,7 +85,7 @@ def test_an_action_that_cannot_be_recorded_is_not_done(aws: Aws) -> None:
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "cannot record pause in the audit log" in result.output
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
-    assert table.load_pause(pause_key(aws.dlq_url)) is None
+    assert table.load_pause(RecordKind.PAUSE.key(aws.dlq_url)) is None
 
 
 def test_a_command_refused_before_it_began_is_not_an_action(aws: Aws, logs: Any) -> None:

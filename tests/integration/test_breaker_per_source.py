@@ -10,7 +10,7 @@ import pytest
 from local_aws.queues import depth, drain
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, Mode, State
 from sqs_redriver.core.table import Resume
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.report import RunReport
 from sqs_redriver.runtime.routing import turn_order
 from tests.support.aws import (
@@ -102,7 +102,9 @@ def test_a_message_without_a_named_source_follows_the_source_queues_breaker(
     # GIVEN orders' breaker open, payments' closed, and a message SQS names no source for
     redriver = redriver_for(aws, payments, clock)
     redriver.state.save_breaker(
-        breaker_key(aws.source_url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        RecordKind.BREAKER.key(aws.source_url),
+        Breaker().opened(int(clock.now), Evidence.RETURNS),
+        expected_version=0,
     )
     for body in ("unnamed:1", "payments:1"):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
@@ -113,10 +115,14 @@ def test_a_message_without_a_named_source_follows_the_source_queues_breaker(
     # THEN it waits with orders' messages; once the breakers are the other way round, it goes to orders
     assert held.redriven == 1 and [m["Body"] for m in peek(aws)] == ["unnamed:1"]
     redriver.state.save_breaker(
-        breaker_key(aws.source_url), Breaker().closed(int(clock.now), Evidence.OPERATOR), expected_version=1
+        RecordKind.BREAKER.key(aws.source_url),
+        Breaker().closed(int(clock.now), Evidence.OPERATOR),
+        expected_version=1,
     )
     redriver.state.save_breaker(
-        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        RecordKind.BREAKER.key(payments),
+        Breaker().opened(int(clock.now), Evidence.RETURNS),
+        expected_version=0,
     )
     released = redriver.run(REMAINING)
     assert released.redriven == 1 and [m["Body"] for m in drain(aws.sqs, aws.source_url)] == ["unnamed:1"]
@@ -128,7 +134,11 @@ def test_a_single_source_has_no_parts_and_keeps_its_breaker_key(aws: Aws, clock:
     report = make_redriver(aws, make_settings(aws), clock).run(REMAINING)
 
     assert (report.redriven, report.parts, report.source) == (1, (), None)
-    assert make_settings(aws).breaker_key == breaker_key(aws.source_url) == f"BREAKER#{aws.source_url}"
+    assert (
+        make_settings(aws).breaker_key
+        == RecordKind.BREAKER.key(aws.source_url)
+        == f"BREAKER#{aws.source_url}"
+    )
 
 
 def test_a_chain_goes_on_while_one_source_drains_and_the_other_is_open(
@@ -138,7 +148,9 @@ def test_a_chain_goes_on_while_one_source_drains_and_the_other_is_open(
     settings = make_settings(aws, other_source_queue_urls=(payments,), max_messages_per_run=12)
     redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
     redriver.state.save_breaker(
-        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        RecordKind.BREAKER.key(payments),
+        Breaker().opened(int(clock.now), Evidence.RETURNS),
+        expected_version=0,
     )
     for body in [f"payments:{i}" for i in range(5)] + [f"orders:{i}" for i in range(25)]:
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
@@ -162,7 +174,7 @@ def test_a_source_whose_breaker_closes_in_a_continuation_starts_slowly(
     redriver = make_redriver(aws, settings, clock, sqs=NamesTheSource(aws.sqs, SOURCES))
     canary = Canary(("gone",), verdict_at=int(clock.now) - 1)
     half_open = Breaker(State.HALF_OPEN, successes=1, changed_at=int(clock.now) - 600, canary=canary)
-    redriver.state.save_breaker(breaker_key(payments), half_open, expected_version=0)
+    redriver.state.save_breaker(RecordKind.BREAKER.key(payments), half_open, expected_version=0)
     redriver.state.offer_continuation(aws.dlq_url, "t-1", stale_after=900)
     for i in range(10):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"payments:{i}")
@@ -200,7 +212,9 @@ def test_a_part_parks_another_sources_expiring_message_and_no_sweep_is_needed(
     # GIVEN messages of both sources near the end of the DLQ's retention, and payments' breaker open
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     redriver.state.save_breaker(
-        breaker_key(payments), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+        RecordKind.BREAKER.key(payments),
+        Breaker().opened(int(clock.now), Evidence.RETURNS),
+        expected_version=0,
     )
 
     # WHEN a run goes: orders' part reads the DLQ, payments' is SKIP
@@ -222,7 +236,9 @@ def test_a_run_whose_parts_all_skip_sweeps_once_for_every_source(
     settings, redriver = near_retention_in_both_sources(aws, payments, clock)
     for url in (aws.source_url, payments):
         redriver.state.save_breaker(
-            breaker_key(url), Breaker().opened(int(clock.now), Evidence.RETURNS), expected_version=0
+            RecordKind.BREAKER.key(url),
+            Breaker().opened(int(clock.now), Evidence.RETURNS),
+            expected_version=0,
         )
 
     report = redriver.run(REMAINING)

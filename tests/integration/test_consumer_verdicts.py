@@ -20,7 +20,7 @@ from sqs_redriver.core.breaker import Mode, State
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.kit import ConsumerKit
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.keys import retry_record_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.run import Redriver
 from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_settings, stored_breaker
 from tests.support.factories import FakeClock, order_body
@@ -161,7 +161,7 @@ def test_a_terminal_failure_whose_fingerprint_an_operator_marked_for_retry_is_re
         QueueUrl=aws.dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0
     )["Messages"]
     fingerprint = json.loads(message["MessageAttributes"][MARK_ATTRIBUTE]["StringValue"])["err"]["fp"]
-    aws.dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": retry_record_key(fingerprint)}})
+    aws.dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": RecordKind.RETRY.key(fingerprint)}})
 
     report = redriver_hearing(aws, clock, consumer, listening=False).run(REMAINING)
 

@@ -33,7 +33,7 @@ from sqs_redriver.core.breaker import Breaker, BreakerPolicy, State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.backoff import backoff_step
 from sqs_redriver.runtime.routing import turn_order
@@ -146,7 +146,7 @@ def seed_breaker(aws: Aws, settings: Any) -> list[dict[str, Any]]:
     seeder = Faults()
     table = StateTable(aws.table_name, seeder.wrap(aws.dynamodb), ttl_seconds=1)
     for url in settings.source_queue_urls:
-        table.save_breaker(breaker_key(url), Breaker(failures=1, version=1), expected_version=0)
+        table.save_breaker(RecordKind.BREAKER.key(url), Breaker(failures=1, version=1), expected_version=0)
     return seeder.puts
 
 
@@ -315,7 +315,7 @@ def check_books(
         outcome.problems.append("the 10-attribute message lost or gained attributes")
 
     for url in config.source_queue_urls:
-        key = breaker_key(url)
+        key = RecordKind.BREAKER.key(url)
         outcome.problems += breaker_problems(
             aws.dynamodb, aws.table_name, key, breaker_writes, config.breaker
         )

@@ -15,7 +15,7 @@ from local_aws.queues import depth, drain
 from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.settings import ConfigError
 from tests.support.aws import Aws
 from tests.support.cold_start import import_fresh
@@ -102,7 +102,9 @@ def test_a_shared_dlq_reports_each_sources_breaker_and_the_worst_as_its_state(
     monkeypatch.setenv("SOURCE_QUEUE_URL", f"{aws.source_url},{payments}")
     handler = import_fresh("sqs_redriver.runtime.handler")
     StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).save_breaker(
-        breaker_key(payments), Breaker().opened(int(time.time()), Evidence.RETURNS), expected_version=0
+        RecordKind.BREAKER.key(payments),
+        Breaker().opened(int(time.time()), Evidence.RETURNS),
+        expected_version=0,
     )
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=order_body("o-1"))
 

@@ -11,7 +11,7 @@ from sqs_redriver.console.controls import open_breakers
 from sqs_redriver.console.tool import Connection, Target, Tool
 from sqs_redriver.core.breaker import State
 from sqs_redriver.core.table import StateTable
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from tests.support.aws import Aws
 from tests.support.operator import operator_tool
 
@@ -28,7 +28,7 @@ def test_a_breaker_opened_from_a_laptop_an_hour_fast_is_open_for_the_redriver(aw
     open_breakers(fast_tool(aws), "consumer down")
 
     stored = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_breaker(
-        breaker_key(aws.source_url)
+        RecordKind.BREAKER.key(aws.source_url)
     )
     assert stored.state is State.OPEN  # read as written, not as a forged record (CLOSED)
     assert before - 1 <= stored.changed_at <= time.time() + 1

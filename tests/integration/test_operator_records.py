@@ -25,7 +25,7 @@ from sqs_redriver.core.table import (
 )
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.keys import failure_record_key, park_record_key, retry_record_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.mark import Mark
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, stored_item
 from tests.support.factories import FakeClock, order_body
@@ -102,8 +102,8 @@ def test_saving_a_groups_mark_replaces_its_other_action_and_clearing_removes_bot
 
     state.save_group_mark(park)
     assert state.load_group_marks(["fp-1"]) == {"fp-1": park}
-    assert stored_item(aws, retry_record_key("fp-1")) is None
-    assert stored_item(aws, park_record_key("fp-1")) == {
+    assert stored_item(aws, RecordKind.RETRY.key("fp-1")) is None
+    assert stored_item(aws, RecordKind.PARK.key("fp-1")) == {
         "pk": {"S": "PARK#fp-1"},
         "fingerprint": {"S": "fp-1"},
         "reason": {"S": "not fixed after all"},
@@ -113,17 +113,17 @@ def test_saving_a_groups_mark_replaces_its_other_action_and_clearing_removes_bot
 
     state.save_group_mark(retry)
     assert state.load_group_marks(["fp-1"]) == {"fp-1": retry}
-    assert stored_item(aws, park_record_key("fp-1")) is None
+    assert stored_item(aws, RecordKind.PARK.key("fp-1")) is None
 
     state.clear_group_mark("fp-1")
     assert state.load_group_marks(["fp-1"]) == {}
-    assert stored_item(aws, retry_record_key("fp-1")) is None
+    assert stored_item(aws, RecordKind.RETRY.key("fp-1")) is None
 
 
 def test_a_group_with_both_records_put_by_hand_is_parked_and_it_is_logged(
     aws: Aws, caplog: pytest.LogCaptureFixture
 ) -> None:
-    for key in (retry_record_key("fp-1"), park_record_key("fp-1")):
+    for key in (RecordKind.RETRY.key("fp-1"), RecordKind.PARK.key("fp-1")):
         aws.dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": key}})
 
     with caplog.at_level(logging.WARNING):
@@ -238,7 +238,10 @@ def test_forget_marks_deletes_the_records_of_those_identities_only(aws: Aws, clo
     failure = Failure(FailureKind.TERMINAL, "E", "m", "fp", 5, 1, aws.source_arn)
     aws.dynamodb.put_item(
         TableName=aws.table_name,
-        Item={"pk": {"S": failure_record_key("sha256:5")}, "failure": {"S": json.dumps(failure.to_dict())}},
+        Item={
+            "pk": {"S": RecordKind.FAILURE.key("sha256:5")},
+            "failure": {"S": json.dumps(failure.to_dict())},
+        },
     )
     forgotten = [f"sha256:{i}" for i in range(28)]
     # WHEN the first write's items all come back unprocessed once

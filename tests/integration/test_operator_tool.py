@@ -17,7 +17,7 @@ from sqs_redriver.console.cli import app
 from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, Evidence, State
 from sqs_redriver.core.table import GroupAction, StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.keys import breaker_key, pause_key
+from sqs_redriver.protocol.keys import RecordKind
 from tests.support.aws import Aws, create_aws
 from tests.support.operator import FIRST_FAILED, park, park_groups, tool
 
@@ -148,12 +148,12 @@ def test_pause_and_resume_write_the_record_every_run_honours(aws: Aws) -> None:
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
 
     paused = tool(aws, "pause", "--reason", "bad deploy")
-    recorded = table.load_pause(pause_key(aws.dlq_url))
+    recorded = table.load_pause(RecordKind.PAUSE.key(aws.dlq_url))
     resumed = tool(aws, "resume")
 
     assert paused.exit_code == 0 and resumed.exit_code == 0
     assert recorded is not None and recorded.reason == "bad deploy" and recorded.by
-    assert table.load_pause(pause_key(aws.dlq_url)) is None
+    assert table.load_pause(RecordKind.PAUSE.key(aws.dlq_url)) is None
     assert " ".join(resumed.stdout.split()) == (
         f"resumed (paused by {recorded.by}: bad deploy): the next run re-drives"
     )
@@ -191,12 +191,12 @@ def test_breaker_open_and_close_by_hand_move_the_stored_breaker(aws: Aws) -> Non
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
 
     opened = tool(aws, "breaker", "open", "--reason", "consumer down")
-    state_after_open = table.load_breaker(breaker_key(aws.source_url)).state
+    state_after_open = table.load_breaker(RecordKind.BREAKER.key(aws.source_url)).state
     closed = tool(aws, "breaker", "close", "--reason", "fixed")
 
     assert opened.exit_code == 0 and closed.exit_code == 0, opened.output + closed.output
     assert state_after_open is State.OPEN
-    assert table.load_breaker(breaker_key(aws.source_url)).state is State.CLOSED
+    assert table.load_breaker(RecordKind.BREAKER.key(aws.source_url)).state is State.CLOSED
     wrong = tool(aws, "breaker", "open", "--reason", "x", "--source", "https://elsewhere")
     assert wrong.exit_code == 2
 
@@ -297,7 +297,9 @@ def test_text_with_brackets_is_recorded_and_echoed_as_written(aws: Aws) -> None:
 
     assert result.exit_code == 0, result.output
     assert "see [/runbook/dlq] and [bold]" in result.stdout
-    recorded = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(pause_key(aws.dlq_url))
+    recorded = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60).load_pause(
+        RecordKind.PAUSE.key(aws.dlq_url)
+    )
     assert recorded is not None and recorded.reason == "see [/runbook/dlq] and [bold]"
 
 
@@ -310,7 +312,7 @@ def test_a_replay_that_chooses_nothing_still_prints_a_report_for_scripts(aws: Aw
 
 def test_status_says_what_moved_each_breaker_and_when_the_consumer_reports_no_verdicts(aws: Aws) -> None:
     table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60)
-    key = breaker_key(aws.source_url)
+    key = RecordKind.BREAKER.key(aws.source_url)
     silent = replace(
         Breaker().opened(int(time.time()) - 60, Evidence.METRICS), silent_probes=SILENT_PROBES_LIMIT
     )

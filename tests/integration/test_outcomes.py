@@ -18,7 +18,7 @@ from sqs_redriver.console.tool import Tool
 from sqs_redriver.core.table import GroupAction
 from sqs_redriver.kit.aws import KitAws, VerdictTally
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
-from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
+from sqs_redriver.protocol.keys import RecordKind, replay_record_key
 from sqs_redriver.protocol.mark import Mark
 from tests.support.aws import Aws
 from tests.support.factories import NamesTheSource
@@ -235,7 +235,7 @@ def test_a_corrupt_record_is_reported_not_a_crash(aws: Aws) -> None:
 def test_a_corrupt_index_is_reported_and_rewritten_by_the_next_replay(aws: Aws) -> None:
     aws.dynamodb.put_item(
         TableName=aws.table_name,
-        Item={"pk": {"S": replay_index_key(aws.dlq_url)}, "replays": {"S": "oops"}},
+        Item={"pk": {"S": RecordKind.REPLAY_INDEX.key(aws.dlq_url)}, "replays": {"S": "oops"}},
     )
     assert tool(aws, "outcome").exit_code == 1
 

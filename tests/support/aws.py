@@ -11,7 +11,7 @@ from local_aws.resources import Clients, Resources, create_resources, create_tab
 from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, Mark
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from tests.support.factories import FakeClock, always, consume
@@ -113,4 +113,4 @@ def stored_item(aws: Aws, key: str) -> dict[str, Any] | None:
 
 def stored_breaker(aws: Aws) -> dict[str, Any] | None:
     """The breaker record of ``aws``'s source queue, as stored."""
-    return stored_item(aws, breaker_key(aws.source_url))
+    return stored_item(aws, RecordKind.BREAKER.key(aws.source_url))

@@ -32,6 +32,7 @@ COOKIE = f"sqs-redriver-{PORT}"
 FROM_THE_CONSOLE = {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
 AUDIT_LOG_GROUP = "orders-redriver-audit"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+PREVIEWED_ID = re.compile(r'name="message_id" value="([^"]+)"')
 SIGN_IN_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=[A-Za-z0-9_-]{43}")
 NOWHERE = "http://127.0.0.1:9"
 # ``sqs-redriver ui`` over resources named on its command line, at an endpoint where nothing
@@ -89,6 +90,11 @@ def csrf_of(page: str) -> str:
     found = CSRF.search(page)
     assert found, "the page has no form"
     return found.group(1)
+
+
+def previewed_ids(page: str) -> list[str]:
+    """The MessageIds a replay's preview page carries to its confirmation."""
+    return PREVIEWED_ID.findall(page)
 
 
 def open_console(aws: Aws, *, audited: bool = True) -> tuple[FlaskClient, Tool]:

@@ -10,7 +10,7 @@ from typing import Any
 from local_aws.queues import drain, make_visible
 from sqs_redriver.core.breaker import State
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import Aws
@@ -41,7 +41,7 @@ def assert_each_ended_once(aws: Aws, expected: dict[str, str], **queues: str) ->
 
 
 def assert_breaker_closed(redriver: Redriver, settings: Settings, *sources: str) -> None:
-    for key in (settings.breaker_key, *(breaker_key(url) for url in sources)):
+    for key in (settings.breaker_key, *(RecordKind.BREAKER.key(url) for url in sources)):
         assert redriver.state.load_breaker(key).state is State.CLOSED
 
 

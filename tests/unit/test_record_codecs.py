@@ -40,7 +40,7 @@ from sqs_redriver.core.table import (
     verdicts_from_item,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
-from sqs_redriver.protocol.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import (
     FINGERPRINT_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
@@ -133,7 +133,7 @@ def test_a_breaker_opened_in_the_future_is_rejected(ahead: int) -> None:
 @given(st.integers(1, 10**9))
 def test_a_failure_from_the_future_is_rejected(ahead: int) -> None:
     failure = Failure(FailureKind.TRANSIENT, "E", "m", "fp", NOW + MAX_CLOCK_SKEW_SECONDS + ahead, 1, "arn")
-    item = {"pk": {"S": failure_record_key("x")}, "failure": {"S": json.dumps(failure.to_dict())}}
+    item = {"pk": {"S": RecordKind.FAILURE.key("x")}, "failure": {"S": json.dumps(failure.to_dict())}}
     assert _rejection(lambda: failure_from_item(item, now=NOW)).field == "failure.at"
 
 
@@ -178,7 +178,7 @@ def test_a_message_record_round_trips(
 ) -> None:
     mark = Mark(identity=identity, count=count, first_failed_at=first, redriven_at=redriven)
     item = message_item(MessageRecord(mark, RecordStatus.REDRIVEN, "q"), NOW, 86_400)
-    assert item["pk"]["S"] == message_record_key(identity)
+    assert item["pk"]["S"] == RecordKind.MESSAGE.key(identity)
     assert mark_from_item(item, now=NOW) == mark
 
 
@@ -197,7 +197,7 @@ def test_a_failure_record_round_trips(
 ) -> None:
     failure = Failure(kind, error_class, message, fingerprint, at, attempt, source)
     written = Failure.from_dict(failure.to_dict())  # as the kit bounds it
-    item = {"pk": {"S": failure_record_key("x")}, "failure": {"S": json.dumps(written.to_dict())}}
+    item = {"pk": {"S": RecordKind.FAILURE.key("x")}, "failure": {"S": json.dumps(written.to_dict())}}
     assert failure_from_item(item, now=NOW) == written
 
 
@@ -235,7 +235,7 @@ def test_a_sweep_due_further_ahead_than_any_interval_is_rejected() -> None:
     )
 )
 def test_verdict_counts_round_trip(counts: dict[str, int]) -> None:
-    item = {"pk": {"S": verdict_record_key("w")}, **{name: {"N": str(n)} for name, n in counts.items()}}
+    item = {"pk": {"S": RecordKind.VERDICTS.key("w")}, **{name: {"N": str(n)} for name, n in counts.items()}}
     assert verdicts_from_item(item) == VerdictCounts(**counts)
 
 

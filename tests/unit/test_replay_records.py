@@ -18,7 +18,7 @@ from sqs_redriver.console.outcomes import (
     Sent,
     new_replay_id,
 )
-from sqs_redriver.protocol.keys import replay_index_key, replay_record_key
+from sqs_redriver.protocol.keys import RecordKind, replay_record_key
 
 DLQ = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders-dlq"
 SOURCES = ["https://sqs.eu-west-1.amazonaws.com/111122223333/orders", "https://sqs/x/payments"]
@@ -110,7 +110,7 @@ def test_any_item_is_a_record_or_a_rejection_naming_its_key(item: dict[str, Any]
     records = ReplayRecords("state", client, DLQ)
     replay_id = new_replay_id(AT)
     client.put_item({**item, "pk": {"S": replay_record_key(DLQ, replay_id)}})
-    client.put_item({**item, "pk": {"S": replay_index_key(DLQ)}})
+    client.put_item({**item, "pk": {"S": RecordKind.REPLAY_INDEX.key(DLQ)}})
 
     for read in (lambda: records.load(replay_id, now=AT), lambda: records.recent(now=AT)):
         try:

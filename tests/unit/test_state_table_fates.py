@@ -23,7 +23,7 @@ from sqs_redriver.core.table import (
     breaker_item,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
-from sqs_redriver.protocol.keys import RecordKind, failure_record_key, message_record_key, verdict_record_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import (
     MAX_CLOCK_SKEW_SECONDS,
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
@@ -148,7 +148,7 @@ def test_corrupt_message_and_failure_records_are_ignored(
     held = marks.get("id-1")
     if held is not None and held.failure is not None:
         assert held.failure.at <= NOW + MAX_CLOCK_SKEW_SECONDS
-    assert set(recorder.reported()) <= {message_record_key("id-1"), failure_record_key("id-1")}
+    assert set(recorder.reported()) <= {RecordKind.MESSAGE.key("id-1"), RecordKind.FAILURE.key("id-1")}
     assert len(recorder.counted) == len(recorder.reported())
 
 
@@ -157,12 +157,12 @@ def test_corrupt_message_and_failure_records_are_ignored(
 def test_a_failure_from_the_future_is_ignored(ahead: int) -> None:
     failure = Failure(FailureKind.TRANSIENT, "E", "m", "fp", NOW + MAX_CLOCK_SKEW_SECONDS + ahead, 1, "arn")
     item = {
-        "pk": {"S": failure_record_key("id-1")},
+        "pk": {"S": RecordKind.FAILURE.key("id-1")},
         "failure": {"S": json.dumps(failure.to_dict())},
     }
     table, _, recorder = table_of(item)
     assert table.load_marks(["id-1"]) == {}
-    assert recorder.reported() == [failure_record_key("id-1")]
+    assert recorder.reported() == [RecordKind.FAILURE.key("id-1")]
 
 
 @robust
@@ -192,7 +192,7 @@ def test_verdicts_are_read_within_limits_or_as_none(item: dict[str, Any]) -> Non
     table, _, recorder = table_of(item)
     counts = table.load_verdicts("w")
     assert all(0 <= n <= RECORD_MAX_VERDICTS for n in (counts.ok, counts.transient, counts.terminal))
-    assert recorder.reported() in ([], [verdict_record_key("w")])
+    assert recorder.reported() in ([], [RecordKind.VERDICTS.key("w")])
 
 
 @robust

@@ -16,7 +16,7 @@ import sqs_redriver.runtime
 from sqs_redriver.cdk.access import TableAccess, redriver_table_access
 from sqs_redriver.core.breaker import Breaker, Canary
 from sqs_redriver.core.table import GroupAction, GroupMark, MessageRecord, Pause, RecordStatus, StateTable
-from sqs_redriver.protocol.keys import breaker_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import idempotency_guard
@@ -101,9 +101,10 @@ CANARY = Canary(identities=("id-1",), verdict_at=2_000, sent_at=1_000)
 RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SOURCES[1])
 # Every state table call of the re-drive function (runtime/run, act), with the keys it uses.
 LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
-    "load each source's breaker": lambda t: [t.load_breaker(breaker_key(url)) for url in SOURCES],
+    "load each source's breaker": lambda t: [t.load_breaker(RecordKind.BREAKER.key(url)) for url in SOURCES],
     "save each source's breaker": lambda t: [
-        t.save_breaker(breaker_key(url), Breaker(canary=CANARY), expected_version=0) for url in SOURCES
+        t.save_breaker(RecordKind.BREAKER.key(url), Breaker(canary=CANARY), expected_version=0)
+        for url in SOURCES
     ],
     "offer a continuation": lambda t: t.offer_continuation(SETTINGS.dlq_url, "token", stale_after=60),
     "take a continuation": lambda t: t.take_continuation(SETTINGS.dlq_url, "token"),
@@ -126,7 +127,7 @@ OPERATOR_USES: dict[str, Callable[[StateTable], object]] = {
     "forget a group": lambda t: t.clear_group_mark("fp-1"),
     "forget marks and kit failures": lambda t: t.forget_marks(["id-1"]),
     "save another re-driver's breaker": lambda t: t.save_breaker(
-        breaker_key(OTHER_DLQ), Breaker(), expected_version=0
+        RecordKind.BREAKER.key(OTHER_DLQ), Breaker(), expected_version=0
     ),
     "record another re-driver's run": lambda t: t.record_run(f"RUNS#{OTHER_DLQ}", {}),
 }

@@ -16,7 +16,16 @@ from local_aws.queues import drain, queue_counts
 from sqs_redriver.console.tool import Connection
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 from tests.support.aws import Aws
-from tests.support.console import BASE_URL, FROM_THE_CONSOLE, ROOT, get, open_console, parked_id, post
+from tests.support.console import (
+    BASE_URL,
+    FROM_THE_CONSOLE,
+    ROOT,
+    get,
+    open_console,
+    parked_id,
+    post,
+    previewed_ids,
+)
 from tests.support.operator import park, park_groups
 
 ORDER = '{"order": 7, "items": []}'
@@ -188,7 +197,8 @@ def test_a_replay_links_what_became_of_it_and_outcomes_and_status_list_it(aws: A
     park_groups(aws)
     client, _tool = open_console(aws)
     _code, preview = get(client, "/replay?from=parking-lot&group=fp-bad")
-    _code, done = post(client, "/replay", preview, **{"from": "parking-lot", "group": "fp-bad"})
+    form = {"from": "parking-lot", "group": "fp-bad", "message_id": previewed_ids(preview)}
+    _code, done = post(client, "/replay", preview, **form)
     outcome_link = re.search(f'href="{ROOT}(/outcomes/[^"]+)"', done)
     assert outcome_link
 

@@ -15,13 +15,15 @@ from sqs_redriver.console.tool import Tool, first_in_queues, read_all
 from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import GroupAction, GroupMark, Pause
-from sqs_redriver.protocol.keys import breaker_key, pause_key
+from sqs_redriver.protocol.keys import RecordKind
 
 
 def pause(tool: Tool, reason: str) -> str:
     """Stop every run from re-driving until ``resume``."""
     with tool.action("pause", reason=reason) as tally:
-        tool.table.save_pause(pause_key(tool.deployment.dlq_url), Pause(reason, tool.who, tool.now()))
+        tool.table.save_pause(
+            RecordKind.PAUSE.key(tool.deployment.dlq_url), Pause(reason, tool.who, tool.now())
+        )
         tally.count = 1
     return f"paused by {tool.who}: {reason}"
 
@@ -32,7 +34,7 @@ NOT_PAUSED = "nothing to resume: the re-driver is not paused (the runs re-drive 
 def resume(tool: Tool) -> str:
     """Let the next run re-drive again; say so when no pause was recorded (nothing is written
     then, nor recorded in the audit trail)."""
-    key = pause_key(tool.deployment.dlq_url)
+    key = RecordKind.PAUSE.key(tool.deployment.dlq_url)
     paused = tool.table.load_pause(key)
     if paused is None:
         return NOT_PAUSED
@@ -74,7 +76,7 @@ def _move_breakers(
     moves: list[BreakerMove] = []
     with tool.action(action, reason=reason, source=source or "every source") as tally:
         for url in [source] if source else urls:
-            key = breaker_key(url)
+            key = RecordKind.BREAKER.key(url)
             current = tool.table.load_breaker(key)
             moved = move(current, tool.now())
             if not tool.table.save_breaker(key, moved, expected_version=current.version):

@@ -38,7 +38,7 @@ from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import Tool, read_all
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DynamoTable
-from sqs_redriver.protocol.keys import replay_index_key, replay_record_key, replay_verdict_key
+from sqs_redriver.protocol.keys import RecordKind, replay_record_key, replay_verdict_key
 from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
 
 # The rules: what became of each identity a replay sent (pure).
@@ -420,7 +420,7 @@ class ReplayRecords(DynamoTable):
         return [entry for entry in listed if entry.at + REPLAY_TTL_SECONDS > now]
 
     def _read_index(self) -> tuple[list[Listed], dict[str, Any]]:
-        key = replay_index_key(self.dlq_url)
+        key = RecordKind.REPLAY_INDEX.key(self.dlq_url)
         item = self._get_item(key)
         if item is None:
             return [], {"ConditionExpression": "attribute_not_exists(pk)"}
@@ -436,7 +436,7 @@ class ReplayRecords(DynamoTable):
     def _add_to_index(self, entry: Listed) -> None:
         """Add ``entry``, dropping expired ones and the oldest past ``RECENT_KEPT``; an unreadable
         index is written anew (it only lists: the records stand on their own)."""
-        key = replay_index_key(self.dlq_url)
+        key = RecordKind.REPLAY_INDEX.key(self.dlq_url)
         for _ in range(INDEX_WRITE_ATTEMPTS):
             try:
                 listed, guard = self._read_index()

@@ -4,7 +4,8 @@ First the preview: the selection the operator typed (``parse_selection``) choose
 (``choose``), read and given back at once. Then the move acts on exactly that set, named by
 MessageId (a receipt handle does not outlive the preview's scan): it scans the queue again and takes
 those messages, and only those; one no longer there is reported (``MoveReport.missing``), never
-replaced by another. A replay sends each to its source queue and deletes it only once it arrived
+replaced by another (the web console's confirmation carries those MessageIds from its preview's
+page: ``replay_by_id``). A replay sends each to its source queue and deletes it only once it arrived
 (a ``Transfer``, core/transfer.py); a purge deletes it (its archived copy stays). Everything read
 and not moved is given back when the move ends, however it ends (an error, Ctrl-C): at worst a
 message sent whose delete did not happen is in both queues, and the report says so.
@@ -102,6 +103,12 @@ class Chosen:
         """The set the move acts on: these messages, and no others."""
         return [item.message.message_id for item in self.items]
 
+    def first(self, count: int) -> Chosen:
+        """The first ``count`` of these messages (in the order the preview read them) and their
+        groups: a preview cut to what one move may take."""
+        items = self.items[:count]
+        return replace(self, items=items, groups=group(items))
+
 
 def choose(tool: Tool, where: Where, selection: Selection, limit: int | None) -> Chosen:
     """The messages of ``where`` the selection takes (at most ``limit``), given back at once;
@@ -143,14 +150,39 @@ def replay_chosen(
     on_moved: Callable[[int], None] = lambda _count: None,
 ) -> MoveReport:
     """Send the chosen messages back to their source queue (or ``to``), recorded in the trail."""
-    where = chosen.where
-    details = {"from": where.value, "selection": describe(chosen.selection), "to": to or "each source"}
+    return replay_by_id(
+        tool,
+        chosen.where,
+        chosen.message_ids,
+        selection=describe(chosen.selection),
+        to=to,
+        rate=rate,
+        report=report,
+        on_moved=on_moved,
+    )
+
+
+def replay_by_id(
+    tool: Tool,
+    where: Where,
+    message_ids: Sequence[str],
+    *,
+    selection: str,
+    to: str | None = None,
+    rate: float = DEFAULT_RATE,
+    report: MoveReport,
+    on_moved: Callable[[int], None] = lambda _count: None,
+) -> MoveReport:
+    """Send the messages of ``where`` that a preview chose, named by ``message_ids`` (a page that
+    carried them from its preview), back to their source queue (or ``to``), recorded in the trail
+    with the ``selection`` that chose them."""
+    details = {"from": where.value, "selection": selection, "to": to or "each source"}
     ticket = new_ticket(tool)
     with tool.action("replay", replay_id=ticket.replay_id, **details) as tally:
         try:
             replay(
                 tool.scan(where),
-                chosen.message_ids,
+                message_ids,
                 lambda item: tool.source_for(item, to),
                 table=tool.table,
                 now=ticket.at,

@@ -11,7 +11,7 @@ from sqs_redriver.console.tool import Deployment
 from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import Pause, RunSummary, StateTable
-from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key
+from sqs_redriver.protocol.keys import RecordKind
 
 # The re-driver parks messages this long before their retention ends (EXPIRY_MARGIN_SECONDS's
 # default); the tool warns from the same point.
@@ -115,13 +115,15 @@ def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: Sta
     return Status(
         deployment=deployment,
         at=now,
-        pause=table.load_pause(pause_key(deployment.dlq_url)),
-        breakers={url: table.load_breaker(breaker_key(url)) for url in deployment.source_queue_urls},
+        pause=table.load_pause(RecordKind.PAUSE.key(deployment.dlq_url)),
+        breakers={
+            url: table.load_breaker(RecordKind.BREAKER.key(url)) for url in deployment.source_queue_urls
+        },
         sources=[queue_depth(sqs, url) for url in deployment.source_queue_urls],
         dlq=dlq,
         parking_lot=queue_depth(sqs, deployment.parking_lot_url),
         dlq_oldest_age_seconds=oldest,
-        runs=[RunSummary.from_dict(run) for run in table.load_runs(runs_key(deployment.dlq_url))],
+        runs=[RunSummary.from_dict(run) for run in table.load_runs(RecordKind.RUNS.key(deployment.dlq_url))],
         age_unread=age_unread,
     )
 

@@ -44,12 +44,6 @@ from sqs_redriver.protocol.keys import (
     RETRY_RECORD_PREFIX,
     VERDICT_RECORD_PREFIX,
     RecordKind,
-    breaker_key,
-    continuation_record_key,
-    idempotency_key_prefix,
-    pause_key,
-    runs_key,
-    sweep_key,
 )
 
 if TYPE_CHECKING:
@@ -359,12 +353,15 @@ def redriver_table_access(dlq_url: str, source_queue_urls: Sequence[str]) -> tup
     their prefix; message records, the kit's records and the operator's group records by kind. It
     never writes an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
-    breakers = tuple(breaker_key(url) for url in source_queue_urls)
-    own = (*breakers, sweep_key(dlq_url), runs_key(dlq_url))
-    continuation = continuation_record_key(dlq_url)
-    idempotency = f"{idempotency_key_prefix(dlq_url)}#*"
+    breakers = tuple(RecordKind.BREAKER.key(url) for url in source_queue_urls)
+    own = (*breakers, RecordKind.SWEEP.key(dlq_url), RecordKind.RUNS.key(dlq_url))
+    continuation = RecordKind.CONTINUATION.key(dlq_url)
+    idempotency = f"{RecordKind.IDEMPOTENCY.key(dlq_url)}#*"
     return (
-        TableAccess("dynamodb:GetItem", (*own, pause_key(dlq_url), f"{VERDICT_RECORD_PREFIX}*", idempotency)),
+        TableAccess(
+            "dynamodb:GetItem",
+            (*own, RecordKind.PAUSE.key(dlq_url), f"{VERDICT_RECORD_PREFIX}*", idempotency),
+        ),
         TableAccess("dynamodb:PutItem", (*own, continuation, idempotency)),
         TableAccess("dynamodb:UpdateItem", (idempotency,)),
         TableAccess("dynamodb:DeleteItem", (continuation, idempotency)),

@@ -25,18 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.protocol.failure import Failure, VerdictCounts
-from sqs_redriver.protocol.keys import (
-    RecordKind,
-    continuation_record_key,
-    failure_record_key,
-    kind_of,
-    message_record_key,
-    park_record_key,
-    retry_record_key,
-    storable,
-    subject_of,
-    verdict_record_key,
-)
+from sqs_redriver.protocol.keys import RecordKind, kind_of, storable, subject_of
 from sqs_redriver.protocol.limits import (
     MAX_CLOCK_SKEW_SECONDS,
     MAX_COUNT,
@@ -106,7 +95,9 @@ class GroupMark:
 
 
 def group_record_key(action: GroupAction, fingerprint: str) -> str:
-    return park_record_key(fingerprint) if action is GroupAction.PARK else retry_record_key(fingerprint)
+    return (
+        RecordKind.PARK.key(fingerprint) if action is GroupAction.PARK else RecordKind.RETRY.key(fingerprint)
+    )
 
 
 def prevailing(marks: Iterable[GroupMark]) -> tuple[dict[str, GroupMark], list[str]]:
@@ -647,7 +638,7 @@ def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
     """The item of one message record, written at ``now``, expiring ``ttl_seconds`` later."""
     mark = record.mark
     item: dict[str, Any] = {
-        "pk": {"S": message_record_key(mark.identity)},
+        "pk": {"S": RecordKind.MESSAGE.key(mark.identity)},
         "identity": {"S": mark.identity},
         "redrive_count": {"N": str(mark.count)},
         "first_failed_at": {"N": str(mark.first_failed_at)},
@@ -845,7 +836,7 @@ def sweep_due_from_item(item: Item, *, now: int) -> int:
 
 def continuation_item(dlq_url: str, token: str, *, now: int, stale_after: int) -> dict[str, Any]:
     return {
-        "pk": {"S": continuation_record_key(dlq_url)},
+        "pk": {"S": RecordKind.CONTINUATION.key(dlq_url)},
         "token": {"S": token},
         "offered_at": {"N": str(now)},
         "expires_at": {"N": str(now + stale_after)},
@@ -1080,7 +1071,7 @@ class StateTable(DynamoTable):
         with the failure the consumer kit recorded for a message that had no room for it. A corrupt
         record is reported and ignored."""
         wanted = sorted(set(identities))
-        keys = [key for i in wanted for key in (message_record_key(i), failure_record_key(i))]
+        keys = [key for i in wanted for key in (RecordKind.MESSAGE.key(i), RecordKind.FAILURE.key(i))]
         now = self._now()
         marks: dict[str, Mark] = {}
         failures: dict[str, Failure] = {}
@@ -1114,7 +1105,10 @@ class StateTable(DynamoTable):
         mark then starts again at count 0, with no failure from before (which could park it)."""
         wanted = sorted(set(identities))
         keys = [
-            key for i in wanted for key in (message_record_key(i), failure_record_key(i)) if storable(key)
+            key
+            for i in wanted
+            for key in (RecordKind.MESSAGE.key(i), RecordKind.FAILURE.key(i))
+            if storable(key)
         ]
         self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
 
@@ -1123,7 +1117,7 @@ class StateTable(DynamoTable):
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none,
         or when the record is corrupt: a forged count never opens a breaker)."""
-        item = self._get_item(verdict_record_key(verdict_key))
+        item = self._get_item(RecordKind.VERDICTS.key(verdict_key))
         if not item:
             return VerdictCounts()
         try:
@@ -1171,7 +1165,7 @@ class StateTable(DynamoTable):
             self._write_if(
                 "DeleteItem (continuation)",
                 self._client.delete_item,
-                Key={"pk": {"S": continuation_record_key(key)}},
+                Key={"pk": {"S": RecordKind.CONTINUATION.key(key)}},
                 ConditionExpression="#token = :token",
                 ExpressionAttributeNames={"#token": "token"},
                 ExpressionAttributeValues={":token": {"S": token}},

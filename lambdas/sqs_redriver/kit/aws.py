@@ -19,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqs_redriver.kit.errors import KitAwsError
 from sqs_redriver.kit.records import InboundRecord
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, ConsumerVerdict, Failure, FailureKind
-from sqs_redriver.protocol.keys import failure_record_key, verdict_record_key
+from sqs_redriver.protocol.keys import RecordKind
 
 if TYPE_CHECKING:
     from botocore.config import Config
@@ -82,7 +82,7 @@ class KitAws:
         try:
             self.dynamodb.update_item(
                 TableName=self.table_name,
-                Key={"pk": {"S": failure_record_key(identity)}},
+                Key={"pk": {"S": RecordKind.FAILURE.key(identity)}},
                 UpdateExpression="SET failure = :failure, failed_at = :at, expires_at = :ttl",
                 ConditionExpression=(
                     "attribute_not_exists(pk) OR attribute_not_exists(failed_at) OR failed_at <= :at"
@@ -115,7 +115,7 @@ class KitAws:
             "UpdateItem",
             lambda: self.dynamodb.update_item(
                 TableName=self.table_name,
-                Key={"pk": {"S": verdict_record_key(verdict_key)}},
+                Key={"pk": {"S": RecordKind.VERDICTS.key(verdict_key)}},
                 UpdateExpression=expression,
                 ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
                 ExpressionAttributeValues=values,

@@ -11,22 +11,25 @@ from sqs_redriver.protocol.str_enum import StrEnum
 
 
 class RecordKind(StrEnum):
-    """A kind of state record, named by the prefix of its key."""
+    """A kind of state record, named by the prefix of its key; ``key(subject)`` is the key of one
+    record (the subject of each kind is after its prefix, below)."""
 
-    BREAKER = "BREAKER#"  # a source queue's circuit breaker
-    MESSAGE = "MSG#"  # a message with no room for a mark: its re-drive history
-    FAILURE = "FAILURE#"  # the consumer kit's failure of such a message
-    VERDICTS = "VERDICTS#"  # the consumer kit's verdict counts of a run's re-drives
-    RETRY = "RETRY#"  # an operator's retry of a failure group
-    PARK = "PARK#"  # an operator's park of a failure group
-    PAUSE = "PAUSE#"  # an operator's pause of a re-driver
-    RUNS = "RUNS#"  # a re-driver's run history
-    SWEEP = "SWEEP#"  # when a re-driver's next retention sweep is due
-    CONTINUATION = "CONTINUATION#"  # the one pending continuation of a re-driver
-    IDEMPOTENCY = "IDEMPOTENCY#"  # Powertools' idempotency records of a re-driver's invocations
-    GROUP_INDEX = "GROUPS#"  # the operator's tool's list of the fingerprints it wrote records for
-    REPLAY = "REPLAY#"  # what an operator's replay, edit or group retry sent (the tool's `outcome`)
-    REPLAY_INDEX = "REPLAYS#"  # the operator's tool's list of a re-driver's recent replays
+    BREAKER = "BREAKER#"  # <source queue URL>: its circuit breaker (each source of a shared DLQ has one)
+    MESSAGE = "MSG#"  # <content identity>: the re-drive history of a message with no room for a mark
+    FAILURE = "FAILURE#"  # <content identity>: the consumer kit's failure of such a message
+    VERDICTS = "VERDICTS#"  # <verdict key>: the kit's verdict counts on the re-drives tagged with it
+    RETRY = "RETRY#"  # <fingerprint>: an operator's retry of a failure group instead of parking
+    PARK = "PARK#"  # <fingerprint>: an operator's park of every failure of a group on sight
+    PAUSE = "PAUSE#"  # <DLQ URL>: an operator's pause of the re-driver of that DLQ
+    RUNS = "RUNS#"  # <DLQ URL>: the re-driver's run history, its last runs' summaries
+    SWEEP = "SWEEP#"  # <DLQ URL>: when the re-driver's next retention sweep is due
+    CONTINUATION = "CONTINUATION#"  # <DLQ URL>: the re-driver's one pending continuation
+    # <DLQ URL>#<hash of the event id>: Powertools' idempotency records of the re-driver's
+    # invocations (its grant allows the keys of its own DLQ alone)
+    IDEMPOTENCY = "IDEMPOTENCY#"
+    GROUP_INDEX = "GROUPS#"  # index: the tool's list of the fingerprints it wrote records for
+    REPLAY = "REPLAY#"  # <DLQ URL>#<replay id>[#part]: what a replay, edit or group retry sent
+    REPLAY_INDEX = "REPLAYS#"  # <DLQ URL>: the operator's tool's list of a re-driver's recent replays
 
     def key(self, subject: str) -> str:
         """The key of this kind's record about ``subject``."""
@@ -64,26 +67,6 @@ def subject_of(key: str) -> str:
     return key.removeprefix(kind.value) if kind else key
 
 
-def breaker_key(source_queue_url: str) -> str:
-    """The state table key of a source queue's breaker (each source of a shared DLQ has one)."""
-    return RecordKind.BREAKER.key(source_queue_url)
-
-
-def message_record_key(identity: str) -> str:
-    """The re-drive history of a message with no room for a mark (by content identity)."""
-    return RecordKind.MESSAGE.key(identity)
-
-
-def failure_record_key(identity: str) -> str:
-    """Where the kit puts the failure of a message with no room for a mark (by content identity)."""
-    return RecordKind.FAILURE.key(identity)
-
-
-def verdict_record_key(verdict_key: str) -> str:
-    """Where the kit adds its verdicts on the re-drives tagged ``verdict_key``."""
-    return RecordKind.VERDICTS.key(verdict_key)
-
-
 def run_verdict_key(now: int, token: str) -> str:
     """The verdict key of a run's re-drives (``run/<time>/<token>``), which their marks carry."""
     return f"run/{now}/{token}"
@@ -92,42 +75,6 @@ def run_verdict_key(now: int, token: str) -> str:
 def canary_verdict_key(sent_at: int, identity: str) -> str:
     """The verdict key of a probe's canaries (``canary/<time sent>/<first canary's identity>``)."""
     return f"canary/{sent_at}/{identity}"
-
-
-def retry_record_key(fingerprint: str) -> str:
-    """An operator's record: re-drive terminal failures with this fingerprint instead of parking."""
-    return RecordKind.RETRY.key(fingerprint)
-
-
-def park_record_key(fingerprint: str) -> str:
-    """An operator's record: park every failure with this fingerprint on sight, terminal or not."""
-    return RecordKind.PARK.key(fingerprint)
-
-
-def pause_key(dlq_url: str) -> str:
-    """The operator's pause of the re-driver of ``dlq_url`` (core/table.py)."""
-    return RecordKind.PAUSE.key(dlq_url)
-
-
-def runs_key(dlq_url: str) -> str:
-    """The run history of the re-driver of ``dlq_url``: its last runs' summaries (core/table.py)."""
-    return RecordKind.RUNS.key(dlq_url)
-
-
-def sweep_key(dlq_url: str) -> str:
-    """When the re-driver of ``dlq_url`` next sweeps its DLQ for expiring messages."""
-    return RecordKind.SWEEP.key(dlq_url)
-
-
-def continuation_record_key(dlq_url: str) -> str:
-    """The one pending-continuation slot of the re-driver of ``dlq_url``."""
-    return RecordKind.CONTINUATION.key(dlq_url)
-
-
-def idempotency_key_prefix(dlq_url: str) -> str:
-    """The prefix of the re-driver of ``dlq_url``'s idempotency records (Powertools appends
-    ``#<hash of the event id>``): its grant allows these keys alone."""
-    return RecordKind.IDEMPOTENCY.key(dlq_url)
 
 
 def group_index_key() -> str:
@@ -140,11 +87,6 @@ def replay_record_key(dlq_url: str, replay_id: str, part: int = 0) -> str:
     re-driver of ``dlq_url``: part 0 holds who, when and the first identities, parts 1.. the rest."""
     suffix = f"#{part}" if part else ""
     return RecordKind.REPLAY.key(f"{dlq_url}#{replay_id}{suffix}")
-
-
-def replay_index_key(dlq_url: str) -> str:
-    """The one item listing the recent replays of the re-driver of ``dlq_url``."""
-    return RecordKind.REPLAY_INDEX.key(dlq_url)
 
 
 def replay_verdict_key(sent_at: int, replay_id: str) -> str:

@@ -23,7 +23,7 @@ from sqs_redriver.core.breaker import (
 )
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import COUNTS, RunSummary
-from sqs_redriver.protocol.keys import breaker_key, run_verdict_key
+from sqs_redriver.protocol.keys import RecordKind, run_verdict_key
 from sqs_redriver.runtime import canary
 from sqs_redriver.runtime.budget import out_of_time
 from sqs_redriver.runtime.consumer_health import health
@@ -562,7 +562,7 @@ class Redriver:
         """The run's work under one breaker, ``source``'s (None: the only source's): the gate, then
         the steps of each mode, from the gate's mode on, until one leads nowhere or the time
         budget ends."""
-        key = breaker_key(source or self.settings.source_queue_url)
+        key = RecordKind.BREAKER.key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
         gate = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during

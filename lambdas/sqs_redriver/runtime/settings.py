@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.breaker import BreakerPolicy
-from sqs_redriver.protocol.keys import breaker_key, pause_key, runs_key, sweep_key
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import (
     BY_NAME,
     LAMBDA_SETTINGS,
@@ -94,20 +94,20 @@ class Settings:
     @property
     def breaker_key(self) -> str:
         """The breaker of the source queue (SOURCE_QUEUE_URL's first): a single-source DLQ's only one."""
-        return breaker_key(self.source_queue_url)
+        return RecordKind.BREAKER.key(self.source_queue_url)
 
     @property
     def sweep_key(self) -> str:
-        return sweep_key(self.dlq_url)
+        return RecordKind.SWEEP.key(self.dlq_url)
 
     @property
     def pause_key(self) -> str:
-        return pause_key(self.dlq_url)
+        return RecordKind.PAUSE.key(self.dlq_url)
 
     @property
     def runs_key(self) -> str:
         """The run history: a summary of each of the last runs (core/table.py)."""
-        return runs_key(self.dlq_url)
+        return RecordKind.RUNS.key(self.dlq_url)
 
     @property
     def source_queue_urls(self) -> tuple[str, ...]:

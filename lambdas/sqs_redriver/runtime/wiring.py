@@ -22,7 +22,7 @@ from sqs_redriver.core.archive import S3Archive
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.core.transfer import TokenBucket
-from sqs_redriver.protocol.keys import idempotency_key_prefix
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import BatchHandler, Executor
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
@@ -228,6 +228,6 @@ def idempotency_guard(settings: Settings, dynamodb: Any) -> tuple[IdempotencyCon
         data_keyword_argument="event",
         config=config,
         persistence_store=persistence,
-        key_prefix=idempotency_key_prefix(settings.dlq_url),
+        key_prefix=RecordKind.IDEMPOTENCY.key(settings.dlq_url),
     )
     return config, guard

@@ -2,8 +2,12 @@
 pause and resume. Each POST carries the session's CSRF token (guard.py) and runs inside the
 library's audit record.
 
-A replay runs within its request, as the command line's does within its command: the page answers
-when it is done, with the same summary.
+A replay moves exactly what its preview showed, as the command line's does: the preview's form
+carries the MessageIds it chose (a hidden field each, at most ``MAX_REPLAY_MESSAGES``), and the
+confirmation moves those and no others (replay.replay_by_id); one gone meanwhile is reported, never
+replaced. The posted ids are input like any other: checked, and a bad one is a 400 naming the
+field. The replay runs within its request: the page answers when it is done, with the summary the
+command line prints.
 
 Edit and retry works as ``sqs-redriver edit`` does: the message's document in a form, a preview of
 the diff, then a confirmation; nothing is sent without the confirming POST. The server keeps
@@ -12,6 +16,8 @@ checked again on confirmation, and the message is found again in the queue the p
 (gone from there: it moved meanwhile, and nothing is sent)."""
 
 from __future__ import annotations
+
+import re
 
 from flask import Blueprint, redirect, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
@@ -30,24 +36,45 @@ from sqs_redriver.console.editing import (
 )
 from sqs_redriver.console.errors import UsageError
 from sqs_redriver.console.inventory import Inspected, Selection, Where
-from sqs_redriver.console.replay import DEFAULT_RATE, MoveReport, choose, parse_selection, replay_chosen
+from sqs_redriver.console.replay import (
+    DEFAULT_RATE,
+    MoveReport,
+    choose,
+    describe,
+    parse_selection,
+    replay_by_id,
+)
+from sqs_redriver.console.safe_text import some
 from sqs_redriver.console.tool import find_message
 from sqs_redriver.console.web import tool
 from sqs_redriver.core.table import GroupAction
 
 pages = Blueprint("actions", __name__)
 MAX_RATE = 500.0
+# The most one replay from the console moves. Its preview's form names each by MessageId: at the
+# longest MessageId that is 10,000 x len("&message_id=" + 100 characters) = 1.1 MB, far within the
+# guard's body limit (guard.FORM_BYTES, 8.5 MB). A preview that chose more offers the first ones.
+MAX_REPLAY_MESSAGES = 10_000
+MESSAGE_ID_FIELD = "message_id"
+# An SQS MessageId: AWS documents at most 100 characters (today each is a UUID, which AWS says not
+# to rely on); letters, digits, - and _ keep markup and control characters out.
+MESSAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+SHOWN_CHARS = 40
 
 
 @pages.get("/replay")
 def replay_preview() -> str:
-    """What a replay would move, by group; the form that confirms it."""
+    """What a replay would move, by group (at most ``MAX_REPLAY_MESSAGES``); the form that confirms
+    it, carrying the MessageIds of exactly those messages."""
     console = tool()
     where, selection = _wanted()
-    chosen = choose(console, where, selection, None)
+    matched = choose(console, where, selection, None)
+    chosen = matched.first(MAX_REPLAY_MESSAGES)
     return render_template(
         "replay_preview.html",
         chosen=chosen,
+        matched=len(matched.items),
+        message_id_field=MESSAGE_ID_FIELD,
         where=where,
         groups_wanted=request.args.getlist("group"),
         ids_wanted=request.args.getlist("id"),
@@ -59,17 +86,18 @@ def replay_preview() -> str:
 
 @pages.post("/replay")
 def replay() -> str:
-    """Replay what the preview showed (chosen again: what moved meanwhile is said, not guessed)."""
+    """Replay exactly the messages the preview showed, named by the MessageIds its form carried (a
+    message gone meanwhile is reported, and nothing moves in its place)."""
     console = tool()
     where, selection = _wanted()
     rate = _rate(request.form.get("rate", ""))
-    chosen = choose(console, where, selection, None)
-    report = MoveReport()
-    if chosen.items:
-        replay_chosen(console, chosen, rate=rate, report=report)
+    message_ids = _previewed_ids(request.form.getlist(MESSAGE_ID_FIELD))
+    report = replay_by_id(
+        console, where, message_ids, selection=describe(selection), rate=rate, report=MoveReport()
+    )
     return render_template(
         "moved.html",
-        chosen=len(chosen.items),
+        previewed=len(message_ids),
         report=report,
         lines=report.summary_lines("replayed"),
         recorded=console.audit_log is not None,
@@ -117,6 +145,28 @@ def _wanted() -> tuple[Where, Selection]:
     except ValueError as exc:
         raise UsageError("replay from takes dlq or parking-lot") from exc
     return where, parse_selection(source.getlist("group"), (), None, None, source.getlist("id"))
+
+
+def _previewed_ids(posted: list[str]) -> list[str]:
+    """The MessageIds the preview's form carried, checked: a form can be forged or cut short."""
+    field = MESSAGE_ID_FIELD
+    if not posted:
+        raise UsageError(f"{field}: the form names no previewed message; open the replay's preview again")
+    if len(posted) > MAX_REPLAY_MESSAGES:
+        raise UsageError(
+            f"{field}: {len(posted)} messages named; a replay from the console moves at most "
+            f"{MAX_REPLAY_MESSAGES}"
+        )
+    malformed = [value for value in posted if not MESSAGE_ID.fullmatch(value)]
+    if malformed:
+        shown = [value if len(value) <= SHOWN_CHARS else value[:SHOWN_CHARS] + "..." for value in malformed]
+        raise UsageError(
+            f"{field}: not an SQS MessageId (letters, digits, - and _, at most 100 characters): "
+            + some(shown, shown=3)
+        )
+    if len(set(posted)) < len(posted):
+        raise UsageError(f"{field}: a message is named more than once; open the replay's preview again")
+    return posted
 
 
 def _rate(text: str) -> float:
