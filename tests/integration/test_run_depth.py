@@ -19,8 +19,8 @@ from tests.support.factories import order_body
 
 LAMBDA_CODE = Path(sqs_redriver.runtime.__file__).parents[1]
 # Frames of the product's code on the stack at the AWS call (docs/layout.md walks them).
-MAX_FRAMES_TO_SEND = 12
-MAX_FRAMES_TO_WRITE_AHEAD = 14
+MAX_FRAMES_TO_SEND = 11
+MAX_FRAMES_TO_WRITE_AHEAD = 13
 
 
 def product_frames() -> list[str]:

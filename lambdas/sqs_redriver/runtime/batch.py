@@ -137,7 +137,19 @@ class Executor:
 
 
 @dataclass(frozen=True)
-class Handled:
+class PlannedBatch:
+    """A batch decided, its breaker moved, ready to be carried out (``Executor.execute``)."""
+
+    plan: BatchPlan
+    breaker: Breaker
+    now: int
+    tally: Tally  # counted before acting: rejected marks, returns, failed breaker writes
+
+
+@dataclass(frozen=True)
+class HandledBatch:
+    """One batch, planned and carried out: what the drain adds up and whether it stops."""
+
     tally: Tally
     breaker: Breaker
     # Received but not acted on: given back at the end of the run.
@@ -151,7 +163,6 @@ class BatchHandler:
         self,
         *,
         planner: Planner,
-        executor: Executor,
         messages: MessageStore,
         group_marks: GroupMarkStore,
         sources: dict[str, Queue],
@@ -169,7 +180,6 @@ class BatchHandler:
         self.consumer_verdicts = consumer_verdicts
         self.dlq = dlq
         self.expiry_margin_seconds = expiry_margin_seconds
-        self.executor = executor
         self.messages = messages
         self.group_marks = group_marks
         self.sources = sources
@@ -178,7 +188,7 @@ class BatchHandler:
         self.log = logger
         self.clock = clock
 
-    def handle(
+    def plan(
         self,
         batch: list[DlqMessage],
         mode: Mode,
@@ -187,11 +197,12 @@ class BatchHandler:
         writer: BreakerWriter,
         tag: VerdictTag | None = None,
         source: str | None = None,
-    ) -> Handled:
-        """Decide and act on one batch. ``so_far`` includes this batch's receive; ``tag`` tags its
-        re-drives for the consumer kit's verdicts; ``source`` is the source whose part of the run
-        this is (None: all of them). AWS errors of the planning reads propagate; those of acting
-        end the batch with stop AWS_ERROR."""
+    ) -> PlannedBatch | HandledBatch:
+        """Decide one batch and move the breaker as the plan says, before anything is sent.
+        ``so_far`` includes this batch's receive; ``tag`` tags its re-drives for the consumer kit's
+        verdicts; ``source`` is the source whose part of the run this is (None: all of them). AWS
+        errors of the planning reads propagate; a probe that could not be claimed ends the batch
+        here, handled (stop AWS_ERROR)."""
         now = int(self.clock())
         breaker = writer.newest(breaker)
         batch = [screened(message, now) for message in batch]
@@ -210,6 +221,7 @@ class BatchHandler:
         signals = self.watch.for_failures(breaker, tracking.unique)
         state = BatchState(mode, breaker, so_far, now, groups, tag, retention, source, signals)
         plan = self.planner.plan(tracking, state)
+        seen = rejected + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
         if plan.open_breaker:
             if plan.canaries_back:
                 log_decision(self.log, "canary came back: opening the circuit", plan.canaries_back[0])
@@ -222,20 +234,19 @@ class BatchHandler:
             try:
                 breaker, plan = self._claim_probe(plan, breaker, writer, now)
             except AwsCallError as exc:
-                seen = rejected + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
                 return self._stopped_by(exc, seen, breaker, plan, leave=())
+        return PlannedBatch(plan, breaker, now, seen + Tally(errors=errors))
 
-        executed = self.executor.execute(plan, now)
-        tally = (
-            rejected
-            + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged, errors=errors)
-            + executed.tally
-        )
+    def settle(self, planned: PlannedBatch, executed: Executed, writer: BreakerWriter) -> HandledBatch:
+        """What carrying out a planned batch made of it: its counts, the canaries it sent (one
+        not sent opens the breaker), and why the drain stops after it, if it does."""
+        plan, breaker = planned.plan, planned.breaker
+        tally = planned.tally + executed.tally
         if plan.stop is StopReason.CANARY_SENT:
             breaker, tally = self._account_canaries(executed, breaker, tally, writer)
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
-        return Handled(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+        return HandledBatch(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
 
     def _hear_returns(
         self, batch: list[Tracked], breaker: Breaker, writer: BreakerWriter, source: str | None
@@ -314,6 +325,7 @@ class BatchHandler:
         breaker: Breaker,
         plan: BatchPlan,
         leave: tuple[Tracked, ...],
-    ) -> Handled:
+    ) -> HandledBatch:
         self.log.error("run stopped by an AWS error", extra={"error": str(error)})
-        return Handled(tally + Tally(errors=1), breaker, leave, plan.canary_may_hide, StopReason.AWS_ERROR)
+        stop = StopReason.AWS_ERROR
+        return HandledBatch(tally + Tally(errors=1), breaker, leave, plan.canary_may_hide, stop)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.breaker import Evidence, Mode
 from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.runtime.batch import HandledBatch
 from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
 from sqs_redriver.runtime.report import StopReason, Tally
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from sqs_redriver.core.breaker import Breaker, BreakerWriter
-    from sqs_redriver.runtime.batch import BatchHandler, Executor, Handled
+    from sqs_redriver.runtime.batch import BatchHandler, Executor
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.ports import Queue
     from sqs_redriver.runtime.run import Part
@@ -54,7 +55,7 @@ class _Drain:
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
     may_hide: bool = False
 
-    def add(self, handled: Handled) -> None:
+    def add(self, handled: HandledBatch) -> None:
         """What a batch handled adds up to."""
         self.tally += handled.tally
         self.breaker = handled.breaker
@@ -147,9 +148,14 @@ class BatchLoop:
             drain.tally += Tally(received=len(batch))
             if not batch:
                 return StopReason.DLQ_EMPTY
-            handled = self.handler.handle(
+            planned = self.handler.plan(
                 batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.source
             )
+            if isinstance(planned, HandledBatch):  # stopped before anything was sent
+                handled = planned
+            else:
+                executed = self.executor.execute(planned.plan, planned.now)
+                handled = self.handler.settle(planned, executed, drain.writer)
             redriven = handled.tally.redriven
         except AwsCallError as exc:
             self.log.error("run stopped by an AWS error", extra={"error": str(exc)})

@@ -122,7 +122,6 @@ def _batch_loop(
     """The loop that takes DLQ batches, and the handler that plans and acts on each."""
     handler = BatchHandler(
         planner=planner,
-        executor=executor,
         messages=state,
         group_marks=state,
         sources=queues.sources_by_url(),
