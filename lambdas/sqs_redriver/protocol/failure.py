@@ -25,7 +25,7 @@ from sqs_redriver.protocol.limits import (
 from sqs_redriver.protocol.str_enum import StrEnum
 from sqs_redriver.protocol.wire import Rejection
 
-# The longest error message and class kept in a mark (message_limits.py) are also bounded as JSON
+# The longest error message and class kept in a mark (limits.py) are also bounded as JSON
 # (non-ASCII is escaped: up to 12 bytes a character), so a mark with a failure and a parking
 # reason still fits its budget (tested).
 MAX_ERROR_MESSAGE_JSON_BYTES = 480
@@ -78,7 +78,7 @@ class Failure:
     @classmethod
     def from_dict(cls, payload: object) -> Failure:
         """Parse a failure; raise a ``Rejection`` (a ValueError) naming the field that is not one
-        the consumer kit writes (limits in message_limits.py)."""
+        the consumer kit writes (limits in limits.py)."""
         if not isinstance(payload, Mapping):
             raise Rejection("", "is not a JSON object", subject=FAILURE_SUBJECT)
         try:
