@@ -576,7 +576,7 @@ def _delete_original(transfer: Transfer, report: EditReport) -> None:
 
 def edit_archive_key(item: Inspected, now: int) -> str:
     """``edited/<yyyy/mm/dd>/<identity>/<time>-<MessageId>.json``: unique per edit, browsable by
-    day and identity, within the mark's key limits (message_limits.MAX_EDIT_KEY_CHARS)."""
+    day and identity, within the mark's key limits (protocol.limits.MAX_EDIT_KEY_CHARS)."""
     day = time.strftime("%Y/%m/%d", time.gmtime(now))
     message_id = KEY_UNSAFE.sub("_", item.message.message_id)[:KEY_MESSAGE_ID_CHARS]
     identity = KEY_UNSAFE.sub("_", item.identity)[:MAX_IDENTITY_CHARS]

@@ -417,6 +417,7 @@ def _row_problems(row: FleetRow, missing: bool) -> list[Problem]:
 
 
 # Reading the fleet from AWS.
+
 # (service, region) -> a boto3 client of that service in that region.
 Clients = Callable[[str, str], Any]
 LIST_PAGE_SIZE = 1000  # ListQueues' MaxResults at most

@@ -289,6 +289,7 @@ def copies(items: Iterable[Inspected], since: int, *, unmarked_sent: bool) -> di
 
 
 # The records of what each replay, edit and group retry sent, and the index of recent ones.
+
 # As long as SQS can keep a message that came back (its longest retention).
 REPLAY_TTL_SECONDS = 14 * 86_400
 # At most ~200 bytes each (identity, fingerprint, source): ~200 KB a part, half an item's limit.

@@ -331,7 +331,7 @@ def archive_logical_id(redriver: SqsRedriver) -> str:
 
 MESSAGE_RECORD_PREFIX = RecordKind.MESSAGE.value
 LEADING_KEYS = "dynamodb:LeadingKeys"
-# What the consumer kit writes (sqs_redriver.kit/aws.py): conditional UpdateItems of its own records.
+# What the consumer kit writes (sqs_redriver.kit.aws): conditional UpdateItems of its own records.
 CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:UpdateItem",)
 CONSUMER_ATTRIBUTES = tuple(sorted(set(FAILURE_RECORD_ATTRIBUTES) | set(VERDICT_RECORD_ATTRIBUTES)))

@@ -75,7 +75,7 @@ class RedriverSettings:
     source_visibility_timeout_seconds: int = default("source_visibility_timeout_seconds")
     expiry_margin_seconds: int = default("expiry_margin_seconds")
     # </fields>
-    # Former names (protocol.settings.renamed), read for one release: None when not given.
+    # Former names (RENAMED in protocol/settings.py), read for one release: None when not given.
     max_redrives: int | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:

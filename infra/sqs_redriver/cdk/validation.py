@@ -208,7 +208,7 @@ def function_options(
             raise SettingsError(
                 f"function_props.{name} is set by the construct: {OWNED_FUNCTION_PROPS[name]}"
             )
-    # A former name of one of them (protocol.settings.renamed) would be read in its place.
+    # A former name of one of them (RENAMED in protocol/settings.py) would be read in its place.
     clashing = sorted(set(options.get("environment", {})) & {*environment, *RENAMED_ENV})
     if clashing:
         raise SettingsError(

@@ -1,7 +1,8 @@
 """The circuit breaker of one source queue: its states and the modes a run works in, what moved it
 last (``Evidence``), its record (``Breaker``, ``Canary``), the pure rules of its transitions
-(``begin_run``, ``trips_now``, ``end_redrive_run``), and ``BreakerWriter``, the run's conditional
-writes of it. Shared by the re-driver and the operator's tool (status, open, close)."""
+(``begin_run``, ``trips_now``, ``end_redrive_run``), ``BreakerWriter``, the run's conditional
+writes of it, and ``BreakerStore``, the port its record is read and written through (the state
+table). Shared by the re-driver and the operator's tool (status, open, close)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,13 @@ import threading
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.protocol.keys import canary_verdict_key
 
-if TYPE_CHECKING:
-    pass
-
-
-# The breaker's states, and the modes a run works in: what the breaker (``decide.breaker``) decides
-# and a run's report, the logs and the operator's tool name.
+# The breaker's states, and the modes a run works in: what ``begin_run`` decides, and what a run's
+# report, the logs and the operator's tool name.
 
 
 class State(StrEnum):
@@ -33,13 +30,13 @@ class Mode(StrEnum):
 
     REDRIVE = "REDRIVE"  # CLOSED: re-drive everything due
     PROBE = "PROBE"  # HALF_OPEN without a canary in flight: send one canary
-    WATCH = "WATCH"  # HALF_OPEN with a canary in flight: look for it in the DLQ
+    WATCH = "WATCH"  # HALF_OPEN with a canary in flight: hear the kit and the metrics, no receive
     VERDICT = "VERDICT"  # HALF_OPEN, the canary's window is over: look once more, then judge it
     SKIP = "SKIP"  # OPEN and cooling down: touch nothing (but the retention sweep)
     SWEEP = "SWEEP"  # a run's retention sweep: park the expiring, give back the rest
 
 
-# What a breaker transition was based on (core/breaker.py records it on the breaker).
+# What a breaker transition was based on (recorded on the breaker with each transition).
 
 
 class Evidence(StrEnum):

@@ -1,7 +1,12 @@
-"""The state table: every record the re-driver and its operator's tool keep in DynamoDB, one
-section per record kind (its value, its item codec), and ``StateTable``, the one class that reads
-and writes them (its methods in the same order: breakers, the pause, group marks, message and
-failure records, verdicts, the continuation slot, the sweep's due time, the run history).
+"""The state table: every record the re-driver and its operator's tool keep in DynamoDB, and
+``StateTable``, the one class that reads and writes them. In order: the records' values (the pause,
+group marks, a run's summary, the continuation event); the checked readers of an item's attributes
+and ``CorruptRecord``, with how one is reported; ``DynamoTable``, the DynamoDB calls; each record
+kind's item codec (the breaker; message and failure records, with why a message is parked; the
+operator's pause, group marks and run history; the run's sweep, continuation slot and verdicts);
+the fate of each kind's corrupt record; then ``StateTable``, its methods by kind: breakers, the
+pause, group marks, message and failure records, verdicts, the continuation slot, the sweep's due
+time, the run history.
 
 Every item read is parsed once, into validated values; what fails raises ``CorruptRecord`` naming
 its key, field and problem, is reported (a log line, the CorruptRecords metric) and meets the
@@ -862,72 +867,23 @@ def verdicts_from_item(item: Item) -> VerdictCounts:
     return VerdictCounts(**counts)
 
 
-# The breaker records (``BREAKER#<source queue URL>``): the ``BreakerStore`` port.
-
-
+# The fate of each kind's corrupt record, as its report names it (docs/design.md, "Reading a
+# record"); each kind is read through its port (``BreakerStore`` in core/breaker.py, the others in
+# runtime/ports.py).
 BREAKER_READ_AS_CLOSED = "read as CLOSED; its next transition overwrites it, guarded by what it holds"
+CONTINUATION_TAKEN_OVER = "treated as absent: overwritten by this run's continuation"
+GROUP_FROM_KEY = "honoured from its key alone (the operator's action on the fingerprint)"
+IGNORED_MESSAGE_RECORD = "ignored: the message counts from its content identity; its next record replaces it"
+IGNORED_FAILURE_RECORD = "ignored: the message is judged without this failure"
+PAUSE_HONOURED = "read as a pause (only an operator writes one)"
+EMPTY_HISTORY = "read as an empty history; the next run's summary replaces it"
+ENTRY_SKIPPED = "entry skipped; the next run's summary drops it"
+SWEEP_DUE = "treated as absent: the retention sweep is due now"
+NO_VERDICTS = "read as no verdicts"
 
 
 # A stored version attribute that is not a valid one, as it was read (None: there was none).
 _ABSENT: dict[str, Any] | None = None
-
-
-# The one pending-continuation slot of a re-driver (``CONTINUATION#<DLQ URL>``): the
-# ``ContinuationStore`` port.
-
-
-CONTINUATION_TAKEN_OVER = "treated as absent: overwritten by this run's continuation"
-
-
-# An operator's retry and park records of failure groups (``RETRY#``/``PARK#<fingerprint>``):
-# the ``GroupMarkStore`` port, and the writes only the operator's tool makes.
-
-
-GROUP_FROM_KEY = "honoured from its key alone (the operator's action on the fingerprint)"
-
-
-# Message records (``MSG#<identity>``) and the consumer kit's failure records
-# (``FAILURE#<identity>``) of messages with no room for a mark: the ``MessageStore`` port, and the
-# deletes only the operator's tool makes.
-
-
-IGNORED_MESSAGE_RECORD = "ignored: the message counts from its content identity; its next record replaces it"
-
-
-IGNORED_FAILURE_RECORD = "ignored: the message is judged without this failure"
-
-
-# The operator's pause of a re-driver (``PAUSE#<DLQ URL>``): the ``PauseStore`` port, and the
-# writes only the operator's tool makes.
-
-
-PAUSE_HONOURED = "read as a pause (only an operator writes one)"
-
-
-# A re-driver's run history (``RUNS#<DLQ URL>``): the ``RunHistoryStore`` port, and the read the
-# operator's tool makes.
-
-
-EMPTY_HISTORY = "read as an empty history; the next run's summary replaces it"
-
-
-ENTRY_SKIPPED = "entry skipped; the next run's summary drops it"
-
-
-# When a re-driver's next retention sweep is due (``SWEEP#<DLQ URL>``): the ``SweepStore`` port.
-
-
-SWEEP_DUE = "treated as absent: the retention sweep is due now"
-
-
-# The consumer kit's verdict counts (``VERDICTS#<verdict key>``): the ``VerdictStore`` port.
-
-
-NO_VERDICTS = "read as no verdicts"
-
-
-# The DynamoDB state table as a whole: every record kind's adapter (core/table.py) over one
-# client and one report of corrupt records.
 
 
 class StateTable(DynamoTable):
@@ -953,7 +909,7 @@ class StateTable(DynamoTable):
         self._lock = threading.Lock()
         self._ttl_seconds = ttl_seconds
 
-    # Breaker: The breaker records, written conditionally on the version read.
+    # The breaker records, written conditionally on the version read.
 
     def load_breaker(self, key: str) -> Breaker:
         """The stored breaker, or a fresh CLOSED one (version 0) when none was written yet. A
@@ -1001,7 +957,7 @@ class StateTable(DynamoTable):
                 self._unversioned.pop(key, None)
         return written is not None
 
-    # Pause: The pause record.
+    # The pause record.
 
     def load_pause(self, key: str) -> Pause | None:
         """The pause an operator recorded, if any (a corrupt one still pauses)."""
@@ -1022,7 +978,7 @@ class StateTable(DynamoTable):
         """Resume: the next run re-drives again."""
         self._call("DeleteItem", self._client.delete_item, TableName=self.table_name, Key={"pk": {"S": key}})
 
-    # GroupMark: The group records: one per fingerprint and action, parking winning over retrying.
+    # The group records: one per fingerprint and action, parking winning over retrying.
 
     def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
         """An operator's retry or park mark of each of these fingerprints that has one (one
@@ -1064,7 +1020,7 @@ class StateTable(DynamoTable):
     def _transact(self, *items: dict[str, Any]) -> None:
         self._call("TransactWriteItems", self._client.transact_write_items, TransactItems=list(items))
 
-    # Message: Message and failure records; message records expire ``ttl_seconds`` after they are written.
+    # Message and failure records; message records expire ``ttl_seconds`` after they are written.
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
         """Marks recorded for these identities (absent ones are omitted), expired ones ignored,
@@ -1112,7 +1068,7 @@ class StateTable(DynamoTable):
         ]
         self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
 
-    # Verdict: The verdict records the consumer kit adds to (the re-driver only reads them).
+    # The verdict records the consumer kit adds to (the re-driver only reads them).
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none,
@@ -1126,7 +1082,7 @@ class StateTable(DynamoTable):
             self._report(corrupt, NO_VERDICTS)
             return VerdictCounts()
 
-    # Continuation: The continuation slot, offered and taken with conditional writes.
+    # The continuation slot, offered and taken with conditional writes.
 
     def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
         """Take the one pending-continuation slot of ``key`` for ``token``; False when another
@@ -1173,7 +1129,7 @@ class StateTable(DynamoTable):
             is not None
         )
 
-    # Sweep: The retention sweep's due time.
+    # The retention sweep's due time.
 
     def load_sweep_due(self, key: str) -> int:
         """When the next retention sweep is due (0: now; none was recorded, or a corrupt one)."""
@@ -1190,7 +1146,7 @@ class StateTable(DynamoTable):
         """Record when the next retention sweep is due."""
         self._put_item(sweep_item(key, due_at))
 
-    # RunHistory: The run history item: the last runs' summaries, newest first.
+    # The run history item: the last runs' summaries, newest first.
 
     def record_run(self, key: str, summary: Mapping[str, object], keep: int = RUN_HISTORY_LENGTH) -> None:
         """Put a run's summary first in the history item ``key`` and keep the ``keep`` newest

@@ -1,5 +1,8 @@
-"""One received batch: resolve identities, plan it (plan.py), move the breaker, then carry the plan
-out (``Executor``: holds, re-drives, parkings, and the delete of what arrived), and count canaries."""
+"""One received batch, in three steps the batch loop (drain.py) takes side by side:
+``BatchHandler.plan`` resolves identities, plans the batch (plan.py) and moves the breaker as the
+plan says; ``Executor.execute`` carries the plan out (holds, re-drives, parkings, and the delete of
+what arrived); ``BatchHandler.settle`` counts what that made of the batch (the canaries sent, an
+AWS call that failed) and says whether the drain stops."""
 
 from __future__ import annotations
 
@@ -159,6 +162,8 @@ class HandledBatch:
 
 
 class BatchHandler:
+    """Plans a batch before anything is sent, and settles it once the executor carried it out."""
+
     def __init__(
         self,
         *,

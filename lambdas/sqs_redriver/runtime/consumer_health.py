@@ -8,7 +8,21 @@ Two questions, two rules:
   complete minute with activity decides: deletes in it, the consumer works (HEALTHY); receives
   without a delete, and a quiet complete minute after it, the consumer fails what it receives
   (DOWN). A minute with receives whose next minute is not complete yet could still be followed by
-  its deletes (UNSETTLED); nothing at all is IDLE. Only DOWN and HEALTHY move the breaker."""
+  its deletes (UNSETTLED); nothing at all is IDLE. Only DOWN and HEALTHY move the breaker.
+- **Why did this message fail?** (``failure_context``, for every message that comes back without
+  the consumer kit's own classification; ``judge`` applies it to the message's mark.) Over the span
+  it was in its source queue: the consumer deleted others, and the failures were a small share of
+  what it handled, so the message is a SUSPECT (likely poison); it deleted nothing, or failed a
+  large share, so the message met an OUTAGE; no datapoints, UNKNOWN (the re-driver falls back to
+  what returns to the DLQ).
+
+Every receive of a failing message counts in ``NumberOfMessagesReceived`` (up to maxReceiveCount
+per message), so failed messages are estimated as failed receives over maxReceiveCount. Sends are
+not read: the re-driver's own re-drives show there, and delays make them arrive minutes later.
+
+``ConsumerWatch`` reads the minutes once per run, the first time the run needs them, through the
+``ActivitySource`` port (consumer_metrics.py); a failed or unusable reading leaves the run without
+metrics, and the breaker then goes by what returns to the DLQ."""
 
 from __future__ import annotations
 
@@ -244,7 +258,7 @@ def failure_context(
 
 
 # Poison told apart from an outage without the consumer kit: what the source queue's metrics say
-# about each message that came back (consumer_health.py's ``failure_context``).
+# about each message that came back (``failure_context``, above).
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ one-minute sums of ``AWS/SQS`` ``NumberOfMessagesReceived`` and ``NumberOfMessag
 ``Invocations``, ``Errors`` and ``Throttles`` (dimension ``FunctionName``): 2 or 5 metrics, each
 billed as one metric requested (per page).
 
-The response is untrusted and checked here (``metric_values``). A metric whose status is
+The response is untrusted and checked here, each datapoint by consumer_health's ``minute_count``
+and ``minute_start``. A metric whose status is
 ``Forbidden`` or ``InternalError`` (or still ``PartialData`` after the last page), that is missing,
 or that holds one bad datapoint, leaves its queue out of the reading, with one warning naming the
 queue, the metric, the field and the problem: a reading with a hole would pass a busy minute for

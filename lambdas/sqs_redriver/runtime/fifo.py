@@ -1,4 +1,5 @@
-"""FIFO queues: backoff waited out in the DLQ, group order on send, deduplication ids.
+"""FIFO queues: backoff waited out in the DLQ, and group order on send (a message's deduplication
+id is core/message.py's).
 
 FIFO queues refuse per-message DelaySeconds, and a message sent ahead of an earlier one of its
 group would reorder the group."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 # A batch's plan: what to do with each message, and what the breaker should do, before any of it
-# is done. The planner (plan.py) makes it; the executor (batch.py's Executor) carries it out.
+# is done. The ``Planner`` (below) makes it; batch.py's ``Executor`` carries it out.
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The ports the run logic talks through, and the values that cross them.
 
 The logic depends on these Protocols, never on the SQS or DynamoDB adapters; tests can hand it
-in-memory fakes. The state table has one port per record kind (``BreakerStore``, ``MessageStore``,
-...), so each part of a run depends on the kinds it uses alone. Adapters turn every ClientError
+in-memory fakes. The state table has one port per record kind (``MessageStore``, ``PauseStore``,
+...; the breaker's, ``BreakerStore``, is core/breaker.py's), so each part of a run depends on the
+kinds it uses alone. Adapters turn every ClientError
 into ``AwsCallError`` or a per-entry failure."""
 
 from __future__ import annotations

@@ -125,6 +125,17 @@ class FinishedPart:
         return scans and stop is not StopReason.SOURCE_BACKLOG
 
 
+@dataclass(frozen=True)
+class StepResult:
+    """What one step of a part did: its counts, the breaker it left, why it stopped."""
+
+    tally: Tally
+    breaker: Breaker
+    stop: StopReason = StopReason.NONE
+    # The mode the run goes on with, when the step moved the breaker to one that allows more.
+    then: Mode | None = None
+
+
 # The run's report, added to the run history the operator's tool reads.
 
 
@@ -175,15 +186,6 @@ def run_summary(
 
 
 # The canary's verdict: first-hand from the consumer kit, or from a scan after its window.
-
-
-@dataclass(frozen=True)
-class StepResult:
-    tally: Tally
-    breaker: Breaker
-    stop: StopReason = StopReason.NONE
-    # The mode the run goes on with, when the step moved the breaker to one that allows more.
-    then: Mode | None = None
 
 
 class CanaryJudge:

@@ -1,6 +1,7 @@
 """The re-driver's configuration, read from environment variables once, at cold start.
 
-What each variable accepts is defined in ``schema`` (shared with the CDK side); this module turns
+What each variable accepts is defined in ``sqs_redriver.protocol.settings`` (shared with the CDK
+side); this module turns
 the environment into one typed, frozen ``Settings``.
 """
 
@@ -130,7 +131,7 @@ def load_settings(
     env: Mapping[str, str] | None = None, *, warn: Callable[[str], None] = LOG.warning
 ) -> Settings:
     """Parse and validate the settings; raise ConfigError naming the bad variable and its range.
-    A variable given by its former name (protocol.settings.renamed) is read, and ``warn`` gets one
+    A variable given by its former name (``RENAMED`` in protocol/settings.py) is read, and ``warn`` gets one
     deprecation line for it."""
     with reraise_as(ConfigError):
         env, deprecations = with_new_names(os.environ if env is None else env, RENAMED_ENV)

@@ -217,8 +217,8 @@ def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
 def idempotency_guard(settings: Settings, dynamodb: Any) -> tuple[IdempotencyConfig, Any]:
     """EventBridge delivers at least once: a repeated event id is answered from the first run.
     The records live in the state table under ``IDEMPOTENCY#<DLQ URL>#<hash>``, the only keys of
-    that kind the function's grant allows (infra/sqs_redriver/cdk/table_access.py). Returns the config and the
-    decorator."""
+    that kind the function's grant allows (infra/sqs_redriver/cdk/access.py). Returns the config and
+    the decorator."""
     config = IdempotencyConfig(event_key_jmespath="id", expires_after_seconds=3600)
     persistence = DynamoDBPersistenceLayer(
         table_name=settings.table_name, key_attr="pk", expiry_attr="expires_at", boto3_client=dynamodb
