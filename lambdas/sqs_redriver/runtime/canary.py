@@ -1,4 +1,7 @@
-"""The HALF_OPEN probe: which messages go as canaries, and what their absence proves.
+"""The HALF_OPEN probe: which messages go as canaries (``choose``, ``claim``), what their absence
+proves (``judge``), and what the kit's verdicts and the source queue's metrics make of the breaker
+(``after_consumer_verdicts``, ``after_health``); and whether a consumer expected to report through
+the kit is silent (``silenced``, ``heard_in_returns``), so that runs stop waiting for its verdicts.
 
 A failed FIFO canary returns behind its group's other messages in the DLQ, where a scan that
 holds one of them cannot see it; the verdict then waits, and never closes on unread evidence."""
