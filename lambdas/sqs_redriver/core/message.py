@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from sqs_redriver.protocol.envelope import DlqMessage
-    from sqs_redriver.protocol.mark import Mark
 
 
 # A received DLQ message with its identity and re-drive history resolved.

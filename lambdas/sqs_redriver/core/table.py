@@ -52,7 +52,7 @@ from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.wire import Rejection
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from mypy_boto3_dynamodb import DynamoDBClient
 

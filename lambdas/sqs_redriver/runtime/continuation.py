@@ -21,7 +21,6 @@ from sqs_redriver.runtime.report import RunReport, StopReason
 
 if TYPE_CHECKING:
     from sqs_redriver.runtime.ports import ContinuationStore
-    from sqs_redriver.runtime.report import RunReport
 
 
 CONTINUED_STOPS = frozenset({StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET})

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from sqs_redriver.core.message import Tracked
     from sqs_redriver.runtime.batch import ExecutionBooks
     from sqs_redriver.runtime.plan import Park
-    from sqs_redriver.runtime.routing import Routes
 
 
 # The operator's words in a parking reason, bounded like the consumer's error (characters, and

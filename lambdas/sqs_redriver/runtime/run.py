@@ -37,12 +37,11 @@ if TYPE_CHECKING:
     import logging
     from collections.abc import Callable
 
-    from sqs_redriver.core.breaker import Breaker, BreakerStore
+    from sqs_redriver.core.breaker import BreakerStore
     from sqs_redriver.core.table import Resume
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.drain import BatchLoop, DrainResult
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
-    from sqs_redriver.runtime.report import RunReport
     from sqs_redriver.runtime.settings import Settings
 
 

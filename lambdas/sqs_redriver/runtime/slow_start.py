@@ -23,7 +23,6 @@ from sqs_redriver.runtime.plan import VerdictTag
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sqs_redriver.core.breaker import BreakerPolicy
     from sqs_redriver.runtime.ports import VerdictStore
 
 
