@@ -311,7 +311,6 @@ class ModeSteps:
         verdicts: VerdictStore,
         loop: BatchLoop,
         judge: CanaryJudge,
-        watch: ConsumerWatch,
         clock: Callable[[], float],
         sleep: Callable[[float], None],
         logger: Any,
@@ -320,7 +319,6 @@ class ModeSteps:
         self.verdicts = verdicts
         self.loop = loop
         self.judge = judge
-        self.watch = watch
         self.clock = clock
         self.sleep = sleep
         self.log = logger
@@ -498,7 +496,6 @@ class Redriver:
             verdicts=state,
             loop=loop,
             judge=judge,
-            watch=watch,
             clock=clock,
             sleep=sleep,
             logger=logger,
