@@ -1,8 +1,7 @@
 """The re-driver's configuration, read from environment variables once, at cold start.
 
 What each variable accepts is defined in ``sqs_redriver.protocol.settings`` (shared with the CDK
-side); this module turns
-the environment into one typed, frozen ``Settings``.
+side); this module turns the environment into one typed, frozen ``Settings``.
 """
 
 from __future__ import annotations
