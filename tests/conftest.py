@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
@@ -19,6 +20,16 @@ from local_aws import REGION
 from tests.support.aws import IDEMPOTENCY_TABLE, Aws, create_aws
 from tests.support.factories import FakeClock
 from tests.support.shared_dlq import create_payments
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background of a non-interactive shell inherits SIGINT ignored, and a
+    process it starts would ignore it too: the tests that press Ctrl-C on the operator's tool and
+    on the demo need it delivered. A handler here is reset to the default in each process started,
+    where Python turns it into KeyboardInterrupt as in a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # No verdict on the machine's speed: Hypothesis times each example (a 200 ms deadline) and its
 # draws (the too_slow health check) by the wall clock, which fails a correct test on a busy CI box.

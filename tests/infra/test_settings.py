@@ -19,7 +19,8 @@ from sqs_redriver.protocol.settings import (
     RatioSetting,
     Setting,
 )
-from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
+from sqs_redriver.runtime.errors import ConfigError
+from sqs_redriver.runtime.settings import Settings, load_settings
 
 RESOURCES = {
     "DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq",

@@ -16,7 +16,7 @@ from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import RecordKind
-from sqs_redriver.runtime.settings import ConfigError
+from sqs_redriver.runtime.errors import ConfigError
 from tests.support.aws import Aws
 from tests.support.cold_start import import_fresh
 from tests.support.factories import LONG_AGO, order_body

@@ -17,8 +17,8 @@ from botocore.exceptions import ClientError
 from local_aws import REGION
 from local_aws.clients import ClientProxy
 from local_aws.queues import drain, queue_counts
-from sqs_redriver.console.editing import DocumentError, document_of, edit_and_retry
-from sqs_redriver.console.errors import NotFound
+from sqs_redriver.console.editing import document_of, edit_and_retry
+from sqs_redriver.console.errors import DocumentError, NotFound
 from sqs_redriver.console.tool import find_message
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX

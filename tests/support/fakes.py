@@ -15,7 +15,6 @@ from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoi
 from sqs_redriver.core.table import RUN_HISTORY_LENGTH, GroupMark, MessageRecord, Pause, prevailing
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import VerdictCounts
-from sqs_redriver.protocol.keys import queue_key_from_url
 from sqs_redriver.protocol.mark import Mark
 
 ACCOUNT = "123456789012"
@@ -81,10 +80,6 @@ class FakeQueue:
     @property
     def url(self) -> str:
         return queue_url(self.name)
-
-    @property
-    def key(self) -> str:
-        return queue_key_from_url(self.url)
 
     def _call(self, operation: str) -> None:
         self.calls.append(f"{self.name}.{operation}")

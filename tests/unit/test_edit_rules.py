@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from sqs_redriver.console.editing import (
     MAX_EDITED_ATTRIBUTES,
     MAX_EDITED_BYTES,
-    DocumentError,
     Edited,
-    Unchanged,
     changed,
     check_limits,
     diff,
     parse,
     render,
 )
+from sqs_redriver.console.errors import DocumentError, Unchanged
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 
 ORIGINAL = Edited('{"order": 7, "items": []}', {"tenant": {"DataType": "String", "StringValue": "acme"}})

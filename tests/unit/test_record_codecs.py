@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
+from sqs_redriver.core.errors import CorruptRecord
 from sqs_redriver.core.table import (
-    CorruptRecord,
     GroupAction,
     GroupMark,
     MessageRecord,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sqs_redriver.protocol.settings import BY_NAME, RENAMED, Renamed, with_new_names
-from sqs_redriver.runtime.settings import ConfigError, load_settings
+from sqs_redriver.runtime.errors import ConfigError
+from sqs_redriver.runtime.settings import load_settings
 from tests.support.factories import REQUIRED_VARIABLES as REQUIRED
 
 

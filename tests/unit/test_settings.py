@@ -11,7 +11,8 @@ import pytest
 from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.protocol.settings import BY_NAME, LAMBDA_SETTINGS, SCHEMA
 from sqs_redriver.runtime.consumer_health import WatchedQueue
-from sqs_redriver.runtime.settings import ConfigError, Settings, load_settings
+from sqs_redriver.runtime.errors import ConfigError
+from sqs_redriver.runtime.settings import Settings, load_settings
 from tests.support.factories import REQUIRED_VARIABLES as REQUIRED
 from tests.support.factories import SETTINGS_DLQ_URL as DLQ
 from tests.support.factories import SETTINGS_PARKING_LOT_URL as PARKING

@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.core.breaker import Breaker, Evidence, State
+from sqs_redriver.core.errors import CorruptRecord
 from sqs_redriver.core.table import (
     CORRUPT_RECORDS_METRIC,
     UNREADABLE_PAUSE,
-    CorruptRecord,
     GroupAction,
     Pause,
     StateTable,

@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqs_redriver.console.aws import QueueScan
-from sqs_redriver.console.errors import NotFound, UsageError
+from sqs_redriver.console.errors import DocumentError, NotFound, Unchanged, UsageError
 from sqs_redriver.console.inventory import Inspected, Where
 from sqs_redriver.console.outcomes import ReplayKind, Sent, Ticket, new_ticket, record_sent
 from sqs_redriver.console.replay import Destination, ScannedOrigin
@@ -132,16 +132,6 @@ TYPE_PATTERN = re.compile(f"(String|Number|Binary)(\\.[{SQS_ATTRIBUTE_NAME_CHARA
 NUMBER_PATTERN = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 INVALID_CHARACTER = re.compile(SQS_INVALID_CHARACTERS)
 SHOWN_NAME_CHARS = 60
-
-
-class DocumentError(ValueError):
-    """An edited document SQS or the re-driver would refuse: ``field`` names where, the message what
-    is allowed."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -349,10 +339,6 @@ def _strict_json(text: str) -> Any:
 def _name(name: str) -> str:
     """A name from the document, cut short for an error message."""
     return json.dumps(name[:SHOWN_NAME_CHARS] + ("..." if len(name) > SHOWN_NAME_CHARS else ""))
-
-
-class Unchanged(ValueError):
-    """The edited document says what the message already says."""
 
 
 def changed(text: str, original: Edited) -> Edited:

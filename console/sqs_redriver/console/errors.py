@@ -42,3 +42,17 @@ class CorruptReplay(ValueError):
 
 class UnreadableReplay(NotFound):
     """A replay's record exists but cannot be read (exit code 1, one line naming the field)."""
+
+
+class DocumentError(ValueError):
+    """An edited document SQS or the re-driver would refuse: ``field`` names where, the message what
+    is allowed."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class Unchanged(ValueError):
+    """The edited document says what the message already says."""

@@ -18,7 +18,6 @@ from sqs_redriver.protocol.envelope import (
     message_size,
     string_attribute,
 )
-from sqs_redriver.protocol.keys import queue_key_from_url
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
@@ -42,7 +41,6 @@ class SqsQueue:
 
     def __init__(self, url: str, client: SQSClient) -> None:
         self.url = url
-        self.key = queue_key_from_url(url)
         self._client = client
         self._retention: int | None = None
 

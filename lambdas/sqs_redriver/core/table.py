@@ -28,7 +28,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
-from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.protocol.failure import Failure, VerdictCounts
 from sqs_redriver.protocol.keys import RecordKind, kind_of, storable, subject_of
 from sqs_redriver.protocol.limits import (
@@ -248,20 +248,6 @@ class Resume:
 
 
 Item = Mapping[str, Any]
-
-
-class CorruptRecord(ValueError):
-    """A state record that fails validation: its key, the field at fault, and the problem."""
-
-    def __init__(self, key: str, field: str, problem: str) -> None:
-        super().__init__(f"corrupt state record {key[:200]!r}: {field}: {problem}")
-        self.key = key
-        self.field = field
-        self.problem = problem
-
-    @property
-    def kind(self) -> RecordKind | None:
-        return kind_of(self.key)
 
 
 def item_key(item: Item) -> str:

@@ -31,6 +31,7 @@ from sqs_redriver.runtime.consumer_health import (
     minute_count,
     minute_start,
 )
+from sqs_redriver.runtime.errors import Problem
 
 if TYPE_CHECKING:
     import logging
@@ -143,16 +144,6 @@ class Collected:
     values: list[object] = field(default_factory=list)
     status: object = None
     broken: tuple[str, str] | None = None
-
-
-class Problem(ValueError):
-    """Why one queue's reading is not used: the metric, the response field and what was wrong."""
-
-    def __init__(self, query: Query, field_name: str, problem: str) -> None:
-        super().__init__(f"{query.series.label} {field_name}: {problem}")
-        self.query = query
-        self.field = field_name
-        self.problem = problem
 
 
 class CloudWatchActivity:

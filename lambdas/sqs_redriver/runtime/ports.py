@@ -28,7 +28,6 @@ class Queue(Protocol):
     """An SQS queue, through the batch APIs."""
 
     url: str
-    key: str
 
     def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
         """Receive up to 10 messages with all their message and system attributes."""

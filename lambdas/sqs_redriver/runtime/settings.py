@@ -30,21 +30,18 @@ from sqs_redriver.protocol.settings import (
     with_new_names,
 )
 from sqs_redriver.runtime.consumer_health import WatchedQueue
+from sqs_redriver.runtime.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["Settings", "load_settings"]
 
 # Schema settings named breaker_* make up Settings.breaker, without the prefix.
 BREAKER_PREFIX = "breaker_"
 # What Lambda allows as a function's name (not an ARN: CloudWatch's FunctionName dimension is the name).
 FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 LOG = logging.getLogger(__name__)
-
-
-class ConfigError(InvalidSetting):
-    """A setting is missing or outside what the re-driver accepts."""
 
 
 def _breaker(values: Mapping[str, Any]) -> BreakerPolicy:

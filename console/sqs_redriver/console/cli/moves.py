@@ -20,18 +20,9 @@ from sqs_redriver.console import outcomes
 from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, YesOption, app, audited, err, fail, out
-from sqs_redriver.console.editing import (
-    DocumentError,
-    Edited,
-    Unchanged,
-    changed,
-    diff,
-    document_of,
-    edit_and_retry,
-    original_of,
-)
+from sqs_redriver.console.editing import Edited, changed, diff, document_of, edit_and_retry, original_of
 from sqs_redriver.console.editing import render as render_document
-from sqs_redriver.console.errors import UsageError
+from sqs_redriver.console.errors import DocumentError, Unchanged, UsageError
 from sqs_redriver.console.inventory import Inspected, Selection, Where
 from sqs_redriver.console.outcomes import BACK, Fate, Outcome, ReplayRecord, explain
 from sqs_redriver.console.replay import (

@@ -24,17 +24,8 @@ from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
 from sqs_redriver.console import controls
-from sqs_redriver.console.editing import (
-    DocumentError,
-    Unchanged,
-    changed,
-    diff,
-    document_of,
-    edit_and_retry,
-    original_of,
-    render,
-)
-from sqs_redriver.console.errors import UsageError
+from sqs_redriver.console.editing import changed, diff, document_of, edit_and_retry, original_of, render
+from sqs_redriver.console.errors import DocumentError, Unchanged, UsageError
 from sqs_redriver.console.inventory import Inspected, Selection, Where
 from sqs_redriver.console.replay import (
     DEFAULT_RATE,
