@@ -20,7 +20,7 @@ from sqs_redriver.protocol.failure import Failure, FailureKind
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.report import StopReason
-from tests.support.aws import REMAINING, Aws, fail_into_dlq, make_redriver, make_settings
+from tests.support.aws import REMAINING, Aws, fail_into_dlq, handler_environment, make_redriver, make_settings
 from tests.support.cold_start import import_fresh
 from tests.support.factories import FakeClock, always, consume, order_body
 from tests.support.shared_dlq import near_retention_in_both_sources, redriver_for
@@ -279,16 +279,7 @@ def test_the_lambda_reports_a_corrupt_record_in_its_log_and_the_corrupt_records_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # GIVEN the deployed handler's configuration, a corrupt breaker record, and a message to re-drive
-    for name, value in {
-        "DLQ_URL": aws.dlq_url,
-        "SOURCE_QUEUE_URL": aws.source_url,
-        "PARKING_LOT_URL": aws.parking_lot_url,
-        "DYNAMODB_TABLE_NAME": aws.table_name,
-        "RECEIVE_WAIT_SECONDS": "0",
-        # The real handler runs on the real clock: its slow start would sleep real seconds (a run
-        # waits to send its second batch). Slow start is tested in simulated time (test_slow_start.py).
-        "SLOW_START_SECONDS": "0",
-    }.items():
+    for name, value in handler_environment(aws).items():
         monkeypatch.setenv(name, value)
     key = RecordKind.BREAKER.key(aws.source_url)
     put(aws, {"pk": {"S": key}, "state": {"S": "OPEN"}, "version": {"N": "1"}})

@@ -17,7 +17,7 @@ from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.errors import ConfigError
-from tests.support.aws import Aws
+from tests.support.aws import Aws, handler_environment
 from tests.support.cold_start import import_fresh
 from tests.support.factories import LONG_AGO, order_body
 from tests.support.kit import kit_environment
@@ -25,18 +25,7 @@ from tests.support.kit import kit_environment
 
 @pytest.fixture
 def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    for name, value in {
-        "DLQ_URL": aws.dlq_url,
-        "SOURCE_QUEUE_URL": aws.source_url,
-        "PARKING_LOT_URL": aws.parking_lot_url,
-        "DYNAMODB_TABLE_NAME": aws.table_name,
-        "BASE_DELAY_SECONDS": "0",
-        "MAX_DELAY_SECONDS": "0",
-        "RECEIVE_WAIT_SECONDS": "0",
-        # The real handler runs on the real clock: its slow start would sleep real seconds (a run
-        # waits to send its second batch). Slow start is tested in simulated time (test_slow_start.py).
-        "SLOW_START_SECONDS": "0",
-    }.items():
+    for name, value in handler_environment(aws, BASE_DELAY_SECONDS="0", MAX_DELAY_SECONDS="0").items():
         monkeypatch.setenv(name, value)
     return import_fresh("sqs_redriver.runtime.handler")
 

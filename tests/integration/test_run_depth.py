@@ -13,7 +13,7 @@ from botocore.client import BaseClient
 
 import sqs_redriver.runtime
 from local_aws.events import LambdaContext, scheduled_event
-from tests.support.aws import Aws
+from tests.support.aws import Aws, handler_environment
 from tests.support.cold_start import import_fresh
 from tests.support.factories import order_body
 
@@ -45,18 +45,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
 @pytest.fixture
 def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    for name, value in {
-        "DLQ_URL": aws.dlq_url,
-        "SOURCE_QUEUE_URL": aws.source_url,
-        "PARKING_LOT_URL": aws.parking_lot_url,
-        "DYNAMODB_TABLE_NAME": aws.table_name,
-        "BASE_DELAY_SECONDS": "0",
-        "MAX_DELAY_SECONDS": "0",
-        "RECEIVE_WAIT_SECONDS": "0",
-        "SLOW_START_SECONDS": "0",
-        "RECORD_EVERY_REDRIVE": "true",
-        "PARALLEL_BATCHES": "1",
-    }.items():
+    extra = {"BASE_DELAY_SECONDS": "0", "MAX_DELAY_SECONDS": "0", "PARALLEL_BATCHES": "1"}
+    for name, value in handler_environment(aws, RECORD_EVERY_REDRIVE="true", **extra).items():
         monkeypatch.setenv(name, value)
     return import_fresh("sqs_redriver.runtime.handler")
 

@@ -47,6 +47,21 @@ def reused_clients() -> Clients:
     return new_clients()
 
 
+def handler_environment(aws: Aws, **extra: str) -> dict[str, str]:
+    """The re-drive handler's environment over ``aws``'s resources, and ``extra``. The real handler
+    runs on the real clock: its slow start would sleep real seconds (a run waits to send its second
+    batch), so it is off here; slow start is tested in simulated time (test_slow_start.py)."""
+    return {
+        "DLQ_URL": aws.dlq_url,
+        "SOURCE_QUEUE_URL": aws.source_url,
+        "PARKING_LOT_URL": aws.parking_lot_url,
+        "DYNAMODB_TABLE_NAME": aws.table_name,
+        "RECEIVE_WAIT_SECONDS": "0",
+        "SLOW_START_SECONDS": "0",
+        **extra,
+    }
+
+
 def make_settings(aws: Aws, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "dlq_url": aws.dlq_url,
