@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import typer
 
-from local_aws.queues import drain, make_visible, queue_counts
+from local_aws.queues import drain, queue_counts
 from sqs_redriver.console.inventory import Where
 from sqs_redriver.console.replay import MoveReport, choose, parse_selection, purge_chosen, replay_chosen
 from tests.support.aws import Aws
-from tests.support.operator import operator_tool, park, tool
+from tests.support.operator import operator_tool, park, take_away, tool
 
 QUEUE = 20
 LIMIT = 5
@@ -63,17 +63,6 @@ def test_the_replay_confirmed_moves_the_messages_previewed_when_the_queue_change
     assert result.exit_code == 0, result.output
     assert {m["Body"] for m in drain(aws.sqs, aws.source_url)} == previewed
     assert {m["Body"] for m in drain(aws.sqs, aws.parking_lot_url)} == set(held)
-
-
-def take_away(aws: Aws, message_id: str) -> None:
-    """Another operator deletes one message of the parking lot; every other is visible again."""
-    while True:
-        received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, MaxNumberOfMessages=10)
-        for message in received["Messages"]:
-            if message["MessageId"] == message_id:
-                aws.sqs.delete_message(QueueUrl=aws.parking_lot_url, ReceiptHandle=message["ReceiptHandle"])
-                make_visible(aws.parking_lot_url)
-                return
 
 
 @pytest.mark.parametrize("verb", ["replay", "purge"])

@@ -10,6 +10,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from local_aws import REGION
+from local_aws.queues import make_visible
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.tool import Connection, Target, Tool
 from sqs_redriver.core.table import ParkCause, ParkReason
@@ -87,3 +88,14 @@ def park_groups(aws: Aws, first_failed: int = FIRST_FAILED) -> None:
         park(aws, f"bad-{n}", fingerprint="fp-bad", first_failed=first_failed)
     park(aws, "poison", first_failed=first_failed)
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="waiting")
+
+
+def take_away(aws: Aws, message_id: str) -> None:
+    """Another operator deletes one message of the parking lot; every other is visible again."""
+    while True:
+        received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, MaxNumberOfMessages=10)
+        for message in received["Messages"]:
+            if message["MessageId"] == message_id:
+                aws.sqs.delete_message(QueueUrl=aws.parking_lot_url, ReceiptHandle=message["ReceiptHandle"])
+                make_visible(aws.parking_lot_url)
+                return

@@ -16,7 +16,7 @@ from sqs_redriver.console.web.actions import MAX_REPLAY_MESSAGES
 from sqs_redriver.console.web.guard import FORM_BYTES
 from tests.support.aws import Aws
 from tests.support.console import get, open_console, post, previewed_ids
-from tests.support.operator import park, park_groups
+from tests.support.operator import park, park_groups, take_away
 
 PREVIEW = "/replay?from=parking-lot&group=fp-bad"
 LONGEST_ID = "i" * 100  # the longest SQS MessageId AWS documents
@@ -29,17 +29,6 @@ def confirmation(preview: str, **fields: str | list[str]) -> dict[str, str | lis
 
 def bodies(messages: list[dict[str, Any]]) -> set[str]:
     return {message["Body"] for message in messages}
-
-
-def take_away(aws: Aws, message_id: str) -> None:
-    """Another operator deletes one message of the parking lot; every other is visible again."""
-    while True:
-        received = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, MaxNumberOfMessages=10)
-        for message in received["Messages"]:
-            if message["MessageId"] == message_id:
-                aws.sqs.delete_message(QueueUrl=aws.parking_lot_url, ReceiptHandle=message["ReceiptHandle"])
-                make_visible(aws.parking_lot_url)
-                return
 
 
 def test_the_confirmation_moves_the_messages_previewed_not_those_that_arrived_since(aws: Aws) -> None:
