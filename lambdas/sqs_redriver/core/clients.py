@@ -9,6 +9,8 @@ import boto3
 from botocore.config import Config
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
@@ -29,6 +31,9 @@ class AwsClients:
     dynamodb: DynamoDBClient | Any
     s3: Any = None
     cloudwatch: Any = None
+    # A DLQ of another kind: the client of a target's service by its name (lambda, sqs, sns,
+    # stepfunctions, events), made on first use.
+    delivery: Callable[[str], Any] | None = None
 
 
 def lambda_client() -> LambdaClient | Any:
@@ -36,13 +41,28 @@ def lambda_client() -> LambdaClient | Any:
     return boto3.client("lambda", config=AWS_CONFIG)
 
 
-def aws_clients(*, s3: bool = False, cloudwatch: bool = False) -> AwsClients:
+def aws_clients(*, s3: bool = False, cloudwatch: bool = False, delivery: bool = False) -> AwsClients:
     """Real clients from the standard credential chain; created on first use, never at import. The
     S3 client only with ``s3`` (an archive bucket is configured), the CloudWatch client only with
-    ``cloudwatch`` (``queue_metrics`` is on): each costs cold start otherwise."""
+    ``cloudwatch`` (``queue_metrics`` is on), the targets' clients only with ``delivery`` (a DLQ of
+    another kind): each costs cold start otherwise."""
+    sqs = boto3.client("sqs", config=AWS_CONFIG)
     return AwsClients(
-        sqs=boto3.client("sqs", config=AWS_CONFIG),
+        sqs=sqs,
         dynamodb=boto3.client("dynamodb", config=AWS_CONFIG),
         s3=boto3.client("s3", config=AWS_CONFIG) if s3 else None,
         cloudwatch=boto3.client("cloudwatch", config=AWS_CONFIG) if cloudwatch else None,
+        delivery=_delivery_clients(sqs) if delivery else None,
     )
+
+
+def _delivery_clients(sqs: Any) -> Callable[[str], Any]:
+    """One client per target service, made when a target first needs it."""
+    made: dict[str, Any] = {"sqs": sqs}
+
+    def client(service: str) -> Any:
+        if service not in made:
+            made[service] = boto3.client(service, config=AWS_CONFIG)  # type: ignore[call-overload]
+        return made[service]
+
+    return client

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
     from sqs_redriver.core.message import Tracked
+    from sqs_redriver.protocol.sources import DeadLetterSource
 
 
 # SQS's error codes for a queue that does not exist (JSON and query protocols).
@@ -39,9 +40,11 @@ TOO_LONG = "MessageTooLong"
 class SqsQueue:
     """One SQS queue (the ``Queue`` port), through the batch APIs."""
 
-    def __init__(self, url: str, client: SQSClient) -> None:
+    def __init__(self, url: str, client: SQSClient, sources: Sequence[DeadLetterSource] = ()) -> None:
+        """``sources``: a DLQ of another kind's sources; its messages are read as their dead letters."""
         self.url = url
         self._client = client
+        self._sources = tuple(sources)
         self._retention: int | None = None
 
     def receive(self, max_messages: int, *, wait_seconds: int, visibility_timeout: int) -> list[DlqMessage]:
@@ -56,7 +59,7 @@ class SqsQueue:
             MessageAttributeNames=["All"],
             MessageSystemAttributeNames=["All"],
         )
-        return [from_sqs(raw) for raw in response.get("Messages", [])]
+        return [from_sqs(raw, self._sources) for raw in response.get("Messages", [])]
 
     def send(self, messages: Sequence[Outgoing]) -> BatchResult:
         """SendMessageBatch, split so each call holds at most 10 entries and 1 MiB in all.

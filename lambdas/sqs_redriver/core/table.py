@@ -593,6 +593,9 @@ class ParkCause(StrEnum):
     EXPIRING = "expiring"  # the DLQ's retention would delete it soon (retention.py)
     OPERATOR = "operator"  # an operator parked its failure group (a PARK#<fingerprint> record)
     SUSPECT = "suspect"  # it kept failing while the consumer processed others (consumer_health.py)
+    # A dead letter of another service that cannot go back: its source dropped the payload, or
+    # what holds it could not be read (the reason names the field)
+    UNREPLAYABLE = "unreplayable"
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,17 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqs_redriver.protocol.dead_letters import DeadLetter, read_dead_letter
 from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.mark import MARK_SUBJECT, Mark, read_mark
 from sqs_redriver.protocol.wire import Rejection
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqs_redriver.protocol.sources import DeadLetterSource
 
 MARK_ATTRIBUTE = "dlq-redriver"
 HASH_IDENTITY_PREFIX = "sha256:"
@@ -36,6 +42,8 @@ class DlqMessage:
     mark: Mark | None = None
     # Why the mark it carried was not taken (whole, or its consumer failure): logged by the run.
     mark_rejection: Rejection | None = None
+    # A dead letter of another service (a DLQ of another kind): what it holds, read once.
+    dead_letter: DeadLetter | None = None
 
     @property
     def malformed_mark(self) -> bool:
@@ -45,12 +53,21 @@ class DlqMessage:
     # Cached: both read the whole body (up to 1 MiB), and a run asks several times per message.
     @cached_property
     def has_room_for_mark(self) -> bool:
-        """True when the mark fits: fewer than 10 attributes and size within the SQS limit."""
-        return has_room_for_mark(self.body, self.attributes)
+        """True when the mark fits: fewer than 10 attributes and size within the SQS limit. A dead
+        letter of another service never carries one: its target cannot give it back (a function's
+        next failure is a new record), so its count lives in the table."""
+        return self.dead_letter is None and has_room_for_mark(self.body, self.attributes)
 
     @cached_property
     def content_identity(self) -> str:
-        """An identity derived from body and attributes, for messages that cannot carry a mark."""
+        """An identity derived from body and attributes, for messages that cannot carry a mark. A
+        dead letter's is its source's address and what goes back to it: a function's event that
+        fails again comes back in a new record (a new request id), and is still the same."""
+        if self.dead_letter is not None and self.dead_letter.payload is not None:
+            source = self.dead_letter.source
+            digest = hashlib.sha256(b"dead-letter\0" + (source.address if source else "").encode("utf-8"))
+            digest.update(b"\0" + self.dead_letter.payload.encode("utf-8", "surrogatepass"))
+            return HASH_IDENTITY_PREFIX + digest.hexdigest()
         digest = hashlib.sha256(self.body.encode("utf-8"))
         for name in sorted(self.attributes):
             value = self.attributes[name]
@@ -63,11 +80,21 @@ class DlqMessage:
         return self.system_attributes.get("DeadLetterQueueSourceArn")
 
 
-def from_sqs(raw: Mapping[str, Any]) -> DlqMessage:
+def from_sqs(raw: Mapping[str, Any], sources: Sequence[DeadLetterSource] = ()) -> DlqMessage:
     """Build a DlqMessage from one entry of a ReceiveMessage response. Never raises for what a
-    sender wrote: a mark that is not valid is left out, with the rejection that says why."""
+    sender wrote: a mark that is not valid is left out, with the rejection that says why. The
+    message of a DLQ of another kind (``sources``) is read as that kind's dead letter."""
     attributes = dict(raw.get("MessageAttributes") or {})
     body = raw.get("Body", "")
+    if sources:
+        return DlqMessage(
+            message_id=raw["MessageId"],
+            receipt_handle=raw["ReceiptHandle"],
+            body=body,
+            attributes=attributes,
+            system_attributes=dict(raw.get("Attributes") or {}),
+            dead_letter=read_dead_letter(body, attributes, sources),
+        )
     mark, rejection = split_mark(attributes.pop(MARK_ATTRIBUTE, None))
     if mark is not None and not has_room_for_mark(body, attributes):
         # Neither the re-driver nor the kit marks a message without room: the mark grows on its

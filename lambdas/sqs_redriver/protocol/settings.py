@@ -682,6 +682,8 @@ RESOURCE_ENV = {
     # Optional: each source queue's consumer function, in SOURCE_QUEUE_URL's order, separated by
     # commas; an entry may be empty (grant_consumer fills them in). Unset or empty: none known.
     "consumer_function_names": "CONSUMER_FUNCTION_NAMES",
+    # A DLQ of another kind (protocol/sources.py): its sources as JSON, SOURCE_QUEUE_URL then unset.
+    "dead_letter_sources": "DEAD_LETTER_SOURCES",
 }
 
 

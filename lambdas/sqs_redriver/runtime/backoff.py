@@ -75,12 +75,16 @@ def due_at(tracked: Tracked, *, now: int, base_seconds: int, max_seconds: int) -
     return start + delay
 
 
-def dlq_waits(tracked: Sequence[Tracked], *, now: int, base_seconds: int, max_seconds: int) -> dict[str, int]:
+def dlq_waits(
+    tracked: Sequence[Tracked], *, now: int, base_seconds: int, max_seconds: int, every_step: bool = False
+) -> dict[str, int]:
     """Standard queues: seconds each message whose step is past 900 s must still wait, by DLQ
-    MessageId. Each message waits on its own: a waiting one never makes another wait."""
+    MessageId; ``every_step``: each step is waited out in the DLQ (a dead letter of another
+    service: its target takes no DelaySeconds). Each message waits on its own: a waiting one
+    never makes another wait."""
     waits = {}
     for t in tracked:
-        if not waits_in_dlq(t, base_seconds=base_seconds, max_seconds=max_seconds):
+        if not every_step and not waits_in_dlq(t, base_seconds=base_seconds, max_seconds=max_seconds):
             continue
         wait = due_at(t, now=now, base_seconds=base_seconds, max_seconds=max_seconds) - now
         if wait > 0:

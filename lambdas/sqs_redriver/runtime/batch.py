@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.parking import Parker
     from sqs_redriver.runtime.plan import BatchPlan, Hold, Park, VerdictTag
-    from sqs_redriver.runtime.ports import GroupMarkStore, MessageStore, Queue
+    from sqs_redriver.runtime.ports import GroupMarkStore, MessageStore, Queue, Target
     from sqs_redriver.runtime.redrive import RedriveSender
     from sqs_redriver.runtime.routing import Routes
 
@@ -170,7 +170,7 @@ class BatchHandler:
         planner: Planner,
         messages: MessageStore,
         group_marks: GroupMarkStore,
-        sources: dict[str, Queue],
+        sources: dict[str, Target],
         routes: Routes,
         fifo: bool,
         logger: Any,

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from sqs_redriver.core.message import Tracked
     from sqs_redriver.core.sqs import RedriveWindow
     from sqs_redriver.protocol.mark import Mark
-    from sqs_redriver.runtime.ports import ActivitySource, Queue
+    from sqs_redriver.protocol.sources import DeadLetterSource
+    from sqs_redriver.runtime.ports import ActivitySource, Target
 
 
 # What CloudWatch says a source queue's consumer did, minute by minute.
@@ -99,10 +100,13 @@ class QueueActivity:
 @dataclass(frozen=True)
 class WatchedQueue:
     """A source queue whose consumer the re-driver judges, and its consumer function when the
-    construct knows it (its AWS/Lambda metrics are read too)."""
+    construct knows it (its AWS/Lambda metrics are read too); or a source of another kind, whose
+    minutes say what its target took and what failed (consumer_metrics.py)."""
 
     queue_url: str
     function_name: str | None = None
+    # A DLQ of another kind: the source (queue_url is its address), judged by its own metrics.
+    source: DeadLetterSource | None = None
 
     @property
     def queue_name(self) -> str:
@@ -343,7 +347,7 @@ class ConsumerWatch:
         self,
         activity: ActivitySource | None,
         *,
-        sources: Mapping[str, Queue],
+        sources: Mapping[str, Target],
         watched: Sequence[WatchedQueue],
         lag_seconds: int,
         consumer_verdicts: bool,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.protocol.sources import SourceKind
 from sqs_redriver.runtime.consumer_health import (
     SECONDS_PER_MINUTE,
     Minute,
@@ -90,6 +91,40 @@ FUNCTION_SERIES = (
 )
 
 
+EVENTS_NAMESPACE = "AWS/Events"
+
+
+SNS_NAMESPACE = "AWS/SNS"
+
+
+# A source of another kind, by its own metrics: what its target took ("taken", or "delivered"
+# plus "failed") and what failed, in each minute (``source_minute``).
+SOURCE_SERIES = {
+    SourceKind.FUNCTION: (
+        Series(LAMBDA_NAMESPACE, "Invocations", "FunctionName", "taken"),
+        Series(LAMBDA_NAMESPACE, "Errors", "FunctionName", "failed"),
+        Series(LAMBDA_NAMESPACE, "Throttles", "FunctionName", "throttles"),
+    ),
+    SourceKind.RULE_TARGET: (
+        Series(EVENTS_NAMESPACE, "Invocations", "RuleName", "taken"),
+        Series(EVENTS_NAMESPACE, "FailedInvocations", "RuleName", "failed"),
+    ),
+    SourceKind.SUBSCRIPTION: (
+        Series(SNS_NAMESPACE, "NumberOfNotificationsDelivered", "TopicName", "delivered"),
+        Series(SNS_NAMESPACE, "NumberOfNotificationsFailed", "TopicName", "failed"),
+    ),
+}
+
+
+def source_minute(at: int, sums: Mapping[str, int]) -> Minute:
+    """A source of another kind's minute, in the terms consumer_health judges: what its target
+    took is received, what it took and did not fail is deleted (processed). Those services
+    publish a metric only for a minute it counted something: a missing one is 0."""
+    failed = sums.get("failed", 0)
+    taken = sums["delivered"] + failed if "delivered" in sums else sums.get("taken", 0)
+    return Minute(at=at, received=taken, deleted=max(taken - failed, 0), throttles=sums.get("throttles", 0))
+
+
 @dataclass(frozen=True)
 class Query:
     """One metric asked for: its queue, its series, and its dimension's value."""
@@ -115,7 +150,10 @@ def queries_of(queues: Sequence[WatchedQueue]) -> dict[str, Query]:
     """Every metric to ask for, by query id (``q<position>_<field>``, as GetMetricData allows)."""
     queries = {}
     for index, queue in enumerate(queues):
-        wanted = [(series, queue.queue_name) for series in QUEUE_SERIES]
+        if queue.source is not None:
+            wanted = [(series, queue.source.name) for series in SOURCE_SERIES[queue.source.kind]]
+        else:
+            wanted = [(series, queue.queue_name) for series in QUEUE_SERIES]
         if queue.function_name:
             wanted += [(series, queue.function_name) for series in FUNCTION_SERIES]
         for series, value in wanted:
@@ -174,7 +212,7 @@ class CloudWatchActivity:
         for queue in queues:
             own = {query_id: query for query_id, query in queries.items() if query.queue is queue}
             try:
-                minutes, complete_until = _minutes_of(own, collected, start, end)
+                minutes, complete_until = _minutes_of(own, collected, start, end, queue.source is not None)
             except Problem as problem:
                 self._report(problem)
                 continue
@@ -240,13 +278,18 @@ def _collect(into: Collected, result: Mapping[str, Any]) -> None:
 
 
 def _minutes_of(
-    queries: Mapping[str, Query], collected: Mapping[str, Collected], start: int, end: int
+    queries: Mapping[str, Query],
+    collected: Mapping[str, Collected],
+    start: int,
+    end: int,
+    of_source: bool = False,
 ) -> tuple[tuple[Minute, ...], int]:
     """One queue's minutes from its ``queries``, their sums merged into one ``Minute`` per
     timestamp, and where the reading is complete; raises Problem for the first thing wrong with
     any of its metrics. SQS publishes both of a queue's series, zeros included, for every minute of
     an active queue: a minute with one and not the other is still being published, and the
-    reading ends before it (a receive without its delete is not read as a failure)."""
+    reading ends before it (a receive without its delete is not read as a failure). A source of
+    another kind (``of_source``) is read as ``source_minute`` says."""
     counts: dict[int, dict[str, int]] = {}
     for query_id, query in queries.items():
         found = collected.get(query_id)
@@ -254,6 +297,8 @@ def _minutes_of(
             raise Problem(query, "MetricDataResults", f"no result for query {query_id}")
         for at, count in _datapoints(query, found, start, end):
             counts.setdefault(at, {})[query.series.field] = count
+    if of_source:
+        return tuple(source_minute(at, sums) for at, sums in sorted(counts.items())), end
     half = [at for at, fields in counts.items() if ("received" in fields) != ("deleted" in fields)]
     complete_until = min(half, default=end)
     minutes = tuple(Minute(at=at, **fields) for at, fields in sorted(counts.items()) if at < complete_until)

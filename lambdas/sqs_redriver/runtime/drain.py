@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sqs_redriver.core.breaker import Breaker, BreakerWriter
     from sqs_redriver.runtime.batch import BatchHandler, Executor
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
-    from sqs_redriver.runtime.ports import Queue
+    from sqs_redriver.runtime.ports import Queue, Target
     from sqs_redriver.runtime.run import Part
     from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.slow_start import SlowStart
@@ -72,7 +72,7 @@ class BatchLoop:
         self,
         *,
         dlq: Queue,
-        sources: Sequence[Queue],
+        sources: Sequence[Target],
         handler: BatchHandler,
         executor: Executor,
         watch: ConsumerWatch,

@@ -58,7 +58,11 @@ def _runtime() -> tuple[IdempotencyConfig, Any]:
 
 
 def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
-    clients = aws_clients(s3=bool(settings.archive_bucket), cloudwatch=settings.queue_metrics)
+    clients = aws_clients(
+        s3=bool(settings.archive_bucket),
+        cloudwatch=settings.queue_metrics,
+        delivery=bool(settings.dead_letter_sources),
+    )
     redriver = compose_redriver(settings, clients, logger=logger, metrics=metrics)
     config, guard = idempotency_guard(settings, clients.dynamodb)
 

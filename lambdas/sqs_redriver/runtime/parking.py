@@ -51,6 +51,9 @@ def park_reason(tracked: Tracked, cause: ParkCause, why: str, *, now: int, route
     mark = tracked.mark
     if mark.failure is not None:
         why = f"{why}; consumer's {mark.failure.describe()}"
+    dead_letter = tracked.message.dead_letter
+    if dead_letter is not None and dead_letter.cause is not None:
+        why = f"{why}; {dead_letter.cause.describe()}"
     return ParkReason(
         cause=cause,
         why=why,
@@ -108,7 +111,28 @@ def terminal_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason
     return park_reason(tracked, ParkCause.TERMINAL, "the consumer failed it for good", now=now, routes=routes)
 
 
+def unreplayable(tracked: Tracked) -> bool:
+    """A dead letter of another service that cannot go back as it is: its source dropped the
+    payload (a Lambda destination record too large for its queue), or it could not be read."""
+    dead_letter = tracked.message.dead_letter
+    return dead_letter is not None and (dead_letter.payload is None or dead_letter.problem is not None)
+
+
+def unreplayable_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:
+    dead_letter = tracked.message.dead_letter
+    assert dead_letter is not None, "only a dead letter of another service is unreplayable"
+    if dead_letter.problem is not None:
+        why = f"its dead letter cannot be read: {dead_letter.problem}"
+    else:
+        request = f" (request {dead_letter.request_id})" if dead_letter.request_id else ""
+        why = f"its source dropped the payload{request}: nothing to deliver again"
+    return park_reason(tracked, ParkCause.UNREPLAYABLE, why, now=now, routes=routes)
+
+
 def unknown_source_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:
+    if tracked.message.dead_letter is not None:
+        why = "its dead letter names no configured source"
+        return park_reason(tracked, ParkCause.UNKNOWN_SOURCE, why, now=now, routes=routes)
     named_by = "" if tracked.message.source_arn else " (the consumer kit's err.src)"
     why = f"no configured source queue is {named_source(tracked)}{named_by}"
     return park_reason(tracked, ParkCause.UNKNOWN_SOURCE, why, now=now, routes=routes)

@@ -22,6 +22,8 @@ from sqs_redriver.runtime.parking import (
     terminal,
     terminal_reason,
     unknown_source_reason,
+    unreplayable,
+    unreplayable_reason,
 )
 from sqs_redriver.runtime.report import StopReason, Tally
 from sqs_redriver.runtime.retention import Retention, capped_hold, expiring, expiring_reason
@@ -121,6 +123,9 @@ class PlanRules:
     routes: Routes
     # Failures while the consumer processed others before a message is parked (consumer_health.py).
     suspect_limit: int = 3
+    # A DLQ of another kind: its targets take no DelaySeconds, so every backoff step is waited out
+    # in the DLQ, as FIFO's are (but each message on its own).
+    waits_in_dlq: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,8 @@ class Planner:
             elif over_limit(t, rules.max_redrive_count):
                 reason = over_limit_reason(t, rules.max_redrive_count, now=state.now, routes=rules.routes)
                 park.append(Park(t, reason))
+            elif unreplayable(t):
+                park.append(Park(t, unreplayable_reason(t, now=state.now, routes=rules.routes)))
             elif rules.routes.source_url(t) is None:
                 park.append(Park(t, unknown_source_reason(t, now=state.now, routes=rules.routes)))
             elif state.retention and expiring(t, state.retention, now=state.now):
@@ -250,11 +257,14 @@ class Planner:
 
     def _waits(self, batch: list[Tracked], now: int) -> dict[str, int]:
         """FIFO: every step is waited out in the DLQ, in group order; standard: the steps past
-        what DelaySeconds allows, each message on its own."""
+        what DelaySeconds allows, each message on its own; a DLQ of another kind: every step, each
+        message on its own."""
         rules = self.rules
-        waits = fifo.backoff_waits if rules.fifo else backoff.dlq_waits
-        return waits(
-            batch, now=now, base_seconds=rules.base_delay_seconds, max_seconds=rules.max_delay_seconds
+        base, cap = rules.base_delay_seconds, rules.max_delay_seconds
+        if rules.fifo:
+            return fifo.backoff_waits(batch, now=now, base_seconds=base, max_seconds=cap)
+        return backoff.dlq_waits(
+            batch, now=now, base_seconds=base, max_seconds=cap, every_step=rules.waits_in_dlq
         )
 
     def _redrive(self, base: BatchPlan, due: Due, state: BatchState) -> BatchPlan:
@@ -294,7 +304,11 @@ class Planner:
         DelaySeconds), and standard steps past 900 s."""
         rules = self.rules
         base, cap = rules.base_delay_seconds, rules.max_delay_seconds
-        if rules.fifo or backoff.waits_in_dlq(tracked, base_seconds=base, max_seconds=cap):
+        if (
+            rules.fifo
+            or rules.waits_in_dlq
+            or backoff.waits_in_dlq(tracked, base_seconds=base, max_seconds=cap)
+        ):
             return 0
         return backoff.redrive_delay(tracked.mark.count + 1, base_seconds=base, max_seconds=cap, rng=self.rng)
 

@@ -58,6 +58,25 @@ class Queue(Protocol):
         ...
 
 
+class Target(Protocol):
+    """Where a source's dead letters go back: its source queue (an ``SqsQueue``), or the one target
+    of a source of another kind (core/delivery.py). ``url`` is the source's queue URL or address."""
+
+    url: str
+
+    def send(self, messages: Sequence[Outgoing]) -> BatchResult:
+        """Deliver each message; a failed call fails only its own entries (``call_error`` says why)."""
+        ...
+
+    def backlog(self) -> int:
+        """Messages waiting to be taken (0: the target has no backlog to read)."""
+        ...
+
+    def redrive_window(self) -> RedriveWindow:
+        """How the source retries a delivery before it dead-letters it."""
+        ...
+
+
 class PauseStore(Protocol):
     """The operator's pause (``PAUSE#<DLQ URL>``): runs honour it, only the operator's tool writes it."""
 

@@ -10,7 +10,7 @@ from sqs_redriver.core.table import MessageRecord, RecordStatus
 from sqs_redriver.runtime import fifo
 from sqs_redriver.runtime.parking import rejected_reason
 from sqs_redriver.runtime.plan import Park, Redrive
-from sqs_redriver.runtime.ports import MessageStore, Queue
+from sqs_redriver.runtime.ports import MessageStore, Target
 from sqs_redriver.runtime.report import log_decision
 
 if TYPE_CHECKING:
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from sqs_redriver.core.message import Tracked
     from sqs_redriver.core.transfer import TokenBucket
+    from sqs_redriver.protocol.dead_letters import DeadLetter
     from sqs_redriver.protocol.mark import Mark
     from sqs_redriver.runtime.batch import ExecutionBooks
     from sqs_redriver.runtime.routing import Routes
@@ -31,7 +32,7 @@ class RedriveSender:
     def __init__(
         self,
         *,
-        sources: Sequence[Queue],
+        sources: Sequence[Target],
         state: MessageStore,
         limiter: TokenBucket,
         routes: Routes,
@@ -80,9 +81,13 @@ class RedriveSender:
         )
 
     def _messages(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> list[Outgoing]:
-        """Each re-drive as sent, with its new mark; entry ids are the re-drives' positions."""
+        """Each re-drive as sent, with its new mark; entry ids are the re-drives' positions. A dead
+        letter of another service goes as what its target gets: the event a function was invoked
+        with, not the record of its failure (its count is in the table)."""
         return [
-            outgoing(
+            delivered(str(index), r.tracked.message.dead_letter)
+            if r.tracked.message.dead_letter is not None
+            else outgoing(
                 str(index),
                 r.tracked,
                 mark.to_json(),
@@ -165,3 +170,9 @@ class RedriveSender:
         ]
         if undo:
             self.state.save_records(undo)
+
+
+def delivered(entry_id: str, dead_letter: DeadLetter) -> Outgoing:
+    """A dead letter of another service as its target gets it (plan.py parks those with no payload)."""
+    assert dead_letter.payload is not None, "an unreplayable dead letter is parked, never re-driven"
+    return Outgoing(entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes))

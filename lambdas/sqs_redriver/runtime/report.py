@@ -29,6 +29,8 @@ class StopReason(StrEnum):
     CANARY_SENT = "canary sent"
     PROBE_TAKEN = "another run holds the probe"
     PAUSED = "paused"  # an operator's pause: nothing touched but the retention sweep
+    # The target's own Powertools breaker is OPEN: nothing sent (consumer_breaker.py)
+    CONSUMER_BREAKER_OPEN = "consumer's breaker open"
     CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
 
     @property

@@ -19,13 +19,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Routes:
-    """The configured source queues by key (``account/name``); the first is the default."""
+    """The configured sources: source queue URLs (keyed by ``account/name``; the first is the
+    default), or the addresses of a DLQ of another kind's sources (protocol/sources.py)."""
 
     urls: Sequence[str]
 
     def source_url(self, tracked: Tracked) -> str | None:
         """The queue the message came from (``named_source``), else the default; None when that
-        queue is not configured (the message is then parked)."""
+        queue is not configured (the message is then parked). A dead letter of another service
+        goes back to the source it belongs to, never to a default."""
+        dead_letter = tracked.message.dead_letter
+        if dead_letter is not None:
+            source = dead_letter.source
+            return source.address if source is not None and source.address in self.urls else None
         arn = named_source(tracked)
         if arn is None:
             return self.urls[0]
@@ -37,7 +43,11 @@ class Routes:
         return {queue_key_from_url(url): url for url in self.urls}
 
     def describe_source(self, tracked: Tracked) -> str:
-        """Where the message came from, for records and reasons: a queue URL, or the ARN SQS gave."""
+        """Where the message came from, for records and reasons: a queue URL or a source's address,
+        or the ARN SQS gave."""
+        dead_letter = tracked.message.dead_letter
+        if dead_letter is not None:
+            return dead_letter.source.address if dead_letter.source else "no configured source"
         return self.source_url(tracked) or str(named_source(tracked))
 
 

@@ -26,6 +26,7 @@ from sqs_redriver.core.table import COUNTS, RunSummary
 from sqs_redriver.protocol.keys import RecordKind, run_verdict_key
 from sqs_redriver.runtime import canary
 from sqs_redriver.runtime.budget import out_of_time
+from sqs_redriver.runtime.consumer_breaker import ConsumerGate
 from sqs_redriver.runtime.consumer_health import health
 from sqs_redriver.runtime.continuation import Continuations
 from sqs_redriver.runtime.report import RunReport, StopReason, Tally, combine
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
     from sqs_redriver.core.breaker import BreakerStore
     from sqs_redriver.core.table import Resume
+    from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.drain import BatchLoop, DrainResult
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
@@ -119,7 +121,7 @@ class FinishedPart:
     def scanned(self) -> bool:
         """Whether it read the DLQ through; runs that did not may owe the retention a sweep."""
         gate, stop = self.gate, self.report.stopped_because
-        not_scanning = (StopReason.BREAKER_OPEN, StopReason.PAUSED)
+        not_scanning = (StopReason.BREAKER_OPEN, StopReason.PAUSED, StopReason.CONSUMER_BREAKER_OPEN)
         scans = gate.stop not in not_scanning and gate.mode is not Mode.WATCH
         return scans and stop is not StopReason.SOURCE_BACKLOG
 
@@ -481,10 +483,12 @@ class Redriver:
         clock: Callable[[], float],
         sleep: Callable[[float], None],
         watch: ConsumerWatch,
+        breaker_reader: ConsumerBreakerReader | None = None,
     ) -> None:
         """Composed by ``sqs_redriver.runtime.wiring.compose_redriver``; ``watch`` reads the source
-        queues' CloudWatch metrics once per run (the batch handler reads the same). Each phase gets
-        the records it uses of ``state``."""
+        queues' CloudWatch metrics once per run (the batch handler reads the same); ``breaker_reader``
+        reads the Powertools breakers targets keep (consumer_breaker.py). Each phase gets the
+        records it uses of ``state``."""
         self.settings = settings
         self.state = state
         self.log = logger
@@ -504,6 +508,10 @@ class Redriver:
         self.continuations = Continuations(
             state, dlq_url=settings.dlq_url, max_continuations=settings.max_continuations, logger=logger
         )
+        self.breaker_reader = breaker_reader
+        self.consumer_breakers = {
+            source.address: source.breaker for source in settings.dead_letter_sources if source.breaker
+        }
 
     def now(self) -> int:
         return int(self.clock())
@@ -554,6 +562,20 @@ class Redriver:
         generation = resume.generation if resume is not None else 0
         return [urls[index] for index in turn_order(len(urls), generation=generation, now=self.now())]
 
+    def _consumer_gate(self, source: str, gate: GateDecision, limit: int) -> tuple[GateDecision, int]:
+        """A target that keeps its own Powertools breaker has the last word over what the gate
+        let through: OPEN, it gets nothing; letting a probe through, a canary's worth at most."""
+        breaker = self.consumer_breakers.get(source)
+        if breaker is None or self.breaker_reader is None or gate.mode is Mode.SKIP:
+            return gate, limit
+        reading = self.breaker_reader.read(breaker, self.now())
+        if reading.gate is ConsumerGate.SEND:
+            return gate, limit
+        self.log.info("the target's own breaker holds re-drives back", extra={"reason": reading.reason})
+        if reading.gate is ConsumerGate.HOLD:
+            return replace(gate, mode=Mode.SKIP, stop=StopReason.CONSUMER_BREAKER_OPEN), limit
+        return gate, min(limit, self.settings.canary_size)
+
     def _part(
         self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
     ) -> FinishedPart:
@@ -563,6 +585,7 @@ class Redriver:
         key = RecordKind.BREAKER.key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
         gate = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
+        gate, limit = self._consumer_gate(source or self.settings.source_queue_url, gate, limit)
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
         # this run starts its re-drives slowly, whatever the other sources did.
         progress = SlowStartProgress(full_rate=full_rate and gate.mode is Mode.REDRIVE)

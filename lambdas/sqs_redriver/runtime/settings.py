@@ -29,6 +29,8 @@ from sqs_redriver.protocol.settings import (
     reraise_as,
     with_new_names,
 )
+from sqs_redriver.protocol.sources import DeadLetterSource, read_sources
+from sqs_redriver.protocol.wire import Rejection
 from sqs_redriver.runtime.consumer_health import WatchedQueue
 from sqs_redriver.runtime.errors import ConfigError
 
@@ -87,6 +89,8 @@ class Settings:
     archive_bucket: str = ""
     # Each source's consumer function, in source_queue_urls' order ("" where unknown); empty: none.
     consumer_function_names: tuple[str, ...] = ()
+    # A DLQ of another kind: its sources (their addresses are source_queue_urls); empty: SQS's.
+    dead_letter_sources: tuple[DeadLetterSource, ...] = ()
 
     @property
     def breaker_key(self) -> str:
@@ -116,7 +120,10 @@ class Settings:
 
     @property
     def watched_queues(self) -> tuple[WatchedQueue, ...]:
-        """Each source queue, with its consumer function when the construct named it."""
+        """Each source queue, with its consumer function when the construct named it; or each
+        source of a DLQ of another kind."""
+        if self.dead_letter_sources:
+            return tuple(WatchedQueue(s.address, source=s) for s in self.dead_letter_sources)
         names = self.consumer_function_names or ("",) * len(self.source_queue_urls)
         return tuple(
             WatchedQueue(url, name or None) for url, name in zip(self.source_queue_urls, names, strict=True)
@@ -141,14 +148,20 @@ def load_settings(
 
 
 def _resources(env: Mapping[str, str]) -> dict[str, Any]:
-    """The queues and table the construct names; each queue in one role, all of one kind."""
+    """The queues and table the construct names; each queue in one role, all of one kind. A DLQ
+    of another kind has its sources in DEAD_LETTER_SOURCES instead of source queues."""
     names = RESOURCE_ENV
     dlq_url = _queue_url(env, names["dlq_url"])
-    source_urls = _queue_urls(env, names["source_queue_url"])
+    dead_letter_sources = _dead_letter_sources(env)
+    if dead_letter_sources:
+        source_urls: tuple[str, ...] = tuple(source.address for source in dead_letter_sources)
+        queues: tuple[str, ...] = ()
+    else:
+        source_urls = queues = _queue_urls(env, names["source_queue_url"])
     parking_lot_url = _queue_url(env, names["parking_lot_url"])
     labelled = [
         (f"{names['dlq_url']} {dlq_url!r}", dlq_url),
-        *((f"{names['source_queue_url']} {url!r}", url) for url in source_urls),
+        *((f"{names['source_queue_url']} {url!r}", url) for url in queues),
         (f"{names['parking_lot_url']} {parking_lot_url!r}", parking_lot_url),
     ]
     check_distinct_queues(labelled)
@@ -161,8 +174,23 @@ def _resources(env: Mapping[str, str]) -> dict[str, Any]:
         "parking_lot_url": parking_lot_url,
         "table_name": _required(env, names["table_name"]),
         "archive_bucket": env.get(names["archive_bucket"], "").strip(),
-        "consumer_function_names": _function_names(env, names["consumer_function_names"], len(source_urls)),
+        "consumer_function_names": _function_names(env, names["consumer_function_names"], len(queues)),
+        "dead_letter_sources": dead_letter_sources,
     }
+
+
+def _dead_letter_sources(env: Mapping[str, str]) -> tuple[DeadLetterSource, ...]:
+    """A DLQ of another kind's sources (protocol/sources.py); none when unset or empty."""
+    name = RESOURCE_ENV["dead_letter_sources"]
+    try:
+        sources = read_sources(env.get(name, ""))
+    except Rejection as rejection:
+        raise InvalidSetting(f"{name} is not valid: {rejection.field} {rejection.problem}") from None
+    if sources and env.get(RESOURCE_ENV["source_queue_url"], "").strip():
+        raise InvalidSetting(
+            f"{name} and {RESOURCE_ENV['source_queue_url']} are both set: a DLQ holds one kind of dead letter"
+        )
+    return sources
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

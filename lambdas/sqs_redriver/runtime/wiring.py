@@ -25,6 +25,7 @@ from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import BatchHandler, Executor
+from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
 from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
 from sqs_redriver.runtime.drain import BatchLoop
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sqs_redriver.core.clients import AwsClients
-    from sqs_redriver.runtime.ports import Queue
+    from sqs_redriver.runtime.ports import Queue, Target
     from sqs_redriver.runtime.settings import Settings
 
 SECONDS_PER_DAY = 86_400
@@ -49,10 +50,10 @@ class Queues:
     """The queues a re-driver works on: its DLQ, the DLQ's source queues, and the parking lot."""
 
     dlq: Queue
-    sources: list[Queue]
+    sources: list[Target]
     parking_lot: Queue
 
-    def sources_by_url(self) -> dict[str, Queue]:
+    def sources_by_url(self) -> dict[str, Target]:
         return {queue.url: queue for queue in self.sources}
 
 
@@ -73,7 +74,7 @@ def compose_redriver(
     metrics are read through ``clients.cloudwatch`` when ``queue_metrics`` is on and that client is
     given (ValueError when the sources' metrics do not fit one GetMetricData request)."""
     logger = logger or logging.getLogger("redriver")
-    queues = _queues(settings, clients.sqs)
+    queues = _queues(settings, clients)
     state = StateTable(
         settings.table_name,
         clients.dynamodb,
@@ -96,13 +97,33 @@ def compose_redriver(
         clock=clock,
         sleep=sleep,
         watch=watch,
+        breaker_reader=_breaker_reader(settings, clients, logger),
     )
 
 
-def _queues(settings: Settings, sqs: Any) -> Queues:
+def _breaker_reader(settings: Settings, clients: AwsClients, logger: Any) -> ConsumerBreakerReader | None:
+    """The reader of the Powertools breakers the targets keep, when any source names one."""
+    if not any(source.breaker for source in settings.dead_letter_sources):
+        return None
+    return ConsumerBreakerReader(clients.dynamodb, logger)
+
+
+def _queues(settings: Settings, clients: AwsClients) -> Queues:
+    """The DLQ, the parking lot, and where dead letters go back: the source queues, or the
+    targets of a DLQ of another kind's sources (core/delivery.py)."""
+    sqs = clients.sqs
+    sources: list[Target]
+    if settings.dead_letter_sources:
+        if clients.delivery is None:
+            raise ValueError("DEAD_LETTER_SOURCES is set: the re-driver needs the delivery clients")
+        from sqs_redriver.core.delivery import target_for  # TEMPORARY: until core/delivery.py lands
+
+        sources = [target_for(source, clients.delivery) for source in settings.dead_letter_sources]
+    else:
+        sources = [SqsQueue(url, sqs) for url in settings.source_queue_urls]
     return Queues(
-        dlq=SqsQueue(settings.dlq_url, sqs),
-        sources=[SqsQueue(url, sqs) for url in settings.source_queue_urls],
+        dlq=SqsQueue(settings.dlq_url, sqs, settings.dead_letter_sources),
+        sources=sources,
         parking_lot=SqsQueue(settings.parking_lot_url, sqs),
     )
 
@@ -211,6 +232,7 @@ def _plan_rules(settings: Settings, routes: Routes) -> PlanRules:
         breaker=settings.breaker,
         routes=routes,
         suspect_limit=settings.suspect_limit,
+        waits_in_dlq=bool(settings.dead_letter_sources),
     )
 
 
