@@ -28,15 +28,17 @@ def local_redriver(
     seed: int = 7,
     logger_name: str = "redriver-local",
     limiter: TokenBucket | None = None,
+    delivery: Callable[[str, str], Any] | None = None,
 ) -> Redriver:
     """A Redriver over these clients (real, moto's, or proxies of them; ``s3`` when the settings
     name an archive bucket; ``cloudwatch`` to judge consumers by their queues' metrics, read only
-    when ``queue_metrics`` is on), its jitter drawn from a
+    when ``queue_metrics`` is on; ``delivery``, a target's client by service and region, for a DLQ of another
+    kind), its jitter drawn from a
     ``seed``ed generator so runs repeat; ``clock``, ``sleep`` and ``limiter`` let a test move time
     itself."""
     return compose_redriver(
         settings,
-        AwsClients(sqs=sqs, dynamodb=dynamodb, s3=s3, cloudwatch=cloudwatch),
+        AwsClients(sqs=sqs, dynamodb=dynamodb, s3=s3, cloudwatch=cloudwatch, delivery=delivery),
         logger=logging.getLogger(logger_name),
         clock=clock,
         rng=random.Random(seed),

@@ -31,9 +31,9 @@ class AwsClients:
     dynamodb: DynamoDBClient | Any
     s3: Any = None
     cloudwatch: Any = None
-    # A DLQ of another kind: the client of a target's service by its name (lambda, sqs, sns,
-    # stepfunctions, events), made on first use.
-    delivery: Callable[[str], Any] | None = None
+    # A DLQ of another kind: the client of a target's service (lambda, sqs, sns, stepfunctions,
+    # events) in the target's region, made on first use.
+    delivery: Callable[[str, str], Any] | None = None
 
 
 def lambda_client() -> LambdaClient | Any:
@@ -46,23 +46,22 @@ def aws_clients(*, s3: bool = False, cloudwatch: bool = False, delivery: bool = 
     S3 client only with ``s3`` (an archive bucket is configured), the CloudWatch client only with
     ``cloudwatch`` (``queue_metrics`` is on), the targets' clients only with ``delivery`` (a DLQ of
     another kind): each costs cold start otherwise."""
-    sqs = boto3.client("sqs", config=AWS_CONFIG)
     return AwsClients(
-        sqs=sqs,
+        sqs=boto3.client("sqs", config=AWS_CONFIG),
         dynamodb=boto3.client("dynamodb", config=AWS_CONFIG),
         s3=boto3.client("s3", config=AWS_CONFIG) if s3 else None,
         cloudwatch=boto3.client("cloudwatch", config=AWS_CONFIG) if cloudwatch else None,
-        delivery=_delivery_clients(sqs) if delivery else None,
+        delivery=_delivery_clients() if delivery else None,
     )
 
 
-def _delivery_clients(sqs: Any) -> Callable[[str], Any]:
-    """One client per target service, made when a target first needs it."""
-    made: dict[str, Any] = {"sqs": sqs}
+def _delivery_clients() -> Callable[[str, str], Any]:
+    """One client per target service and region, made when a target first needs it."""
+    made: dict[tuple[str, str], Any] = {}
 
-    def client(service: str) -> Any:
-        if service not in made:
-            made[service] = boto3.client(service, config=AWS_CONFIG)  # type: ignore[call-overload]
-        return made[service]
+    def client(service: str, region: str) -> Any:
+        if (service, region) not in made:
+            made[service, region] = boto3.client(service, region_name=region, config=AWS_CONFIG)  # type: ignore[call-overload]
+        return made[service, region]
 
     return client

@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 
 from sqs_redriver.core.archive import S3Archive
+from sqs_redriver.core.delivery import target_for
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.core.transfer import TokenBucket
@@ -116,8 +117,6 @@ def _queues(settings: Settings, clients: AwsClients) -> Queues:
     if settings.dead_letter_sources:
         if clients.delivery is None:
             raise ValueError("DEAD_LETTER_SOURCES is set: the re-driver needs the delivery clients")
-        from sqs_redriver.core.delivery import target_for  # TEMPORARY: until core/delivery.py lands
-
         sources = [target_for(source, clients.delivery) for source in settings.dead_letter_sources]
     else:
         sources = [SqsQueue(url, sqs) for url in settings.source_queue_urls]

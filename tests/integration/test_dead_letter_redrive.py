@@ -1,0 +1,246 @@
+"""Dead letters of a Lambda function, an EventBridge rule target and an SNS subscription, re-driven
+on moto by the real run: each goes back to its one target, leaves the DLQ only once delivered,
+keeps its count across the round trip (a function's event that fails again comes back in a new
+record, with a new request id), and is parked with the source's error when it keeps failing.
+
+moto cannot run a function's code: the function is played here (``PlayedFunction`` records each
+asynchronous invocation, or refuses it as Lambda does when the function is throttled), as the
+harness plays an SQS consumer. Queues, the state table and the parking lot are moto's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from local_aws.compose import local_redriver
+from local_aws.queues import queue_counts
+from sqs_redriver.core.table import ParkCause
+from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.sources import ConsumerBreaker, DeadLetterSource
+from sqs_redriver.runtime.report import RunReport, StopReason
+from sqs_redriver.runtime.run import Redriver
+from tests.support.aws import Aws, make_settings
+from tests.support.dead_letters import (
+    FUNCTION_ARN,
+    FUNCTION_SOURCE,
+    RAW_SUBSCRIPTION_SOURCE,
+    RULE_TARGET_SOURCE,
+    AwsDeadLetter,
+    destination_record,
+    function_dlq_message,
+    rule_event,
+    rule_target_dlq_message,
+    subscription_dlq_message,
+)
+from tests.support.factories import FakeClock
+
+# Past any backoff step of the default settings' range used here.
+LATER = 3600
+
+
+class PlayedFunction:
+    """The ``lambda`` client the re-driver invokes a function through: an accepted invocation is
+    recorded (Lambda answers 202 and runs it later); ``refusing`` makes Lambda refuse the call."""
+
+    def __init__(self) -> None:
+        self.invoked: list[tuple[str, Any]] = []
+        self.refusing: str | None = None
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+        assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
+        if self.refusing:
+            error = {"Error": {"Code": self.refusing, "Message": "Rate exceeded"}}
+            raise ClientError(error, "Invoke")  # type: ignore[arg-type]
+        self.invoked.append((FunctionName, json.loads(Payload)))
+        return {"StatusCode": 202}
+
+
+@pytest.fixture
+def function() -> PlayedFunction:
+    return PlayedFunction()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def redriver(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, *sources: DeadLetterSource, **overrides: Any
+) -> Redriver:
+    settings = make_settings(aws, dead_letter_sources=sources, source_queue_url=sources[0].address)
+    settings = replace(settings, **{"max_redrive_count": 2, "base_delay_seconds": 60, **overrides})
+    clients = {"lambda": function, "sqs": aws.sqs}
+
+    def delivery(service: str, region: str) -> Any:
+        return clients[service]
+
+    return local_redriver(
+        settings,
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=clock,
+        sleep=clock.advance,
+        delivery=delivery,
+    )
+
+
+def put(aws: Aws, *dead_letters: AwsDeadLetter) -> None:
+    for dead_letter in dead_letters:
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, **dead_letter.send_kwargs())
+
+
+def run(redriver: Redriver, clock: FakeClock) -> RunReport:
+    clock.advance(LATER)
+    return redriver.run(lambda: 600_000)
+
+
+def parked(aws: Aws) -> list[dict[str, Any]]:
+    messages = aws.sqs.receive_message(QueueUrl=aws.parking_lot_url, MaxNumberOfMessages=10)
+    return messages.get("Messages", [])
+
+
+def record_of(aws: Aws, identity: str) -> dict[str, Any]:
+    item = aws.dynamodb.get_item(
+        TableName=aws.table_name, Key={"pk": {"S": RecordKind.MESSAGE.key(identity)}}, ConsistentRead=True
+    )
+    return item["Item"]
+
+
+@pytest.fixture
+def payloads() -> list[dict[str, Any]]:
+    return [{"order": "o-1", "items": 2}, {"order": "o-2", "items": 1}]
+
+
+def test_a_function_s_failures_go_back_to_it_as_it_was_invoked_and_leave_the_dlq(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    put(aws, destination_record(f"{FUNCTION_ARN}:$LATEST", payloads[0]), function_dlq_message(payloads[1]))
+
+    report = run(redriver(aws, clock, function, FUNCTION_SOURCE), clock)
+
+    assert sorted(function.invoked, key=str) == sorted([(FUNCTION_ARN, p) for p in payloads], key=str)
+    assert report.tally.redriven == 2
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 0
+
+
+def test_an_event_back_with_a_new_request_id_is_counted_as_the_same_and_parked_at_the_limit(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    the_redriver = redriver(aws, clock, function, FUNCTION_SOURCE)
+    for attempt in range(3):
+        put(aws, destination_record(FUNCTION_ARN, payloads[0], request_id=f"request-{attempt}"))
+        run(the_redriver, clock)
+
+    assert function.invoked == [(FUNCTION_ARN, payloads[0])] * 2
+    [parking] = parked(aws)
+    assert json.loads(parking["Body"])["requestContext"]["requestId"] == "request-2"
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 0
+    [identity] = aws_identities(aws)
+    record = record_of(aws, identity)
+    assert (record["status"]["S"], record["redrive_count"]["N"]) == ("PARKED", "2")
+    reason = json.loads(record["reason"]["S"])
+    assert reason["cause"] == ParkCause.OVER_LIMIT.value
+    assert (
+        reason["why"]
+        == "failed after 2 re-drives (limit 2); source's error ValueError: the order has no items"
+    )
+    assert reason["source_queue"] == FUNCTION_ARN
+
+
+def aws_identities(aws: Aws) -> set[str]:
+    """The identities the table counts messages under."""
+    items = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
+    prefix = RecordKind.MESSAGE.value
+    return {item["pk"]["S"].removeprefix(prefix) for item in items if item["pk"]["S"].startswith(prefix)}
+
+
+def test_nothing_leaves_the_dlq_while_the_function_refuses_invocations(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    function.refusing = "TooManyRequestsException"
+    put(aws, *(destination_record(FUNCTION_ARN, p) for p in payloads))
+
+    report = run(redriver(aws, clock, function, FUNCTION_SOURCE), clock)
+
+    assert report.tally.redriven == 0 and report.tally.parked == 0
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 2
+    assert parked(aws) == []
+
+
+def test_a_record_whose_payload_lambda_dropped_is_parked_as_it_came_never_invoked(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    record = destination_record(FUNCTION_ARN, payloads[0], request_id="r-big", dropped=True)
+    put(aws, record)
+
+    run(redriver(aws, clock, function, FUNCTION_SOURCE), clock)
+
+    assert function.invoked == []
+    [parking] = parked(aws)
+    assert parking["Body"] == record.body
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 0
+
+
+def test_a_rule_target_s_event_goes_to_that_target_alone(
+    aws: Aws, clock: FakeClock, function: PlayedFunction
+) -> None:
+    target_url = aws.sqs.create_queue(QueueName="fulfilment")["QueueUrl"]
+    event = rule_event({"order": "o-9"})
+    put(aws, rule_target_dlq_message(event))
+
+    run(redriver(aws, clock, function, RULE_TARGET_SOURCE), clock)
+
+    [delivered] = aws.sqs.receive_message(QueueUrl=target_url)["Messages"]
+    assert json.loads(delivered["Body"]) == event
+    assert function.invoked == []
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 0
+
+
+def test_a_raw_subscription_s_message_reaches_its_queue_with_its_attributes(
+    aws: Aws, clock: FakeClock, function: PlayedFunction
+) -> None:
+    endpoint_url = aws.sqs.create_queue(QueueName="order-audit")["QueueUrl"]
+    put(aws, subscription_dlq_message("order o-3 shipped", raw=True, attributes={"tenant": "acme"}))
+
+    run(redriver(aws, clock, function, RAW_SUBSCRIPTION_SOURCE), clock)
+
+    [delivered] = aws.sqs.receive_message(QueueUrl=endpoint_url, MessageAttributeNames=["All"])["Messages"]
+    assert delivered["Body"] == "order o-3 shipped"
+    assert delivered["MessageAttributes"]["tenant"]["StringValue"] == "acme"
+
+
+def test_while_the_function_s_own_breaker_is_open_it_gets_nothing(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    aws.dynamodb.create_table(
+        TableName="circuits",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    source = replace(
+        FUNCTION_SOURCE, breaker=ConsumerBreaker("circuits", "payments-api", recovery_timeout_seconds=300)
+    )
+    the_redriver = redriver(aws, clock, function, source)
+    clock.advance(LATER)
+    opened_at = int(clock())
+    aws.dynamodb.put_item(
+        TableName="circuits",
+        Item={"id": {"S": "payments-api"}, "state": {"S": "OPEN"}, "opened_at": {"N": str(opened_at)}},
+    )
+    put(aws, *(destination_record(FUNCTION_ARN, p) for p in payloads))
+
+    held = the_redriver.run(lambda: 600_000)
+    clock.advance(400)  # past its recovery timeout: it lets a probe through
+    probed = the_redriver.run(lambda: 600_000)
+
+    assert held.stopped_because is StopReason.CONSUMER_BREAKER_OPEN
+    assert held.tally.redriven == 0
+    assert probed.tally.redriven == 1  # a canary's worth (CANARY_SIZE 1), not the whole DLQ
+    assert len(function.invoked) == 1
