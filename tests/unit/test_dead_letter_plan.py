@@ -88,6 +88,10 @@ def test_sources_written_by_the_construct_read_back_the_same() -> None:
         ('[{"kind": "sqs"}]', "DEAD_LETTER_SOURCES[0].kind"),
         ('[{"kind": "sns", "target_kind": "states"}]', "DEAD_LETTER_SOURCES[0].target_kind"),
         ('{"kind": "lambda"}', "DEAD_LETTER_SOURCES"),
+        (
+            sources_json([replace(ORDERS, breaker=ConsumerBreaker("circuits", "c", sort_key_attr="sk"))]),
+            "DEAD_LETTER_SOURCES[0].breaker.static_pk_value",
+        ),
     ],
 )
 def test_a_source_that_is_not_valid_is_refused_naming_the_field(document: str, field: str) -> None:

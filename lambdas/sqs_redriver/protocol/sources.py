@@ -209,6 +209,8 @@ def _read_breaker(value: object) -> ConsumerBreaker:
             field: text(value.get(field, getattr(defaults, field)), field, max_chars=255, pattern=pattern)
             for field, pattern in BREAKER_ATTRIBUTES.items()
         }
+        if attributes["sort_key_attr"] and not attributes["static_pk_value"]:
+            raise Rejection("static_pk_value", "is empty: a composite key's partition needs it")
         timeout = value.get("recovery_timeout_seconds", defaults.recovery_timeout_seconds)
         return ConsumerBreaker(
             table=text_of(value, "table", max_chars=255, pattern=NAME_PATTERN),
@@ -222,11 +224,11 @@ def _read_breaker(value: object) -> ConsumerBreaker:
         raise rejection.within("breaker", subject="valid") from None
 
 
-# The names a breaker's record may be read by (an empty sort key: the circuit's name is the key).
-ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9._-]{0,255}")
+# The names a breaker's record is read by (an empty sort key: the circuit's name is the key).
+ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
 BREAKER_ATTRIBUTES = {
     "key_attr": ATTRIBUTE_NAME,
-    "sort_key_attr": ATTRIBUTE_NAME,
+    "sort_key_attr": re.compile(r"[A-Za-z0-9._-]{0,255}"),
     "static_pk_value": None,
     "state_attr": ATTRIBUTE_NAME,
     "opened_at_attr": ATTRIBUTE_NAME,
