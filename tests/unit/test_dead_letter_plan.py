@@ -88,6 +88,7 @@ def test_sources_written_by_the_construct_read_back_the_same() -> None:
         ('[{"kind": "sqs"}]', "DEAD_LETTER_SOURCES[0].kind"),
         ('[{"kind": "sns", "target_kind": "states"}]', "DEAD_LETTER_SOURCES[0].target_kind"),
         ('{"kind": "lambda"}', "DEAD_LETTER_SOURCES"),
+        (sources_json([replace(ORDERS, target_arn=RULE)]), "DEAD_LETTER_SOURCES[0].target_arn"),
         (
             sources_json([replace(ORDERS, breaker=ConsumerBreaker("circuits", "c", sort_key_attr="sk"))]),
             "DEAD_LETTER_SOURCES[0].breaker.static_pk_value",

@@ -184,12 +184,16 @@ def read_source(item: object) -> DeadLetterSource:
         attempts=integer_of(item, "attempts", low=1, high=MAX_ATTEMPTS),
         attempt_seconds=integer_of(item, "attempt_seconds", low=1, high=MAX_ATTEMPT_SECONDS),
     )
+    target_arn = text_of(item, "target_arn", max_chars=MAX_ARN_CHARS, pattern=ARN_PATTERN)
+    service = target_arn.split(":")[2]
+    if service != target_kind.value:
+        raise Rejection("target_arn", f"is an ARN of {service}, not of the target's kind {target_kind.value}")
     breaker = item.get("breaker")
     return DeadLetterSource(
         kind=kind,
         arn=text_of(item, "arn", max_chars=MAX_ARN_CHARS, pattern=ARN_PATTERN),
         target_kind=target_kind,
-        target_arn=text_of(item, "target_arn", max_chars=MAX_ARN_CHARS, pattern=ARN_PATTERN),
+        target_arn=target_arn,
         retries=retries,
         target_id=text(item.get("target_id", ""), "target_id", max_chars=64),
         topic_arn=_optional_arn(item, "topic_arn"),
