@@ -51,7 +51,8 @@ TARGETS_OF = {
 
 MAX_SOURCES = 50
 MAX_ARN_CHARS = 2048
-ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:[a-z0-9-]{1,32}:[a-z0-9-]{0,32}:[0-9]{0,12}:[^\s]{1,1900}")
+# Every source and target is regional and in an account (its region is where it is reached).
+ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:[a-z0-9-]{1,32}:[a-z0-9-]{1,32}:[0-9]{12}:[^\s]{1,1900}")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9._:#@/-]{1,255}")
 # Seconds: a day bounds every retry span AWS offers a target (EventBridge's maximum event age).
 MAX_ATTEMPT_SECONDS = 86_400
