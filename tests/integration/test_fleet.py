@@ -187,7 +187,7 @@ def test_the_table_says_unknown_unguarded_and_each_problem_on_a_line() -> None:
     lines = result.stdout.splitlines()
     orders = next(line for line in lines if "orders-dlq" in line)
     cells = [cell.strip() for cell in orders.split("│")[2:-1]]
-    assert cells == ["3", "0", "0", "2d0h", "2d0h", "orders, shipping", "App/Orders/Redriver"]
+    assert cells == ["sqs", "3", "0", "0", "2d0h", "2d0h", "orders, shipping", "App/Orders/Redriver"]
     payments = next(line for line in lines if "payments-dlq" in line)
     assert "unknown" in payments and "unguarded" in payments
     assert f"! {REGION} broken: RedrivePolicy is not JSON" in lines

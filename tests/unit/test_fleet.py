@@ -138,9 +138,7 @@ def test_every_dlq_a_valid_policy_names_appears_once_with_exactly_its_sources(ac
     assert len(names) == len(set(names))
     assert set(valid.values()) <= set(names)
     for row in fleet.rows:
-        assert {source.ref.name for source in row.sources} == {
-            s for s, d in valid.items() if d == row.queue.name
-        }
+        assert {source.name for source in row.sources} == {s for s, d in valid.items() if d == row.queue.name}
 
 
 @robust
@@ -211,7 +209,7 @@ def test_unreadable_attributes_are_a_problem_and_the_queue_still_counts_as_a_sou
 
     fleet = fleet_of(listed)
 
-    assert [(row.queue.name, row.depth, [s.ref.name for s in row.sources]) for row in fleet.rows] == [
+    assert [(row.queue.name, row.depth, [s.name for s in row.sources]) for row in fleet.rows] == [
         ("dlq", None, ["orders"])
     ]
     assert {p.subject for p in fleet.problems} == {"orders", "dlq"}

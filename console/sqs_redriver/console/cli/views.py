@@ -1,12 +1,13 @@
 """The commands that look: ``status`` (``--watch``), ``groups`` and ``show``, none of which consumes
 a message; ``audit``, the operator actions the trail recorded, newest first; and ``fleet``, every
-dead-letter queue of the account, how full and how old, and who guards it (account-wide: it needs
-no ``--stack``, and reads every queue and stack of the regions asked)."""
+dead-letter queue of the account, how full and how old, what dead-letters into it, and who guards
+it (account-wide: it needs no ``--stack``, and reads every queue, function, rule, subscription and
+stack of the regions asked)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import typer
@@ -21,7 +22,14 @@ from sqs_redriver.console.audit import AuditedAction, Outcome
 from sqs_redriver.console.cli import render
 from sqs_redriver.console.cli.app import JsonOption, QueueChoice, app, err, out
 from sqs_redriver.console.errors import UsageError
-from sqs_redriver.console.fleet import Fleet, FleetRow, Guard, read_connection_fleet, regions_to_read
+from sqs_redriver.console.fleet import (
+    Fleet,
+    FleetRow,
+    Guard,
+    OtherDestination,
+    read_connection_fleet,
+    regions_to_read,
+)
 from sqs_redriver.console.inventory import Inspected, Where, group, parse_duration
 from sqs_redriver.console.safe_text import duration, inert, some, when
 from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS
@@ -190,13 +198,19 @@ def fleet(
     ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Every queue of the account that is some queue's DLQ: depth, oldest message, time until SQS
-    deletes it, its sources, and the re-driver guarding it (or "unguarded").
+    """Every queue of the account that something dead-letters into (a queue's redrive policy, a
+    Lambda function's on-failure destination or DLQ, an EventBridge rule target's DLQ, an SNS
+    subscription's redrive policy): depth, oldest message, time until SQS deletes it, its sources,
+    and the re-driver guarding it (or "unguarded"); then the dead-letter destinations that are not
+    queues, which this tool cannot re-drive.
 
-    A queue, stack or region that cannot be read is listed as a problem (exit 1); the rest is shown."""
+    A queue, function, rule, subscription, stack, service or region that cannot be read is listed as
+    a problem (exit 1); the rest is shown."""
     tool: Tool = ctx.obj
     regions = regions_to_read(region or [], tool.connection.region_name)
-    with err.status(f"reading the queues and stacks of {', '.join(regions)}"):
+    with err.status(
+        f"reading the queues, functions, rules, subscriptions and stacks of {', '.join(regions)}"
+    ):
         found = read_connection_fleet(tool.connection, regions, now=tool.now())
     if json:
         render.print_json(out, found.to_dict())
@@ -207,14 +221,17 @@ def fleet(
 
 
 def fleet_view(found: Fleet) -> RenderableType:
-    """The dead-letter queues as a table, then the problems."""
+    """The dead-letter queues as a table, the destinations that are not queues, the calls made,
+    then the problems."""
     holding = sum(1 for row in found.rows if row.depth is not None and row.depth.total)
+    several = len(found.regions) > 1
     table = Table(
         title=f"{len(found.rows)} dead-letter queue(s) in {', '.join(found.regions)}; {holding} hold messages"
     )
     table.add_column("queue", overflow="fold")  # a name cut short names another queue
-    if len(found.regions) > 1:
+    if several:
         table.add_column("region", no_wrap=True)
+    table.add_column("kind")
     for name in ("visible", "in flight", "delayed"):
         table.add_column(name, justify="right")
     table.add_column("oldest", justify="right", no_wrap=True)
@@ -222,14 +239,20 @@ def fleet_view(found: Fleet) -> RenderableType:
     table.add_column("sources", overflow="fold")
     table.add_column("guarded by", overflow="fold")
     for row in found.rows:
-        region = [row.queue.region] if len(found.regions) > 1 else []
-        table.add_row(inert(row.queue.name), *region, *_cells(row))
-    problems = (
+        region = [row.queue.region] if several else []
+        kinds = ", ".join(row.kinds) or "-"
+        table.add_row(inert(row.queue.name), *region, kinds, *_cells(row))
+    parts: list[RenderableType] = [table]
+    if found.elsewhere:
+        parts.append(_elsewhere_table(found.elsewhere, several=several))
+    if found.calls:
+        parts.append(Text(found.calls_summary(), style="dim"))
+    parts.append(
         inert("\n".join(f"! {problem}" for problem in found.problems), multiline=True, style="red")
         if found.problems
         else Text("ok", style="green")
     )
-    return Stack(table, problems)
+    return Stack(*parts)
 
 
 def _cells(row: FleetRow) -> list[RenderableType]:
@@ -242,8 +265,26 @@ def _cells(row: FleetRow) -> list[RenderableType]:
         "-" if empty else _known(expiry),
         style="bold red" if expiry is not None and expiry < EXPIRY_WARNING_SECONDS else "",
     )
-    sources = inert(some([source.ref.name for source in row.sources], shown=SOURCES_SHOWN) or "-")
+    sources = inert(some([source.label for source in row.sources], shown=SOURCES_SHOWN) or "-")
     return [*counts, oldest, expires, sources, _guard_cell(row.guards, holds_messages=not empty)]
+
+
+def _elsewhere_table(elsewhere: Sequence[OtherDestination], *, several: bool) -> RenderableType:
+    """The dead-letter destinations that are not SQS queues, each with the source sending to it
+    (under a heading of its own: a title would wrap to the table's width)."""
+    heading = Text(
+        f"{len(elsewhere)} dead-letter destination(s) that are not SQS queues: not re-drivable by this tool"
+    )
+    table = Table()
+    table.add_column("destination", overflow="fold")
+    if several:
+        table.add_column("region", no_wrap=True)
+    table.add_column("kind")
+    table.add_column("source", overflow="fold")
+    for other in elsewhere:
+        region = [other.region] if several else []
+        table.add_row(inert(other.destination), *region, other.source.kind.value, inert(other.source.label))
+    return Stack(heading, table)
 
 
 def _known(seconds: int | None) -> str:

@@ -62,7 +62,8 @@ def status() -> str:
 @pages.get("/fleet")
 def fleet() -> str:
     """What `sqs-redriver fleet` shows: every DLQ of the account in the regions asked
-    (``?region=a&region=b``; the connection's by default), and what could not be read."""
+    (``?region=a&region=b``; the connection's by default), what dead-letters into each, the
+    dead-letter destinations that are not queues, and what could not be read."""
     console = tool()
     asked = [region.strip() for region in request.args.getlist("region") if region.strip()]  # a blank field
     regions = regions_to_read(asked, console.connection.region_name)
