@@ -19,6 +19,7 @@ from sqs_redriver.console.inventory import Inspected, Where, inspect
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.sources import DeadLetterSource
 
 # How long a scan hides each message it has read: long enough to read a large queue once, short
 # enough that a scan killed without releasing them gives them back soon.
@@ -163,9 +164,12 @@ class QueueScan:
         *,
         hold_seconds: int = SCAN_HOLD_SECONDS,
         wait_seconds: int = 1,
+        sources: Sequence[DeadLetterSource] = (),
     ) -> None:
+        """``sources``: a DLQ of another kind's; each message is read as its dead letter."""
         self.queue = queue
         self.where = where
+        self._sources = tuple(sources)
         self._sqs = sqs
         self.hold_seconds = hold_seconds
         # A long poll asks every SQS server, so an empty answer means an empty queue.
@@ -205,7 +209,7 @@ class QueueScan:
                 self._held[raw["MessageId"]] = raw["ReceiptHandle"]
                 if raw["MessageId"] not in self._seen:  # seen before: its hold had lapsed
                     self._seen.add(raw["MessageId"])
-                    fresh.append(inspect(raw, self.where))
+                    fresh.append(inspect(raw, self.where, self._sources))
             stale = 0 if fresh else stale + 1
             if fresh:
                 yield fresh

@@ -12,6 +12,12 @@ In three parts, each using the one before it:
   archived first (S3, under ``edited/``), the edited message sent with the same identity and its
   mark recording the edit, and only once it arrived the original deleted (a ``Transfer``,
   core/transfer.py).
+
+A dead letter of another service is edited the same way, but what the operator edits is its
+payload (what goes back to its target: a function's event, a rule's event, what SNS would have
+delivered) and the attributes delivered with it; the edit goes to its source's one target. It
+carries no mark: its identity is its source's and its payload's, so the edited one is another
+(``edited_identity``), and its outcome follows that one.
 """
 
 from __future__ import annotations
@@ -35,11 +41,13 @@ from sqs_redriver.console.outcomes import ReplayKind, Sent, Ticket, new_ticket, 
 from sqs_redriver.console.replay import Destination, ScannedOrigin
 from sqs_redriver.console.safe_text import inert_str
 from sqs_redriver.console.tool import Tool
+from sqs_redriver.core import delivery
 from sqs_redriver.core.archive import S3Archive
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import Tracked, deduplication_id
-from sqs_redriver.core.sqs import outgoing
+from sqs_redriver.core.sqs import Outgoing, outgoing
 from sqs_redriver.core.transfer import Transfer
+from sqs_redriver.protocol.dead_letters import FUNCTION_DLQ_ATTRIBUTES, compact_json
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, MessageAttributes, message_size
 from sqs_redriver.protocol.keys import EDIT_ARCHIVE_PREFIX
 from sqs_redriver.protocol.limits import (
@@ -55,6 +63,7 @@ from sqs_redriver.protocol.limits import (
     SQS_RESERVED_ATTRIBUTE_PREFIXES,
 )
 from sqs_redriver.protocol.mark import Mark
+from sqs_redriver.protocol.sources import SourceKind
 from sqs_redriver.protocol.wire import json_depth
 
 # Exact JSON: a message body the operator edits must not have a number it holds rounded
@@ -427,11 +436,38 @@ def document_of(item: Inspected) -> str:
 
 
 def original_of(item: Inspected) -> Edited:
-    return editable(item.message.body, item.message.attributes)
+    """What the edit starts from: the message, or a dead letter's payload and the attributes
+    delivered with it; UsageError for a dead letter that cannot go back (nothing to edit)."""
+    dead_letter = item.dead_letter
+    if dead_letter is None:
+        return editable(item.message.body, item.message.attributes)
+    refusal = item.unreplayable
+    if refusal is not None or dead_letter.payload is None:
+        shown = inert_str(item.message.message_id)
+        raise UsageError(f"message {shown} cannot be edited and sent back: {refusal}")
+    return editable(dead_letter.payload, dead_letter.attributes)
+
+
+def edited_identity(item: Inspected, payload: str) -> str:
+    """The identity of a dead letter edited to ``payload``: its source's and the payload's as the
+    source writes it back when it fails again (a function's destination record holds the event
+    re-serialised as compact JSON; a function's DLQ, the event as it was invoked), so that
+    ``outcome`` finds it back in the DLQ under it."""
+    dead_letter = item.dead_letter
+    assert dead_letter is not None and dead_letter.source is not None, "a dead letter of a source"
+    returned = payload
+    from_record = not any(name in item.message.attributes for name in FUNCTION_DLQ_ATTRIBUTES)
+    if dead_letter.source.kind is SourceKind.FUNCTION and from_record:
+        try:
+            returned = compact_json(json.loads(payload))
+        except ValueError:  # not JSON: the function refuses it, and it never comes back
+            returned = payload
+    return replace(item.message, dead_letter=replace(dead_letter, payload=returned)).content_identity
 
 
 def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport:
-    """Send ``item`` edited as ``new_document`` says to its source queue, recorded in the trail.
+    """Send ``item`` edited as ``new_document`` says to its source queue (a dead letter's payload to
+    its source's target), recorded in the trail.
 
     Before anything is sent: the document is checked (DocumentError, Unchanged: both ValueErrors),
     the archive and the source queue must exist (UsageError, NotFound). Then: the message is found
@@ -443,6 +479,7 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
     destination = tool.source_for(item)
     if destination is None:
         raise NotFound(f"no configured source queue is {inert_str(item.source)}: the edit has nowhere to go")
+    to = destination.source.target_arn if isinstance(destination, delivery.Target) else destination.url
     bucket = tool.deployment.archive_bucket
     if not bucket:
         raise UsageError(
@@ -451,19 +488,17 @@ def edit_and_retry(tool: Tool, item: Inspected, new_document: str) -> EditReport
         )
     ticket = new_ticket(tool)
     now = ticket.at
-    report = EditReport(
-        item.message.message_id, item.identity, item.where, edit_archive_key(item, now), destination.url
-    )
+    report = EditReport(item.message.message_id, item.identity, item.where, edit_archive_key(item, now), to)
     details = {
         "id": report.message_id,
         "identity": report.identity,
         "from": item.where.value,
         "archive_key": report.archive_key,
-        "to": destination.url,
+        "to": to,
     }
     with tool.action("edit", **details) as tally, tool.scan(item.where) as scan:
         current = _found_again(scan.batches(), item)
-        document = archive_document(current, edited, who=tool.who, now=now, source_queue=destination.url)
+        document = archive_document(current, edited, who=tool.who, now=now, source_queue=to)
         try:
             S3Archive(bucket, tool.client("s3")).put(report.archive_key, document)
         except AwsCallError as exc:
@@ -493,15 +528,7 @@ def _send_then_delete(
     """Send the edit (with a FIFO deduplication id of its own); only once it arrived, delete the
     original and record what was sent."""
     transfer = Transfer(ScannedOrigin(scan))
-    sending = outgoing(
-        "0",
-        edit,
-        edit.mark.to_json(),
-        delay=0,
-        deduplication_id=deduplication_id(edit, EDIT_STEP),
-        fifo=destination.url.endswith(".fifo"),
-    )
-    result = destination.send([sending])
+    result = destination.send([_sending(edit, destination)])
     transfer.book(result, [edit])
     if not transfer.arrived:
         failure = result.failed.get("0")
@@ -509,7 +536,21 @@ def _send_then_delete(
         return
     report.sent = True
     _delete_original(transfer, report)
-    _record(tool, current, destination.url, ticket, report)
+    _record(tool, current, edit, destination.url, ticket, report)
+
+
+def _sending(edit: Tracked, destination: Destination) -> Outgoing:
+    """The edit as it goes: with its mark; a dead letter's, as its target gets it (no mark)."""
+    if edit.message.dead_letter is not None:
+        return Outgoing("0", edit.message.body, edit.message.attributes)
+    return outgoing(
+        "0",
+        edit,
+        edit.mark.to_json(),
+        delay=0,
+        deduplication_id=deduplication_id(edit, EDIT_STEP),
+        fifo=destination.url.endswith(".fifo"),
+    )
 
 
 def _as_edited(current: Inspected, edited: Edited, now: int, archive_key: str, verdict_key: str) -> Tracked:
@@ -521,17 +562,16 @@ def _as_edited(current: Inspected, edited: Edited, now: int, archive_key: str, v
     return Tracked(replace(current.message, body=edited.body, attributes=edited.attributes), edited_mark)
 
 
-def _record(tool: Tool, item: Inspected, source_url: str, ticket: Ticket, report: EditReport) -> None:
-    """Record the edit sent, for ``outcome``; a failed write is said in the report, never hides
-    that the edit went."""
+def _record(
+    tool: Tool, item: Inspected, edit: Tracked, source_url: str, ticket: Ticket, report: EditReport
+) -> None:
+    """Record the edit sent, for ``outcome`` (a dead letter's under its edited identity); a failed
+    write is said in the report, never hides that the edit went."""
+    sent = Sent.of(item, source_url)
+    if item.dead_letter is not None:
+        sent = replace(sent, identity=edited_identity(item, edit.message.body))
     try:
-        record_sent(
-            tool,
-            ReplayKind.EDIT,
-            [Sent.of(item, source_url)],
-            detail=f"edit of {item.identity}",
-            ticket=ticket,
-        )
+        record_sent(tool, ReplayKind.EDIT, [sent], detail=f"edit of {item.identity}", ticket=ticket)
         report.replay_id = ticket.replay_id
     except AwsCallError as exc:
         report.error = report.error or f"sent, but not recorded for `outcome`: {exc}"

@@ -21,7 +21,8 @@ class BadConnection(ValueError):
 
 
 class DeploymentNotFound(LookupError):
-    """No re-driver (or more than one, and none chosen) among a stack's outputs."""
+    """No re-driver (or more than one, and none chosen) among a stack's outputs, or an output
+    that does not describe one (a field the message names)."""
 
 
 class AuditUnavailable(RuntimeError):

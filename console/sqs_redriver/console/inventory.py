@@ -12,14 +12,18 @@ from typing import Any
 
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DynamoTable
+from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, from_sqs
 from sqs_redriver.protocol.failure import Failure
 from sqs_redriver.protocol.keys import group_index_key
 from sqs_redriver.protocol.limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
 from sqs_redriver.protocol.mark import Mark, read_parked
+from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 
 UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no parking reason
 CAUSE_PREFIX = "cause:"
+# A dead letter of another service: ``dead-letter:<source>[:<cause code>]`` (dead_letter_group).
+DEAD_LETTER_PREFIX = "dead-letter:"
 # A MessageId prefix this long names one message among a queue's (they are random UUIDs).
 MIN_ID_PREFIX = 8
 
@@ -45,6 +49,11 @@ class Inspected:
         return self.message.mark
 
     @property
+    def dead_letter(self) -> DeadLetter | None:
+        """What a dead letter of another service holds (None: an SQS consumer's message)."""
+        return self.message.dead_letter
+
+    @property
     def identity(self) -> str:
         """The identity the re-driver counts this message under (it survives sends)."""
         if self.mark is not None:
@@ -58,7 +67,10 @@ class Inspected:
 
     @property
     def group(self) -> str:
-        """The error fingerprint; else ``cause:<why it was parked>``; else ``unclassified``."""
+        """The error fingerprint; else ``cause:<why it was parked>``; else ``unclassified``. A
+        dead letter of another service: its source and the cause it gave (``dead_letter_group``)."""
+        if self.dead_letter is not None:
+            return dead_letter_group(self.dead_letter)
         if self.failure is not None:
             return self.failure.fingerprint
         if self.parked is not None:
@@ -68,11 +80,29 @@ class Inspected:
     @property
     def label(self) -> str:
         """One line saying what went wrong."""
+        if self.dead_letter is not None:
+            return dead_letter_label(self.dead_letter)
         if self.failure is not None:
             return f"{self.failure.error_class}: {self.failure.message}"
         if self.parked is not None:
             return str(self.parked.get("why", ""))
         return "no consumer verdict (failed without the consumer kit, or not yet classified)"
+
+    @property
+    def unreplayable(self) -> str | None:
+        """Why this dead letter of another service cannot go back to its target; None when it
+        can (or it is an SQS consumer's message)."""
+        dead_letter = self.dead_letter
+        if dead_letter is None:
+            return None
+        if dead_letter.problem is not None:
+            return f"its dead letter cannot be read: {dead_letter.problem}"
+        if dead_letter.source is None:
+            return f"it names no configured source ({dead_letter.origin or 'it names none'})"
+        if dead_letter.payload is None:
+            request = f" (request {dead_letter.request_id})" if dead_letter.request_id else ""
+            return f"its source dropped the payload{request}: there is nothing to deliver again"
+        return None
 
     @property
     def sent_at(self) -> int:
@@ -88,7 +118,11 @@ class Inspected:
 
     @property
     def source(self) -> str:
-        """The source queue it came from: the parking reason's, else the ARN SQS gave the DLQ copy."""
+        """The source queue it came from: the parking reason's, else the ARN SQS gave the DLQ copy.
+        A dead letter's: its source's address, else where it says it came from."""
+        if self.dead_letter is not None:
+            source = self.dead_letter.source
+            return source.address if source is not None else self.dead_letter.origin
         if self.parked is not None and self.parked.get("source_queue"):
             return str(self.parked["source_queue"])
         return self.message.source_arn or ""
@@ -106,13 +140,58 @@ def is_fingerprint(group_key: str) -> bool:
     """Whether a group key is a consumer failure's fingerprint (what RETRY#/PARK# records name): of
     the length and characters the mark parser takes (protocol.limits), so a record written for it
     can match a failure."""
-    if group_key == UNCLASSIFIED or group_key.startswith(CAUSE_PREFIX):
+    if group_key == UNCLASSIFIED or group_key.startswith((CAUSE_PREFIX, DEAD_LETTER_PREFIX)):
         return False
     return len(group_key) <= MAX_FINGERPRINT_CHARS and FINGERPRINT_PATTERN.fullmatch(group_key) is not None
 
 
-def inspect(raw: Mapping[str, Any], where: Where) -> Inspected:
-    """An entry of a ReceiveMessage response (all attributes requested), inspected."""
+# A dead letter of another service has no consumer kit's fingerprint: it groups by its source and
+# the cause the source gave (a function's errorType or Lambda's ErrorCode, EventBridge's
+# ERROR_CODE), so one bug of one target is one group, as a fingerprint makes it for a consumer.
+# SNS gives no cause: a subscription's dead letters group by their source alone.
+
+
+def dead_letter_group(dead_letter: DeadLetter) -> str:
+    """``dead-letter:<source>[:<cause code>]``; ``dead-letter:unreadable`` for one that cannot be
+    read, ``dead-letter:no-source[:<cause code>]`` for one of no configured source."""
+    if dead_letter.problem is not None:
+        return DEAD_LETTER_PREFIX + "unreadable"
+    source = dead_letter.source
+    key = DEAD_LETTER_PREFIX + (source_label(source) if source is not None else "no-source")
+    cause = dead_letter.cause
+    return f"{key}:{cause.code}" if cause is not None and cause.code else key
+
+
+def dead_letter_label(dead_letter: DeadLetter) -> str:
+    """One line saying what went wrong, in the source's words."""
+    if dead_letter.problem is not None:
+        return f"cannot be read: {dead_letter.problem}"
+    cause = dead_letter.cause
+    if cause is None or not cause.code:
+        return "the source gave no cause (SNS says nothing of a failed delivery)"
+    return f"{cause.code}: {cause.message}" if cause.message else cause.code
+
+
+def source_label(source: DeadLetterSource) -> str:
+    """A source's short name, one of a DLQ's sources: a function's name; a rule's and its
+    target's (``orders-placed/fulfilment``); a subscription's topic and endpoint."""
+    if source.kind is SourceKind.FUNCTION:
+        return source.name
+    rule_target = source.kind is SourceKind.RULE_TARGET and source.target_id
+    target = source.target_id if rule_target else _resource_name(source.target_arn)
+    return f"{source.name}/{target}"
+
+
+def _resource_name(arn: str) -> str:
+    return arn.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+
+
+def inspect(raw: Mapping[str, Any], where: Where, sources: Sequence[DeadLetterSource] = ()) -> Inspected:
+    """An entry of a ReceiveMessage response (all attributes requested), inspected; with
+    ``sources``, the message of a DLQ of another kind (or of its parking lot), read as its dead
+    letter (the re-driver writes no mark, nor a parking reason, into these)."""
+    if sources:
+        return Inspected(message=from_sqs(raw, sources), where=where)
     return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))
 
 

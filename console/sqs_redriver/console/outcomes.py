@@ -5,7 +5,12 @@ now, the consumer kit's verdicts and the time; the records of what each sent, in
 the parking lot read once, the kit's verdicts, each source's return window and what it holds now).
 
 A message the consumer fails comes back to the DLQ once SQS has delivered it ``maxReceiveCount``
-times, each after a ``VisibilityTimeout``: its source's *return window*. The kit dead-letters a
+times, each after a ``VisibilityTimeout``: its source's *return window*. A dead letter of another
+service is followed by its content identity (its source and its payload; an edited one, by the
+identity of its edited payload): a function's event that fails again comes back to the DLQ within
+the function's retries (its source's ``Retries``, the return window); a rule target's or a
+subscription's, once its target took it, never comes back here (the target's own failures go to
+its own DLQ): it is *delivered*. The kit dead-letters a
 terminal failure at once. A message not back in the DLQ nor parked may still wait in its source
 queue, unconsumed, for as long as the consumer is down: only a source queue that holds nothing
 (visible, in flight or delayed) says it left. So without the kit's verdicts, an identity is
@@ -37,9 +42,11 @@ from sqs_redriver.console.safe_text import duration, inert_str, some
 from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import Tool, read_all
 from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.sqs import RedriveWindow
 from sqs_redriver.core.table import DynamoTable
 from sqs_redriver.protocol.keys import RecordKind, replay_record_key, replay_verdict_key
 from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
+from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 
 # The rules: what became of each identity a replay sent (pure).
 
@@ -57,8 +64,10 @@ class Fate(StrEnum):
     WAITING = "may-be-waiting"  # nowhere, but its source queue holds messages (or could not be read)
     GONE = "gone"  # as NOT_BACK, but its source's retention has passed: consumed, or expired there
     TOO_EARLY = "too-early"  # nowhere, before its return window ends (or it is unknown, or the scans
-
     # could not read everything)
+    # A dead letter of another service: a function's event nowhere past its function's retries
+    NOT_BACK_INVOKED = "not-back-invoked"
+    DELIVERED = "delivered"  # a rule target's or a subscription's, taken by its target (never back here)
 
 
 BACK = (Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED)
@@ -101,6 +110,8 @@ class Observation:
     ok_verdicts: int | None = None
     complete: bool = True
     held: Mapping[str, QueueDepth] = field(default_factory=dict)
+    # The sources of another kind sent to (by address), with their kind: what becomes of theirs.
+    dead_letter_kinds: Mapping[str, SourceKind] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,8 +179,10 @@ PHRASES = {
     Fate.GONE: "not back after {minutes}m, its source queue empty (consumed, or expired there)",
     Fate.WAITING: "not back after {minutes}m (may still be waiting in its source queue)",
     Fate.TOO_EARLY: "not back after {minutes}m (too early to tell)",
+    Fate.NOT_BACK_INVOKED: "not back after {minutes}m, past its function's retries (consumed)",
+    Fate.DELIVERED: "delivered to its target (its target's own failures go elsewhere)",
 }
-UNSEEN = (Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY)
+UNSEEN = (Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY, Fate.NOT_BACK_INVOKED, Fate.DELIVERED)
 
 
 def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outcome:
@@ -209,6 +222,9 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     the scans read everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
+    kind = observation.dead_letter_kinds.get(sent.source)
+    if kind is not None:
+        return Judged(sent.identity, _dead_letter_fate(kind, back_by, observation), back_by=back_by)
     held = observation.held.get(sent.source)
     if held is None or held.total:
         # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
@@ -222,6 +238,16 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     else:
         fate = Fate.NOT_BACK
     return Judged(sent.identity, fate, before=sent.fingerprint, back_by=back_by, held=held)
+
+
+def _dead_letter_fate(kind: SourceKind, back_by: int | None, observation: Observation) -> Fate:
+    """A dead letter found in neither queue: delivered, when its target's failures never come
+    back here; a function's, consumed once its retries are over and the scans read everything."""
+    if kind is not SourceKind.FUNCTION:
+        return Fate.DELIVERED
+    if back_by is None or observation.now < back_by or not observation.complete:
+        return Fate.TOO_EARLY
+    return Fate.NOT_BACK_INVOKED
 
 
 def explain(judged: Judged, outcome: Outcome) -> str:
@@ -248,6 +274,13 @@ def explain(judged: Judged, outcome: Outcome) -> str:
         )
     if judged.fate is Fate.TOO_EARLY:
         return _too_early(judged, outcome, minutes)
+    if judged.fate is Fate.NOT_BACK_INVOKED:
+        return f"{unseen}, past its function's retries: the function took it without failing"
+    if judged.fate is Fate.DELIVERED:
+        return (
+            "its target took it: a failure there goes to the target's own dead-letter queue, never back "
+            "to this one"
+        )
     if judged.fate is Fate.CONSUMED:
         return f"the consumer kit counted {outcome.ok_verdicts} consumed, every message not back"
     if judged.fate is Fate.BACK_NEW:
@@ -571,19 +604,31 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
         verdicts = tool.table.load_verdicts(record.verdict_key)
         ok = verdicts.ok if verdicts.total else None
     sources = sorted({s.source for s in record.sent if s.source})
+    of_another_kind = {s.address: s for s in tool.deployment.dead_letter_sources if s.address in sources}
+    queues = [url for url in sources if url not in of_another_kind]
+    windows = _windows(tool, queues)
+    windows.update({address: _retries_window(source) for address, source in of_another_kind.items()})
     observation = Observation(
         seen=copies(seen.items, record.at, unmarked_sent=unmarked_sent),
         now=tool.now(),
-        windows=_windows(tool, sources),
+        windows=windows,
         ok_verdicts=ok,
         complete=not seen.gaps,
-        held=_held(tool, sources),
+        held=_held(tool, queues),
+        dead_letter_kinds={address: source.kind for address, source in of_another_kind.items()},
     )
     return judge(record.sent, record.at, observation)
 
 
+def _retries_window(source: DeadLetterSource) -> int:
+    """How long a source of another kind takes, at most, to dead-letter again what it was given
+    (as the re-driver's runs reckon it: core/delivery.py's redrive_window)."""
+    retries = source.retries
+    return RedriveWindow(retries.attempt_seconds, retries.attempts).seconds
+
+
 def _windows(tool: Tool, sources: list[str]) -> dict[str, int]:
-    """Each source's return window; one whose attributes cannot be read is left out (unknown)."""
+    """Each source queue's return window; one whose attributes cannot be read is left out (unknown)."""
     windows = {}
     for url in sources:
         try:

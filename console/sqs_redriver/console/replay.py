@@ -6,7 +6,10 @@ MessageId (a receipt handle does not outlive the preview's scan): it scans the q
 those messages, and only those; one no longer there is reported (``MoveReport.missing``), never
 replaced by another (the web console's confirmation carries those MessageIds from its preview's
 page: ``replay_by_id``). A replay sends each to its source queue and deletes it only once it arrived
-(a ``Transfer``, core/transfer.py); a purge deletes it (its archived copy stays). Everything read
+(a ``Transfer``, core/transfer.py); a purge deletes it (its archived copy stays). A dead letter of
+another service (a function's, a rule target's, a subscription's) goes back the same way, its
+payload delivered to its source's one target (core/delivery.py); one whose source dropped the
+payload, or that cannot be read, is left in place with the reason. Everything read
 and not moved is given back when the move ends, however it ends (an error, Ctrl-C): at worst a
 message sent whose delete did not happen is in both queues, and the report says so.
 """
@@ -37,6 +40,7 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import Tracked, deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, Outgoing, outgoing
 from sqs_redriver.core.transfer import TokenBucket, Transfer, delete_from
+from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.mark import Mark
 
@@ -176,7 +180,8 @@ def replay_by_id(
     """Send the messages of ``where`` that a preview chose, named by ``message_ids`` (a page that
     carried them from its preview), back to their source queue (or ``to``), recorded in the trail
     with the ``selection`` that chose them."""
-    details = {"from": where.value, "selection": selection, "to": to or "each source"}
+    check_destination(tool, to)
+    details = {"from": where.value, "selection": selection, "to": to or destinations(tool)}
     ticket = new_ticket(tool)
     with tool.action("replay", replay_id=ticket.replay_id, **details) as tally:
         try:
@@ -196,6 +201,22 @@ def replay_by_id(
             tally.count = report.moved
             tally.problem = None if report.clean else _problem(report)
     return report
+
+
+def check_destination(tool: Tool, to: str | None) -> None:
+    """UsageError for ``to`` on a re-driver of another kind: a dead letter goes to its source's
+    one target, never to a queue the operator names (checked before the preview)."""
+    if to and tool.deployment.dead_letter_sources:
+        raise UsageError(
+            "--to names a queue; this re-driver's dead letters go back to each source's one target "
+            "only: leave --to out"
+        )
+
+
+def destinations(tool: Tool) -> str:
+    """Where a replay sends, for the audit trail: each source queue, or each source's target."""
+    targets = sorted({source.target_arn for source in tool.deployment.dead_letter_sources})
+    return "each source's target: " + ", ".join(targets) if targets else "each source"
 
 
 def _record(tool: Tool, report: MoveReport, selection: str, ticket: Ticket) -> None:
@@ -313,7 +334,7 @@ class MoveReport:
 
 
 class Destination(Protocol):
-    """Where a replayed or edited message goes: a source queue."""
+    """Where a replayed or edited message goes: a source queue, or a dead letter's target."""
 
     url: str
 
@@ -468,6 +489,10 @@ def _by_destination(
 ) -> dict[Destination, list[Inspected]]:
     routed: dict[Destination, list[Inspected]] = {}
     for item in items:
+        refusal = item.unreplayable
+        if refusal is not None:
+            report.failed[item.message.message_id] = f"not replayable: {refusal}"
+            continue
         destination = route(item)
         if destination is None:
             report.failed[item.message.message_id] = (
@@ -492,17 +517,7 @@ def _send_and_delete(
         report.error = str(exc)
         return False
     leaving = [replayed(item, mover.now, mover.verdict_key) for item in items]
-    entries = [
-        outgoing(
-            str(index),
-            tracked,
-            tracked.mark.to_json(),
-            delay=0,
-            deduplication_id=deduplication_id(tracked, REPLAY_STEP),
-            fifo=destination.url.endswith(".fifo"),
-        )
-        for index, tracked in enumerate(leaving)
-    ]
+    entries = [_entry(str(index), tracked, destination) for index, tracked in enumerate(leaving)]
     report.in_transit = [item.message.message_id for item in items]
     result = destination.send(entries)
     mover.transfer.book(result, leaving)
@@ -517,6 +532,29 @@ def _send_and_delete(
         report.error = result.call_error
         return False
     return True
+
+
+def _entry(entry_id: str, tracked: Tracked, destination: Destination) -> Outgoing:
+    """What goes back: the message with its mark (``replayed``), or a dead letter's payload."""
+    dead_letter = tracked.message.dead_letter
+    if dead_letter is not None:
+        return delivered(entry_id, dead_letter)
+    return outgoing(
+        entry_id,
+        tracked,
+        tracked.mark.to_json(),
+        delay=0,
+        deduplication_id=deduplication_id(tracked, REPLAY_STEP),
+        fifo=destination.url.endswith(".fifo"),
+    )
+
+
+def delivered(entry_id: str, dead_letter: DeadLetter) -> Outgoing:
+    """A dead letter as its target gets it: its payload, with the attributes delivered with it
+    (a raw SNS delivery's), as the re-driver's runs deliver it."""
+    if dead_letter.payload is None:
+        raise ValueError("a dead letter without its payload cannot be delivered (see Inspected.unreplayable)")
+    return Outgoing(entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes))
 
 
 def _count_deleted(deleted: BatchResult, report: MoveReport, *, sent: bool) -> bool:

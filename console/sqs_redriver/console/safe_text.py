@@ -2,7 +2,7 @@
 terminal or a page as characters to read, never as escape sequences to act on (``inert_str``; as a
 rich ``Text``, never read as markup: ``inert``). Pages escape HTML on top (their templates
 autoescape). With the words the tool and its pages say times and lists in (``when``, ``duration``,
-``age``, ``some``)."""
+``age``, ``some``), and long text cut short (``clipped``)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,13 @@ def _escape(char: str) -> str:
     if code <= 0xFF:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def clipped(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars``, saying how much was left out (a payload may be a megabyte)."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}\n... ({len(text) - max_chars} more characters)"
 
 
 def some(names: Sequence[str], shown: int = NAMES_SHOWN) -> str:

@@ -9,7 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,12 +24,15 @@ from sqs_redriver.console.aws import AWS_FAILURES, Coverage, QueueScan, aws_date
 from sqs_redriver.console.errors import BadConnection, DeploymentNotFound, NotFound, UsageError
 from sqs_redriver.console.inventory import GroupIndex, Inspected, Where
 from sqs_redriver.console.safe_text import inert_str, some
+from sqs_redriver.core import delivery
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS
 from sqs_redriver.protocol.keys import queue_key_from_arn, queue_key_from_url
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.sources import MAX_SOURCES, DeadLetterSource, read_source
+from sqs_redriver.protocol.wire import Rejection, array
 
 # An operator waits for the answer: retry throttling, but not for long.
 TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
@@ -104,10 +107,14 @@ def _is_endpoint(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(valid)
 
 
+SOURCES_FIELD = "dead_letter_sources"
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One re-driver: its construct path, queues, table, function, archive bucket and audit log
-    group, as the construct publishes them in a stack output."""
+    group, as the construct publishes them in a stack output; for a DLQ of another kind (a
+    function's, a rule target's, a subscription's), its sources instead of source queues."""
 
     name: str
     dlq_url: str
@@ -117,12 +124,18 @@ class Deployment:
     function_name: str = ""
     archive_bucket: str = ""
     audit_log_group: str = ""
+    # Each with the one target its dead letters go back to (protocol/sources.py).
+    dead_letter_sources: tuple[DeadLetterSource, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        document = {item.name: getattr(self, item.name) for item in fields(self)}
+        document[SOURCES_FIELD] = [source.to_json() for source in self.dead_letter_sources]
+        return json.dumps(document, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Deployment:
+        """The output's JSON; a ``Rejection`` naming the field of a source that is not one (a
+        JSON, key or type error for the rest, as before sources were published)."""
         payload = json.loads(text)
         return cls(
             name=str(payload["name"]),
@@ -133,14 +146,30 @@ class Deployment:
             function_name=str(payload.get("function_name", "")),
             archive_bucket=str(payload.get("archive_bucket", "")),
             audit_log_group=str(payload.get("audit_log_group", "")),
+            dead_letter_sources=read_deployment_sources(payload.get(SOURCES_FIELD, [])),
         )
+
+
+def read_deployment_sources(value: object) -> tuple[DeadLetterSource, ...]:
+    """An output's ``dead_letter_sources`` (untrusted: anyone who may update the stack wrote it);
+    a ``Rejection`` naming the field at fault."""
+    sources = []
+    for index, item in enumerate(array(value, SOURCES_FIELD, max_items=MAX_SOURCES)):
+        try:
+            sources.append(read_source(item))
+        except Rejection as rejection:
+            raise rejection.within(f"{SOURCES_FIELD}[{index}]", subject="a re-driver's source") from None
+    addresses = [source.address for source in sources]
+    if len(set(addresses)) != len(addresses):
+        raise Rejection(SOURCES_FIELD, "names a source twice", subject="a re-driver's sources")
+    return tuple(sources)
 
 
 def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], name: str | None) -> Deployment:
     """The re-driver among a stack's ``Outputs`` (DescribeStacks), chosen by ``name`` (its construct
     path, or the end of it) when the stack has several."""
     every = [
-        Deployment.from_json(output["OutputValue"])
+        _deployment_of(stack_name, output)
         for output in outputs
         if output.get("Description") == OUTPUT_DESCRIPTION
     ]
@@ -160,6 +189,19 @@ def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], na
     raise DeploymentNotFound(
         f"stack {stack_name} has several re-drivers ({_names(found)}): choose one with --redriver"
     )
+
+
+def _deployment_of(stack_name: str, output: Mapping[str, str]) -> Deployment:
+    """The deployment an output describes; DeploymentNotFound naming the output and what is wrong."""
+    try:
+        return Deployment.from_json(output["OutputValue"])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # Rejection and JSON errors are ValueErrors; KeyError and TypeError: a field missing or mistyped.
+        what = str(exc) if isinstance(exc, Rejection) else f"{type(exc).__name__}: {exc}"
+        raise DeploymentNotFound(
+            f"stack {stack_name}: output {output.get('OutputKey', '?')} is not a re-driver's "
+            f"deployment ({what})"
+        ) from None
 
 
 def _names(deployments: Iterable[Deployment]) -> str:
@@ -187,10 +229,12 @@ class Target:
     table: str | None = None
     audit_log_group: str | None = None
     archive_bucket: str | None = None
+    # A DLQ of another kind: its sources, in place of source queues (the library's callers only).
+    dead_letter_sources: tuple[DeadLetterSource, ...] = ()
 
     def explicit(self) -> Deployment | None:
         """The deployment the options name directly, when they name it whole."""
-        given = [self.dlq_url, self.source_urls, self.parking_lot_url, self.table]
+        given = [self.dlq_url, self.source_urls or self.dead_letter_sources, self.parking_lot_url, self.table]
         if not any(given):
             return None
         if not all(given):
@@ -207,6 +251,7 @@ class Target:
             table_name=self.table,
             audit_log_group=self.audit_log_group or "",
             archive_bucket=self.archive_bucket or "",
+            dead_letter_sources=self.dead_letter_sources,
         )
 
 
@@ -223,15 +268,22 @@ class Tool:
     # a fake).
     clients: dict[str, Any] = field(default_factory=dict)
     _queues: dict[str, SqsQueue] = field(default_factory=dict)
+    _targets: dict[str, delivery.Target] = field(default_factory=dict)  # by source address
     # How far AWS's clock (the Date of its latest response) is ahead of ``clock``; None: no answer yet.
     _aws_ahead: float | None = None
 
-    def client(self, service: str) -> Any:
-        if service not in self.clients:
-            client = self.connection.client(service)
+    def client(self, service: str, region: str | None = None) -> Any:
+        """The client of ``service``, in the connection's region or in ``region`` (a dead letter's
+        target is called in its own: ``clients`` keys that one ``service@region``)."""
+        key = service if region is None or region == self.connection.region_name else f"{service}@{region}"
+        if key not in self.clients:
+            if key == service:
+                client = self.connection.client(service)
+            else:
+                client = self.connection.client(service, region=region)
             client.meta.events.register("after-call", self._note_aws_time)
-            self.clients[service] = client
-        return self.clients[service]
+            self.clients[key] = client
+        return self.clients[key]
 
     def _note_aws_time(self, http_response: Any = None, **_: Any) -> None:
         sent = aws_date(http_response)
@@ -301,12 +353,33 @@ class Tool:
         return self._queues.setdefault(url, SqsQueue(url, self.client("sqs")))
 
     def scan(self, where: Where) -> QueueScan:
+        """A scan of the DLQ or the parking lot; a DLQ of another kind's messages read as dead letters."""
         url = self.deployment.parking_lot_url if where is Where.PARKING_LOT else self.deployment.dlq_url
-        return QueueScan(self.queue(url), self.client("sqs"), where)
+        sources = self.deployment.dead_letter_sources
+        return QueueScan(self.queue(url), self.client("sqs"), where, sources=sources)
 
-    def source_for(self, item: Inspected, override: str | None = None) -> SqsQueue | None:
+    def target_of(self, source: DeadLetterSource) -> delivery.Target:
+        """The one target a source's dead letters go back to (core/delivery.py), called in its
+        region; DeploymentNotFound when the deployment's source names no target of its kind."""
+        if source.address not in self._targets:
+            try:
+                self._targets[source.address] = delivery.target_for(source, self.client)
+            except Rejection as rejection:
+                raise DeploymentNotFound(
+                    f"the re-driver's source {source.address} has no target to deliver to: {rejection}"
+                ) from None
+        return self._targets[source.address]
+
+    def source_for(self, item: Inspected, override: str | None = None) -> SqsQueue | delivery.Target | None:
         """The source queue a message goes back to: ``override``, else the one its parking reason
-        or SQS names, if it is one of this re-driver's; a message that names none goes to the first."""
+        or SQS names, if it is one of this re-driver's; a message that names none goes to the first.
+        A dead letter of another service goes to its source's target alone (None: it names no
+        configured source); ``override`` is refused for it."""
+        if item.dead_letter is not None:
+            if override:
+                raise UsageError("a dead letter of another service goes back to its source's target only")
+            source = item.dead_letter.source
+            return None if source is None else self.target_of(source)
         if override:
             return self.queue(override)
         named = item.source

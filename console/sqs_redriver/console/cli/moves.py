@@ -29,6 +29,7 @@ from sqs_redriver.console.replay import (
     DEFAULT_RATE,
     Chosen,
     MoveReport,
+    check_destination,
     choose,
     parse_selection,
     purge_chosen,
@@ -81,11 +82,14 @@ def replay_command(
 ) -> None:
     """Send chosen messages back to their source queue, re-drive count reset, replay recorded.
 
+    A dead letter of another service (a function's, a rule target's, a subscription's) goes to its
+    source's one target; one whose payload its source dropped is left in place, with the reason.
     A message is deleted only after it arrived; Ctrl-C at any point loses nothing."""
     where = Where(source.value)
     selection = parse_selection(
         group_keys or (), attribute or (), older_than, newer_than, ids or (), everything=everything
     )
+    check_destination(ctx.obj, to)
     tool = audited(ctx) if not dry_run else ctx.obj
     _move(
         tool,

@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sqs_redriver.console.aws import QueueDepth
-from sqs_redriver.console.inventory import Group, Inspected, Where
+from sqs_redriver.console.inventory import Group, Inspected, Where, source_label
 from sqs_redriver.console.replay import MoveReport
-from sqs_redriver.console.safe_text import age, duration, inert, inert_str, when
+from sqs_redriver.console.safe_text import age, clipped, duration, inert, inert_str, when
 from sqs_redriver.console.status import Status
 from sqs_redriver.console.tool import SAMPLE_ID_CHARS
 from sqs_redriver.core.breaker import State
@@ -22,6 +22,8 @@ from sqs_redriver.core.table import GroupMark
 
 STATE_STYLE = {State.CLOSED: "green", State.HALF_OPEN: "yellow", State.OPEN: "bold red"}
 LAST_RUNS_SHOWN = 5
+# What `show` prints of a dead letter's payload (--json gives it whole).
+PAYLOAD_SHOWN_CHARS = 4_000
 QUEUE_LABEL = {Where.DLQ: "DLQ", Where.PARKING_LOT: "lot"}
 
 
@@ -150,6 +152,8 @@ def message_view(item: Inspected, now: int) -> RenderableType:
     table.add_row("identity", inert(item.identity))
     table.add_row("group", inert(item.group))
     table.add_row("source", inert(item.source or "-"))
+    if item.dead_letter is not None:
+        _dead_letter_rows(table, item)
     table.add_row("sent", when(item.sent_at, now))
     if item.mark is not None:
         mark = item.mark
@@ -170,7 +174,46 @@ def message_view(item: Inspected, now: int) -> RenderableType:
         table.add_row("parked", inert(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
     for name, value in message.attributes.items():
         table.add_row(inert(f"attribute {name}"), inert(value.get("StringValue", "<binary>")))
-    return Stack(table, Text("body:", style="bold"), inert(message.body, multiline=True))
+    parts: list[RenderableType] = [table, Text("body:", style="bold"), inert(message.body, multiline=True)]
+    payload = item.dead_letter.payload if item.dead_letter is not None else None
+    if payload is not None:
+        parts.append(Text("payload (what goes back to its target):", style="bold"))
+        parts.append(inert(clipped(payload, PAYLOAD_SHOWN_CHARS), multiline=True))
+    return Stack(*parts)
+
+
+def _dead_letter_rows(table: Table, item: Inspected) -> None:
+    """A dead letter of another service: its source and target, the cause the source gave, the
+    request, and whether it can go back (and why not)."""
+    dead_letter = item.dead_letter
+    assert dead_letter is not None
+    source = dead_letter.source
+    if source is not None:
+        table.add_row("source kind", inert(f"{source.kind.value} ({source_label(source)})"))
+        table.add_row("target", inert(f"{source.target_kind.value} {source.target_arn}"))
+    cause = dead_letter.cause
+    table.add_row("cause", inert(f"{cause.code}: {cause.message}" if cause is not None else "-"))
+    table.add_row("request id", inert(dead_letter.request_id or "-"))
+    why_not = item.unreplayable
+    table.add_row("replayable", inert("yes" if why_not is None else f"no: {why_not}"))
+
+
+def dead_letter_dict(item: Inspected) -> dict[str, Any] | None:
+    """What ``show --json`` says of a dead letter of another service (None: it is not one)."""
+    dead_letter = item.dead_letter
+    if dead_letter is None:
+        return None
+    source, cause = dead_letter.source, dead_letter.cause
+    return {
+        "source": None if source is None else {"address": source.address, **source.to_json()},
+        "origin": dead_letter.origin,
+        "cause": None if cause is None else {"code": cause.code, "message": cause.message},
+        "request_id": dead_letter.request_id,
+        "replayable": item.unreplayable is None,
+        "unreplayable_because": item.unreplayable,
+        "payload": dead_letter.payload,
+        "payload_attributes": {name: dict(value) for name, value in dead_letter.attributes.items()},
+    }
 
 
 def message_dict(item: Inspected) -> dict[str, Any]:
@@ -188,6 +231,7 @@ def message_dict(item: Inspected) -> dict[str, Any]:
         "system_attributes": dict(message.system_attributes),
         "mark": None if mark is None else json.loads(mark.to_json()),
         "parked": None if item.parked is None else dict(item.parked),
+        "dead_letter": dead_letter_dict(item),
     }
 
 

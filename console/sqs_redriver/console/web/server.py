@@ -32,7 +32,7 @@ from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from sqs_redriver.console.advice import explain
 from sqs_redriver.console.errors import AuditUnavailable, Conflict, DeploymentNotFound, NotFound, UsageError
-from sqs_redriver.console.safe_text import age, duration, inert_str, when
+from sqs_redriver.console.safe_text import age, clipped, duration, inert_str, when
 from sqs_redriver.console.tool import Tool
 from sqs_redriver.console.web import TOOL, actions, one_request_at_a_time, unrecorded, views
 from sqs_redriver.console.web.guard import TOKEN_PARAMETER, Access, csrf_token, guard
@@ -63,7 +63,7 @@ def create_app(tool: Tool, *, access: Access, port: int) -> Flask:
     app.register_blueprint(views.pages)
     app.register_blueprint(actions.pages)
     app.jinja_env.autoescape = True
-    app.jinja_env.filters.update(inert=_inert, duration=duration)
+    app.jinja_env.filters.update(inert=_inert, duration=duration, clipped=clipped)
     app.jinja_env.globals.update(csrf_token=csrf_token, navigation=NAVIGATION, when=when, age=age)
     app.context_processor(lambda: {"unrecorded": unrecorded()})
     return app

@@ -1,0 +1,366 @@
+"""The operator's tool on a re-driver whose DLQ is of another kind (a Lambda function's
+asynchronous failures, an EventBridge rule target's), on moto: ``show`` and ``groups`` read each
+message as its dead letter, ``replay`` and ``edit`` deliver its payload to its source's one target
+and only then delete it from the DLQ, a record whose payload Lambda dropped is refused with the
+reason, ``outcome`` follows what was sent, and the audit trail names the target.
+
+moto cannot run a function's code: the function is played (``PlayedFunction`` records each
+asynchronous invocation, as Lambda accepts it with 202), as tests/integration/test_dead_letter_redrive.py
+plays it for the runs. The re-driver is found as the operator finds it, in its stack's output."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from typer.testing import CliRunner
+
+from local_aws import REGION
+from local_aws.queues import queue_counts
+from sqs_redriver.console.cli import app
+from sqs_redriver.console.editing import document_of, edit_and_retry, edited_identity
+from sqs_redriver.console.inventory import Inspected, Where
+from sqs_redriver.console.outcomes import Fate, find, judge_replay, snapshot
+from sqs_redriver.console.replay import MoveReport, choose, parse_selection, replay_chosen
+from sqs_redriver.console.tool import Connection, Deployment, Target, Tool, find_message, read_all
+from sqs_redriver.protocol.dead_letters import compact_json
+from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
+from sqs_redriver.protocol.sources import DeadLetterSource
+from tests.support.aws import Aws
+from tests.support.console import console_app, get, signed_in
+from tests.support.dead_letters import (
+    FUNCTION_ARN,
+    FUNCTION_SOURCE,
+    RULE_TARGET_SOURCE,
+    AwsDeadLetter,
+    destination_record,
+    function_dlq_message,
+    rule_event,
+    rule_target_dlq_message,
+)
+
+STACK = "Shop"
+AUDIT_LOG_GROUP = "orders-redriver-audit"
+ORDER = {"order": "o-1", "items": 0}
+# Past a function source's return window (3 attempts of 180 s, and one more).
+AN_HOUR = 3_600
+
+
+class PlayedFunction:
+    """The ``lambda`` client a replay invokes the function through: each asynchronous invocation
+    recorded, answered 202 as Lambda does (it runs the function later). ``meta`` is what the
+    tool registers its clock reading on."""
+
+    def __init__(self) -> None:
+        self.invoked: list[tuple[str, Any]] = []
+        self.meta = SimpleNamespace(events=SimpleNamespace(register=lambda *_args, **_kwargs: None))
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+        assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
+        self.invoked.append((FunctionName, json.loads(Payload)))
+        return {"StatusCode": 202}
+
+
+@pytest.fixture
+def function(monkeypatch: pytest.MonkeyPatch) -> Iterator[PlayedFunction]:
+    """Every tool's ``lambda`` client is the played function; the other services are moto's."""
+    played = PlayedFunction()
+    real = Connection.client
+
+    def client(self: Connection, service: str, **options: Any) -> Any:
+        return played if service == "lambda" else real(self, service, **options)
+
+    monkeypatch.setattr(Connection, "client", client)
+    yield played
+
+
+def deploy(aws: Aws, *sources: DeadLetterSource | dict[str, Any]) -> None:
+    """Stack ``Shop`` with a re-driver of ``sources`` in its output (a dict: a source as written)."""
+    deployment = Deployment(
+        "Shop/Orders/Redriver",
+        aws.dlq_url,
+        (),
+        aws.parking_lot_url,
+        aws.table_name,
+        archive_bucket=aws.archive_bucket,
+        audit_log_group=AUDIT_LOG_GROUP,
+    )
+    output = json.loads(deployment.to_json())
+    output["dead_letter_sources"] = [s.to_json() if isinstance(s, DeadLetterSource) else s for s in sources]
+    template = {
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Redriver": {"Value": json.dumps(output), "Description": OUTPUT_DESCRIPTION}},
+    }
+    boto3.client("cloudformation").create_stack(StackName=STACK, TemplateBody=json.dumps(template))
+    boto3.client("logs").create_log_group(logGroupName=AUDIT_LOG_GROUP)
+
+
+def sqs_redriver(*args: str) -> Any:
+    return CliRunner().invoke(app, ["--stack", STACK, *args])
+
+
+def operator(clock: list[float]) -> Tool:
+    """The library over the stack's re-driver, on ``clock``."""
+    return Tool(Connection(region=REGION), Target(stack=STACK), clock=lambda: clock[0])
+
+
+def put(aws: Aws, *dead_letters: AwsDeadLetter) -> list[str]:
+    """Into the DLQ as AWS writes them; their MessageIds."""
+    return [
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, **dead_letter.send_kwargs())["MessageId"]
+        for dead_letter in dead_letters
+    ]
+
+
+def flat(text: str) -> str:
+    """What the terminal printed, its lines joined (rich wraps long ones)."""
+    return " ".join(text.split())
+
+
+def in_dlq(aws: Aws) -> int:
+    return queue_counts(aws.sqs, aws.dlq_url).total
+
+
+def test_show_says_a_function_s_dead_letter_source_cause_request_and_payload(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [message_id] = put(aws, destination_record(f"{FUNCTION_ARN}:$LATEST", ORDER, request_id="r-1"))
+
+    shown = sqs_redriver("show", message_id)
+    data = json.loads(sqs_redriver("show", message_id, "--json").stdout)
+
+    assert shown.exit_code == 0, shown.output
+    for line in ("source kind  lambda (orders)", f"target       lambda {FUNCTION_ARN}", "request id   r-1"):
+        assert line in shown.stdout
+    assert "cause        ValueError: the order has no items" in shown.stdout
+    assert "replayable   yes" in shown.stdout
+    assert '{"order":"o-1","items":0}' in shown.stdout  # the payload: the event, not the record
+    dead_letter = data["dead_letter"]
+    assert dead_letter["source"]["address"] == FUNCTION_ARN and dead_letter["source"]["kind"] == "lambda"
+    assert dead_letter["cause"] == {"code": "ValueError", "message": "the order has no items"}
+    assert (dead_letter["request_id"], dead_letter["replayable"]) == ("r-1", True)
+    assert json.loads(dead_letter["payload"]) == ORDER
+    assert data["group"] == "dead-letter:orders:ValueError"
+
+
+def test_show_says_why_a_record_whose_payload_lambda_dropped_cannot_go_back(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [message_id] = put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-big", dropped=True))
+
+    data = json.loads(sqs_redriver("show", message_id, "--json").stdout)["dead_letter"]
+
+    assert (data["replayable"], data["payload"]) == (False, None)
+    assert data["unreplayable_because"] == (
+        "its source dropped the payload (request r-big): there is nothing to deliver again"
+    )
+
+
+def test_groups_are_a_dead_letter_s_source_and_the_cause_it_gave(aws: Aws, function: PlayedFunction) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    put(
+        aws,
+        destination_record(FUNCTION_ARN, {"order": "o-1"}),
+        destination_record(FUNCTION_ARN, {"order": "o-2"}),
+        destination_record(FUNCTION_ARN, {"order": "o-3"}, error_type="KeyError", error_message="'sku'"),
+        function_dlq_message({"order": "o-4"}, error_code=429, error_message="Rate Exceeded."),
+    )
+
+    result = sqs_redriver("groups", "--queue", "dlq", "--json")
+
+    found = {
+        group["group"]: (group["count"], group["label"], group["sources"])
+        for group in json.loads(result.stdout)
+    }
+    assert found == {
+        "dead-letter:orders:ValueError": (2, "ValueError: the order has no items", [FUNCTION_ARN]),
+        "dead-letter:orders:KeyError": (1, "KeyError: 'sku'", [FUNCTION_ARN]),
+        "dead-letter:orders:429": (1, "429: Rate Exceeded.", [FUNCTION_ARN]),
+    }
+
+
+def test_a_replayed_dead_letter_goes_to_its_function_alone_and_leaves_the_dlq(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER), function_dlq_message({"order": "o-2"}))
+
+    result = sqs_redriver("replay", "--from", "dlq", "--all", "--yes")
+
+    assert result.exit_code == 0, result.output
+    assert sorted(function.invoked, key=str) == sorted(
+        [(FUNCTION_ARN, ORDER), (FUNCTION_ARN, {"order": "o-2"})], key=str
+    )
+    assert in_dlq(aws) == 0
+    [replay] = json.loads(sqs_redriver("audit", "--json").stdout)
+    assert replay["action"] == "replay" and replay["count"] == 2
+    assert replay["details"]["to"] == f"each source's target: {FUNCTION_ARN}"
+
+
+def test_a_record_whose_payload_lambda_dropped_is_left_in_the_dlq_with_the_reason(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [dropped] = put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-big", dropped=True))
+
+    replayed = sqs_redriver("replay", "--from", "dlq", "--all", "--yes")
+    edited = sqs_redriver("edit", dropped, "--yes")
+
+    assert replayed.exit_code == 1
+    assert f"left in place {dropped}: not replayable: its source dropped the payload (request r-big)" in flat(
+        replayed.stdout
+    )
+    assert edited.exit_code == 2 and "Traceback" not in edited.output
+    assert "cannot be edited and sent back: its source dropped the payload" in flat(edited.stderr)
+    assert function.invoked == []
+    assert in_dlq(aws) == 1
+
+
+def test_an_edited_payload_goes_to_the_function_and_its_outcome_follows_the_edit(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's failure, edited to the order it should have been
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-1"))
+    clock = [time.time() - AN_HOUR]
+    tool = operator(clock)
+    item = only_one(read_all(tool, Where.DLQ).items)
+    # Written as the operator typed it: Lambda's record of it will say 1.5.
+    document = '{"body": {"order": "o-1", "items": 1.50}, "attributes": {}}'
+    fixed = {"order": "o-1", "items": 1.5}
+
+    # WHEN it is edited and retried
+    report = edit_and_retry(tool, item, document)
+
+    # THEN the function gets the edited event, the DLQ loses the record, the original is archived
+    assert report.clean, report.summary()
+    assert function.invoked == [(FUNCTION_ARN, fixed)]
+    assert in_dlq(aws) == 0
+    assert report.source_queue == FUNCTION_ARN
+    archived = aws.s3.get_object(Bucket=aws.archive_bucket, Key=report.archive_key)["Body"].read()
+    assert json.loads(archived)["body"] == item.message.body
+    # AND when the function fails it again, Lambda's new record is found as the edit's
+    put(aws, destination_record(FUNCTION_ARN, fixed, request_id="r-2", error_type="TimeoutError"))
+    assert report.replay_id is not None
+    record = find(tool, report.replay_id)
+    [sent] = record.sent
+    back = only_one(read_all(tool, Where.DLQ).items)
+    assert sent.identity == back.identity == edited_identity(item, compact_json(fixed)) != item.identity
+    clock[0] += AN_HOUR
+    assert judge_replay(tool, record, snapshot(tool)).judged[0].fate is Fate.BACK_UNCLASSIFIED
+
+
+def test_a_replayed_function_event_not_back_past_the_function_s_retries_was_consumed(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER))
+    clock = [time.time() - AN_HOUR]
+    tool = operator(clock)
+    report = replay_chosen(tool, choose_all(tool), report=MoveReport())
+    assert report.moved == 1 and report.replay_id is not None
+    record = find(tool, report.replay_id)
+
+    early = judge_replay(tool, record, snapshot(tool)).judged[0]
+    clock[0] += AN_HOUR
+    late = judge_replay(tool, record, snapshot(tool)).judged[0]
+
+    assert early.fate is Fate.TOO_EARLY and early.back_by == record.at + 180 * 4
+    assert late.fate is Fate.NOT_BACK_INVOKED
+
+
+def test_a_rule_target_s_event_goes_to_that_target_and_is_delivered(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    target_url = aws.sqs.create_queue(QueueName="fulfilment")["QueueUrl"]
+    deploy(aws, RULE_TARGET_SOURCE)
+    event = rule_event({"order": "o-9"})
+    put(aws, rule_target_dlq_message(event))
+    tool = operator([time.time()])
+
+    report = replay_chosen(tool, choose_all(tool), report=MoveReport())
+
+    [delivered] = aws.sqs.receive_message(QueueUrl=target_url)["Messages"]
+    assert json.loads(delivered["Body"]) == event and "MessageAttributes" not in delivered
+    assert in_dlq(aws) == 0
+    assert report.replay_id is not None
+    record = find(tool, report.replay_id)
+    assert judge_replay(tool, record, snapshot(tool)).judged[0].fate is Fate.DELIVERED
+
+
+def test_replay_to_a_queue_of_the_operator_s_is_refused_before_anything_is_read(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER))
+
+    result = sqs_redriver("replay", "--from", "dlq", "--all", "--yes", "--to", aws.source_url)
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert result.stderr.strip().splitlines() == [
+        "error: --to names a queue; this re-driver's dead letters go back to each source's one target "
+        "only: leave --to out"
+    ]
+    assert function.invoked == [] and in_dlq(aws) == 1
+
+
+def test_a_deployment_output_with_a_bad_source_is_one_line_naming_the_field(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    bad = {**FUNCTION_SOURCE.to_json(), "target_kind": "ftp"}
+    deploy(aws, bad)
+
+    result = sqs_redriver("groups")
+
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: stack Shop: output Redriver is not a re-driver's deployment (")
+    assert "dead_letter_sources[0].target_kind is 'ftp'" in line
+
+
+def test_an_edit_document_shows_the_payload_not_the_record(aws: Aws, function: PlayedFunction) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [message_id] = put(aws, destination_record(FUNCTION_ARN, ORDER))
+    tool = operator([time.time()])
+
+    document = json.loads(document_of(find_message(tool, message_id)))
+
+    assert document == {"body": ORDER, "attributes": {}}
+
+
+def test_the_message_page_shows_a_dead_letter_s_source_cause_and_payload_inert(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    hostile = {"order": "o-1", "note": "\u202e<script>"}
+    [message_id] = put(aws, destination_record(FUNCTION_ARN, hostile, request_id="r-1"))
+    client = signed_in(console_app(operator([time.time()])))
+
+    status, page = get(client, f"/messages/{message_id}")
+
+    assert status == 200
+    for row in (
+        "<tr><th>source kind</th><td>lambda</td></tr>",
+        f"<tr><th>target</th><td>lambda {FUNCTION_ARN}</td></tr>",
+        "<tr><th>cause</th><td>ValueError: the order has no items</td></tr>",
+        "<tr><th>request id</th><td>r-1</td></tr>",
+        "<tr><th>replayable</th><td>yes</td></tr>",
+    ):
+        assert row in page
+    assert "{&#34;order&#34;:&#34;o-1&#34;,&#34;note&#34;:&#34;\\u202e&lt;script&gt;&#34;}" in page
+
+
+def choose_all(tool: Tool) -> Any:
+    return choose(tool, Where.DLQ, parse_selection(everything=True), None)
+
+
+def only_one(items: list[Inspected]) -> Inspected:
+    [item] = items
+    return item
