@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import boto3
+import click
 import pytest
 from typer.testing import CliRunner
 
@@ -255,6 +256,23 @@ def test_an_edited_payload_goes_to_the_function_and_its_outcome_follows_the_edit
     assert sent.identity == back.identity == edited_identity(item, compact_json(fixed)) != item.identity
     clock[0] += AN_HOUR
     assert judge_replay(tool, record, snapshot(tool)).judged[0].fate is Fate.BACK_UNCLASSIFIED
+
+
+def test_edit_on_the_command_line_sends_the_payload_as_edited_to_the_function(
+    aws: Aws, function: PlayedFunction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [message_id] = put(aws, destination_record(FUNCTION_ARN, ORDER))
+    monkeypatch.setattr(click, "edit", lambda text, **_options: text.replace('"items": 0', '"items": 2'))
+
+    result = sqs_redriver("edit", message_id, "--yes")
+
+    assert result.exit_code == 0, result.output
+    assert function.invoked == [(FUNCTION_ARN, {"order": "o-1", "items": 2})]
+    assert f"edited and sent to {FUNCTION_ARN}" in flat(result.stdout)
+    assert in_dlq(aws) == 0
+    [edit] = json.loads(sqs_redriver("audit", "--json").stdout)
+    assert (edit["action"], edit["details"]["to"], edit["count"]) == ("edit", FUNCTION_ARN, 1)
 
 
 def test_a_replayed_function_event_not_back_past_the_function_s_retries_was_consumed(

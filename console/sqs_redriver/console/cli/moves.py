@@ -239,7 +239,8 @@ def edit_command(
     yes: YesOption = False,
     json: JsonOption = False,
 ) -> None:
-    """Edit a message's body and attributes in $EDITOR, then send it back to its source queue.
+    """Edit a message's body and attributes in $EDITOR, then send it back to its source queue (a
+    dead letter of another service: its payload, to its source's one target).
 
     JSON stays JSON; SQS's limits are checked before anything is sent; the original is archived
     first (its key is printed) and deleted only after the edited message arrived."""
@@ -257,7 +258,8 @@ def edit_command(
     if not json:
         out.print(_diff_view(diff(before, render_document(edited))))
     if not yes:
-        typer.confirm(f"send the edited message from the {item.where.value} to its source queue?", abort=True)
+        to = "its source's target" if item.dead_letter is not None else "its source queue"
+        typer.confirm(f"send the edited message from the {item.where.value} to {to}?", abort=True)
     report = edit_and_retry(tool, item, after)
     if json:
         render.print_json(out, report.to_dict())
