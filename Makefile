@@ -139,6 +139,7 @@ bench-recovery: $(STAMP)
 	$(BIN)/python -m bench --backlog-drains $(DRAIN_ARGS)
 	$(BIN)/python -m bench --operator $(OPERATOR_ARGS)
 	$(BIN)/python -m bench.move_task $(MOVE_TASK_ARGS)
+	$(BIN)/python -m bench.dead_letters $(DEAD_LETTER_ARGS)
 
 # What the settings schema (lambdas/sqs_redriver/protocol/settings.py) generates: docs/configuration.md's
 # settings table and the fields of the Lambda's and the construct's typed settings.
