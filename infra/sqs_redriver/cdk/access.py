@@ -2,6 +2,10 @@
 consumer (``grant_consumer``) and the operator (``grant_operator``), each with explicit actions on
 the very resources.
 
+A dead-letter source of another kind (dead_letters.py): the re-drive function may make the one call
+that delivers to its target (DELIVERY_ACTIONS), on that target alone, and read the target's
+Powertools breaker record; never publish to a subscription's topic nor put events on a rule's bus.
+
 The state table's records: every record's partition key starts with its kind (``BREAKER#``,
 ``MSG#``...), and the re-driver's own records embed its queue URLs, so ``dynamodb:LeadingKeys``
 scopes each grant to the kinds, and where possible the very records, that the code reads or writes
@@ -33,6 +37,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 
 from sqs_redriver.cdk.consumer import grant_metric_reads
+from sqs_redriver.cdk.dead_letters import AttachedSource
 from sqs_redriver.cdk.functions import acknowledge
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.protocol.failure import FAILURE_RECORD_ATTRIBUTES, VERDICT_RECORD_ATTRIBUTES
@@ -45,6 +50,7 @@ from sqs_redriver.protocol.keys import (
     VERDICT_RECORD_PREFIX,
     RecordKind,
 )
+from sqs_redriver.protocol.sources import TargetKind
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
@@ -69,6 +75,19 @@ QUEUE_CONSUME_KEY_ACTIONS = ("kms:Decrypt",)
 # would also grant kms:ReEncrypt* and every GenerateDataKey variant).
 TABLE_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey")
 ARCHIVE_PUT_KEY_ACTIONS = ("kms:GenerateDataKey",)  # an SSE-KMS PutObject (Decrypt: reads, multipart)
+# The one call that delivers a dead letter of another kind back to its target (and what it uses of
+# a queue's or a topic's customer-managed key). An unqualified function ARN is what is invoked
+# ($LATEST), so it is the resource: no ":*" for the function's versions and aliases.
+DELIVERY_ACTIONS = {
+    TargetKind.FUNCTION: "lambda:InvokeFunction",
+    TargetKind.QUEUE: "sqs:SendMessage",
+    TargetKind.TOPIC: "sns:Publish",
+    TargetKind.STATE_MACHINE: "states:StartExecution",
+    TargetKind.EVENT_BUS: "events:PutEvents",
+}
+TOPIC_PUBLISH_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")  # SNS's data key for a publisher
+BREAKER_READ_ACTIONS = ("dynamodb:GetItem",)  # the target's Powertools breaker record
+BREAKER_KEY_ACTIONS = ("kms:Decrypt",)
 
 
 def grant_send(function: lambda_.Function, queue: sqs.IQueue) -> None:
@@ -103,17 +122,19 @@ def grant_data_keys(
 
 
 def grant_redrive_function(redriver: SqsRedriver) -> None:
-    """Consume the DLQ, send to the sources and the parking lot, use the table's records (no Scan,
-    no Query, no operator record written), invoke itself, write the archive and, with
-    ``queue_metrics``, read metrics."""
+    """Consume the DLQ, send to the sources (or deliver to each dead-letter source's target) and
+    the parking lot, use the table's records (no Scan, no Query, no operator record written),
+    invoke itself, write the archive and, with ``queue_metrics``, read metrics."""
     function = redriver.function
     grant_consume(function, redriver.dead_letter_queue)
     for queue in [*redriver.source_queues, redriver.parking_lot]:
         grant_send(function, queue)
+    for attached in redriver.dead_letter_sources:
+        grant_delivery(function, attached)
+    addresses = [queue.queue_url for queue in redriver.source_queues]
+    addresses += [attached.source.address for attached in redriver.dead_letter_sources]
     for statement in redriver_table_statements(
-        redriver.state_table.table_arn,
-        redriver.dead_letter_queue.queue_url,
-        [queue.queue_url for queue in redriver.source_queues],
+        redriver.state_table.table_arn, redriver.dead_letter_queue.queue_url, addresses
     ):
         function.add_to_role_policy(statement)
     grant_data_keys(function, table=redriver.state_table, archive=redriver.archive)
@@ -122,6 +143,31 @@ def grant_redrive_function(redriver: SqsRedriver) -> None:
         _grant_archive_writes(redriver, redriver.archive)
     if redriver.settings.queue_metrics:
         grant_metric_reads(redriver, function)
+
+
+def grant_delivery(function: lambda_.Function, attached: AttachedSource) -> None:
+    """The one call that delivers to the source's target, on that target; what it uses of the
+    target's customer-managed key, through the target's service; and a read of the target's
+    breaker record, if it keeps one."""
+    source = attached.source
+    function.add_to_role_policy(
+        iam.PolicyStatement(actions=[DELIVERY_ACTIONS[source.target_kind]], resources=[source.target_arn])
+    )
+    if attached.target_key is not None and source.target_kind is TargetKind.QUEUE:
+        grant_key(function, attached.target_key, QUEUE_SEND_KEY_ACTIONS, KeyUser.SQS)
+    if attached.target_key is not None and source.target_kind is TargetKind.TOPIC:
+        grant_key(function, attached.target_key, TOPIC_PUBLISH_KEY_ACTIONS, KeyUser.SNS)
+    table = attached.breaker_table
+    if table is not None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=list(BREAKER_READ_ACTIONS),
+                resources=[table.table_arn],
+                conditions={"ForAllValues:StringEquals": {LEADING_KEYS: [attached.breaker_key]}},
+            )
+        )
+        if table.encryption_key is not None:
+            grant_key(function, table.encryption_key, BREAKER_KEY_ACTIONS, KeyUser.DYNAMODB)
 
 
 def _grant_continuation(redriver: SqsRedriver) -> None:
@@ -249,9 +295,15 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
         iam.PolicyStatement(
             actions=list(OPERATOR_QUEUE_ACTIONS), resources=[queue.queue_arn for queue in queues]
         ),
-        iam.PolicyStatement(
-            actions=list(OPERATOR_SOURCE_ACTIONS),
-            resources=[queue.queue_arn for queue in redriver.source_queues],
+        *(
+            [
+                iam.PolicyStatement(
+                    actions=list(OPERATOR_SOURCE_ACTIONS),
+                    resources=[queue.queue_arn for queue in redriver.source_queues],
+                )
+            ]
+            if redriver.source_queues  # a re-driver of dead letters of another kind has none
+            else []
         ),
         iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[redriver.state_table.table_arn]),
         iam.PolicyStatement(
@@ -345,15 +397,18 @@ class TableAccess:
     keys: tuple[str, ...]
 
 
-def redriver_table_access(dlq_url: str, source_queue_urls: Sequence[str]) -> tuple[TableAccess, ...]:
+def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tuple[TableAccess, ...]:
     """Each operation the re-drive function makes, on exactly the records it makes it on.
+
+    ``source_addresses``: what names each source's breaker: a source queue's URL, a dead-letter
+    source's address (DeadLetterSource.address).
 
     Its own records (breakers, sweep, run history, continuation slot, the operator's pause) by their
     full keys, and its idempotency records (Powertools: get, conditional put, update, delete) by
     their prefix; message records, the kit's records and the operator's group records by kind. It
     never writes an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
-    breakers = tuple(RecordKind.BREAKER.key(url) for url in source_queue_urls)
+    breakers = tuple(RecordKind.BREAKER.key(address) for address in source_addresses)
     own = (*breakers, RecordKind.SWEEP.key(dlq_url), RecordKind.RUNS.key(dlq_url))
     continuation = RecordKind.CONTINUATION.key(dlq_url)
     idempotency = f"{RecordKind.IDEMPOTENCY.key(dlq_url)}#*"
@@ -382,7 +437,7 @@ def redriver_table_access(dlq_url: str, source_queue_urls: Sequence[str]) -> tup
 
 
 def redriver_table_statements(
-    table_arn: str, dlq_url: str, source_queue_urls: Sequence[str]
+    table_arn: str, dlq_url: str, source_addresses: Sequence[str]
 ) -> list[iam.PolicyStatement]:
     """One statement per operation of ``redriver_table_access``, on ``table_arn`` alone."""
     return [
@@ -391,7 +446,7 @@ def redriver_table_statements(
             resources=[table_arn],
             conditions={"ForAllValues:StringLike": {LEADING_KEYS: list(access.keys)}},
         )
-        for access in redriver_table_access(dlq_url, source_queue_urls)
+        for access in redriver_table_access(dlq_url, source_addresses)
     ]
 
 
@@ -418,6 +473,7 @@ class KeyUser(StrEnum):
     """The services that use a key on a principal's behalf (their endpoint's first label)."""
 
     SQS = "sqs"
+    SNS = "sns"
     DYNAMODB = "dynamodb"
     S3 = "s3"
 

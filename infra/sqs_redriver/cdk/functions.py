@@ -38,6 +38,7 @@ from constructs import Construct, IConstruct
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.validation import function_options
 from sqs_redriver.protocol.settings import RESOURCE_ENV, URL_SEPARATOR
+from sqs_redriver.protocol.sources import sources_json
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
@@ -307,20 +308,32 @@ def service_name(redriver_path: str) -> str:
 
 def redrive_environment(redriver: SqsRedriver) -> dict[str, str]:
     """The function's variables: its resources, its metrics' names and the settings."""
-    sources = redriver.source_queues
-    return {
+    environment = {
         RESOURCE_ENV["dlq_url"]: redriver.dead_letter_queue.queue_url,
-        RESOURCE_ENV["source_queue_url"]: Fn.join(URL_SEPARATOR, [queue.queue_url for queue in sources])
-        if len(sources) > 1
-        else sources[0].queue_url,
+        **_sources_variable(redriver),
         RESOURCE_ENV["parking_lot_url"]: redriver.parking_lot.queue_url,
         RESOURCE_ENV["table_name"]: redriver.state_table.table_name,
         RESOURCE_ENV["archive_bucket"]: redriver.archive.bucket_name if redriver.archive else "",
-        RESOURCE_ENV["consumer_function_names"]: "",  # grant_consumer fills it in
+    }
+    if redriver.source_queues:
+        environment[RESOURCE_ENV["consumer_function_names"]] = ""  # grant_consumer fills it in
+    return {
+        **environment,
         "POWERTOOLS_SERVICE_NAME": service_name(redriver.node.path),
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         **redriver.settings.lambda_environment(),
     }
+
+
+def _sources_variable(redriver: SqsRedriver) -> dict[str, str]:
+    """Where the dead letters go back to: the source queues, or the dead-letter sources of another
+    kind as JSON, their ARNs resolved at deploy (and then no SOURCE_QUEUE_URL)."""
+    if redriver.dead_letter_sources:
+        sources = [attached.source for attached in redriver.dead_letter_sources]
+        return {RESOURCE_ENV["dead_letter_sources"]: sources_json(sources)}
+    queues = redriver.source_queues
+    urls = [queue.queue_url for queue in queues]
+    return {RESOURCE_ENV["source_queue_url"]: Fn.join(URL_SEPARATOR, urls) if len(urls) > 1 else urls[0]}
 
 
 def build_redrive_function(

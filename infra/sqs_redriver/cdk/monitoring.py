@@ -7,9 +7,10 @@ the single dimension Powertools adds, ``service`` (``functions.service_name``); 
 function's are AWS's.
 
 The dashboard's rows, 24 units wide: the DLQ and the parking lot; the runs and the breaker; the
-re-drive function and the source queues; the breaker's latest transitions from the function's logs;
-the operator's latest actions from the audit trail (SqsRedriver adds them); then a row per consumer
-that grant_consumer names.
+re-drive function and the source queues (or each dead-letter source of another kind: a function's
+errors and throttles, a rule's failed invocations, a topic's failed notifications); the breaker's
+latest transitions from the function's logs; the operator's latest actions from the audit trail
+(SqsRedriver adds them); then a row per consumer that grant_consumer names.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Arn, ArnFormat, Aws, Duration, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -33,9 +35,11 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
+from sqs_redriver.cdk.dead_letters import AttachedSource
 from sqs_redriver.cdk.functions import METRICS_NAMESPACE, acknowledge, service_name
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.protocol.limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.protocol.sources import SourceKind
 
 if TYPE_CHECKING:
     from sqs_redriver.cdk.redriver import SqsRedriver
@@ -67,6 +71,7 @@ class RedriverMonitoring(Construct):
         archive: bool,
         alarm_email: str | None = None,
         alarm_topic: sns.ITopic | None = None,
+        dead_letter_sources: Sequence[AttachedSource] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         if alarm_email is not None and alarm_topic is not None:
@@ -82,6 +87,7 @@ class RedriverMonitoring(Construct):
             dead_letter_queue=dead_letter_queue,
             parking_lot=parking_lot,
             source_queues=source_queues,
+            dead_letter_sources=dead_letter_sources,
             settings=settings,
             age_threshold=age_threshold,
             dlq_retention_seconds=dlq_retention_seconds,
@@ -122,6 +128,7 @@ def monitor(
         dead_letter_queue=redriver.dead_letter_queue,
         parking_lot=redriver.parking_lot,
         source_queues=redriver.source_queues,
+        dead_letter_sources=redriver.dead_letter_sources,
         settings=redriver.settings,
         service=service_name(redriver.node.path),
         dlq_retention_seconds=dlq_retention_seconds,
@@ -154,6 +161,7 @@ class Watched:
     settings: RedriverSettings
     age_threshold: int  # the DLQ age alarm's threshold (s)
     dlq_retention_seconds: int
+    dead_letter_sources: Sequence[AttachedSource] = ()  # a DLQ of another kind's (no source queues)
 
 
 def run_metric(service: str, name: str, statistic: str, period: Duration = PERIOD) -> cw.Metric:
@@ -487,7 +495,7 @@ def _run_row(watched: Watched) -> list[cw.IWidget]:
 
 
 def _function_row(watched: Watched) -> list[cw.IWidget]:
-    function, settings = watched.function, watched.settings
+    function = watched.function
     timeout = function.timeout if isinstance(function, lambda_.Function) else None
     return [
         _graph(
@@ -509,6 +517,21 @@ def _function_row(watched: Watched) -> list[cw.IWidget]:
             if timeout
             else [],
         ),
+        *_source_widgets(watched),
+    ]
+
+
+# What a dead-letter source's graph shows of a rule and of a subscription's topic (AWS/Events, AWS/SNS).
+RULE_FAILURES = ("FailedInvocations", "InvocationsSentToDlq")
+TOPIC_FAILURES = ("NumberOfNotificationsFailed", "NumberOfNotificationsRedrivenToDlq")
+
+
+def _source_widgets(watched: Watched) -> list[cw.IWidget]:
+    """The source queues' depth, or a graph of each dead-letter source of another kind."""
+    settings = watched.settings
+    if not watched.source_queues:
+        return [dead_letter_source_widget(attached) for attached in watched.dead_letter_sources]
+    return [
         _graph(
             "Source queue depth",
             [
@@ -524,6 +547,53 @@ def _function_row(watched: Watched) -> list[cw.IWidget]:
             else [],
         ),
     ]
+
+
+def dead_letter_source_widget(attached: AttachedSource) -> cw.GraphWidget:
+    """How often the source fails its target: a function's errors and throttles, a rule's failed
+    invocations, a subscription's topic's failed notifications (with what went to the DLQ)."""
+    origin, source = attached.origin, attached.source
+    if source.kind is SourceKind.FUNCTION:
+        assert isinstance(origin, lambda_.Function)
+        return _graph(
+            f"Function {relative_path(origin)}: errors and throttles",
+            [
+                origin.metric_errors(statistic="Sum", period=PERIOD),
+                origin.metric_throttles(statistic="Sum", period=PERIOD),
+            ],
+        )
+    if source.kind is SourceKind.RULE_TARGET:
+        assert isinstance(origin, events.Rule)
+        return _graph(
+            f"Rule {relative_path(origin)}: failed invocations",
+            [_service_metric("AWS/Events", name, rule_dimensions(origin)) for name in RULE_FAILURES],
+        )
+    topic = {"TopicName": Arn.split(source.topic_arn, ArnFormat.NO_RESOURCE_NAME).resource}
+    return _graph(
+        f"Topic of {relative_path(origin)}: failed notifications",
+        [_service_metric("AWS/SNS", name, topic) for name in TOPIC_FAILURES],
+    )
+
+
+def rule_dimensions(rule: events.Rule) -> dict[str, str]:
+    """A rule's metrics' dimensions: its name, and its bus's when that is not the default bus.
+
+    The name is the last part of the rule's ARN (``rule/[bus/]name``): on a custom bus its Ref is
+    ``bus|name``, which names no metric."""
+    cfn = rule.node.default_child
+    assert isinstance(cfn, events.CfnRule)
+    bus = cfn.event_bus_name if cfn.event_bus_name != "default" else None
+    name = cfn.name if cfn.name and not Token.is_unresolved(cfn.name) else None
+    dimensions = {"RuleName": name or Fn.select(1 if bus is None else 2, Fn.split("/", rule.rule_arn))}
+    if bus is not None:
+        dimensions["EventBusName"] = bus if Token.is_unresolved(bus) else bus.rsplit("/", 1)[-1]
+    return dimensions
+
+
+def _service_metric(namespace: str, name: str, dimensions: dict[str, str]) -> cw.Metric:
+    return cw.Metric(
+        namespace=namespace, metric_name=name, dimensions_map=dimensions, statistic="Sum", period=PERIOD
+    )
 
 
 def breaker_transitions(log_group: logs.ILogGroup, service: str) -> cw.LogQueryWidget:

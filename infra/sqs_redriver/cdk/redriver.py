@@ -1,4 +1,6 @@
-"""SqsRedriver: the L3 construct that attaches the smart re-driver to a source queue and its DLQ.
+"""SqsRedriver: the L3 construct that attaches the smart re-driver to a source queue and its DLQ, or
+to the DLQ of a Lambda function, an EventBridge rule target or an SNS subscription
+(``for_function``, ``for_rule_target``, ``for_subscription``: dead_letters.py reads them).
 
 It checks its props (validation.py), then calls the builders: storage.py (parking lot, archive,
 state table, audit trail), functions.py (the function and its schedule), access.py (what the
@@ -13,12 +15,13 @@ from typing import Any, cast
 
 from aws_cdk import Annotations, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from sqs_redriver.cdk.access import attach_operator_policy, grant_kit_consumer, grant_redrive_function
 from sqs_redriver.cdk.consumer import (
@@ -29,9 +32,17 @@ from sqs_redriver.cdk.consumer import (
     is_function,
     warn_not_configured,
 )
+from sqs_redriver.cdk.dead_letters import (
+    AttachedSource,
+    ConsumerBreakerProps,
+    check_sources,
+    read_function,
+    read_rule_target,
+    read_subscription,
+)
 from sqs_redriver.cdk.functions import build_redrive_function, build_schedule, powertools_layer
 from sqs_redriver.cdk.monitoring import alarm_retention_seconds, audit_widget, monitor
-from sqs_redriver.cdk.settings import RedriverSettings
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.storage import (
     ARCHIVE_EXPIRATION,
     AUDIT_RETENTION,
@@ -62,15 +73,20 @@ CONSUMER_VERDICTS = BY_NAME["consumer_verdicts"]
 
 
 class SqsRedriver(Construct):
-    """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair.
+    """Provisions the parking lot, state table, schedule and re-drive Lambda for one queue pair, or
+    for the DLQ of another kind of source.
 
-    ``other_source_queues``: further queues whose DLQ is ``dead_letter_queue`` (a shared DLQ);
-    each message goes back to the queue SQS names as its source. ``archive``: keep every parked
-    message in an S3 bucket as well (one object each), deleted ``archive_expiration`` after it
-    was written (None: never). ``powertools_layer_version`` (the public layer's version
-    number) or ``powertools_layer_arn`` (any layer) override the Powertools layer, which is by
-    default the one of the release the project pins, read from its public SSM parameter at deploy
-    time; one of them at most.
+    ``source_queue``: the queue whose RedrivePolicy names ``dead_letter_queue``. For the DLQ of a
+    Lambda function, an EventBridge rule target or an SNS subscription, create the re-driver with
+    ``SqsRedriver.for_function``, ``for_rule_target`` or ``for_subscription`` instead, which read
+    the DLQ and the target from those constructs (``dead_letter_sources``: what they read; no
+    ``source_queue`` then). ``other_source_queues``: further queues whose DLQ is
+    ``dead_letter_queue`` (a shared DLQ); each message goes back to the queue SQS names as its
+    source. ``archive``: keep every parked message in an S3 bucket as well (one object each),
+    deleted ``archive_expiration`` after it was written (None: never).
+    ``powertools_layer_version`` (the public layer's version number) or ``powertools_layer_arn``
+    (any layer) override the Powertools layer, which is by default the one of the release the
+    project pins, read from its public SSM parameter at deploy time; one of them at most.
 
     ``encryption_key``: the customer-managed KMS key of the parking lot, archive and state table
     the construct creates; without it, a DLQ encrypted with a customer-managed key lends them its
@@ -90,7 +106,7 @@ class SqsRedriver(Construct):
     (the stack's consumer kit layer, see ``grant_consumer``) and ``encryption_key`` (the KMS key of
     what the construct created, None when it uses AWS-managed encryption), and ``dashboard``,
     ``alarms`` (name -> alarm) and ``alarm_topic`` (None, empty and None with ``monitoring=False``;
-    see monitoring.py).
+    see monitoring.py); ``source_queues`` and ``dead_letter_sources`` (one of them empty).
     """
 
     def __init__(
@@ -98,9 +114,10 @@ class SqsRedriver(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        source_queue: sqs.IQueue,
+        source_queue: sqs.IQueue | None = None,
         dead_letter_queue: sqs.IQueue,
         other_source_queues: Sequence[sqs.IQueue] = (),
+        dead_letter_sources: Sequence[AttachedSource] = (),
         settings: RedriverSettings | None = None,
         powertools_layer_version: int | None = None,
         powertools_layer_arn: str | None = None,
@@ -125,7 +142,12 @@ class SqsRedriver(Construct):
                 f"sqs-redriver:renamed-setting-{renamed.old_name}",
                 deprecation_line(renamed.old_name, renamed.new_name),
             )
-        self.source_queues: tuple[sqs.IQueue, ...] = (source_queue, *other_source_queues)
+        self.source_queues: tuple[sqs.IQueue, ...] = _source_queues(
+            source_queue, other_source_queues, dead_letter_sources
+        )
+        self.dead_letter_sources = tuple(dead_letter_sources)
+        if self.dead_letter_sources:
+            check_sources(self.dead_letter_sources, dead_letter_queue)
         self.dead_letter_queue = dead_letter_queue
         check_props(
             settings, self.source_queues, dead_letter_queue, parking_lot=parking_lot, state_table=state_table
@@ -154,6 +176,7 @@ class SqsRedriver(Construct):
             "name": self.node.path,
             "dlq_url": self.dead_letter_queue.queue_url,
             "source_queue_urls": [queue.queue_url for queue in self.source_queues],
+            "dead_letter_sources": [attached.source.to_json() for attached in self.dead_letter_sources],
             "parking_lot_url": self.parking_lot.queue_url,
             "table_name": self.state_table.table_name,
             "function_name": self.function.function_name,
@@ -222,7 +245,7 @@ class SqsRedriver(Construct):
         what to do, for a function the kit cannot run in or a consumer IAM cannot grant to.
         """
         check_consumer(function)
-        queue = queue or self.source_queues[0]
+        queue = queue or self._first_source_queue()
         receive_count = consumer_max_receive_count(queue, max_receive_count, self.source_queues)
         environment = {
             ENV_DLQ_URL: self.dead_letter_queue.queue_url,
@@ -242,6 +265,16 @@ class SqsRedriver(Construct):
         if is_function(function):
             self._watch_consumer_function(cast(lambda_.IFunction, function), queue)
         return environment
+
+    def _first_source_queue(self) -> sqs.IQueue:
+        """The queue a consumer consumes by default; none in a re-driver of another kind's DLQ."""
+        if not self.source_queues:
+            raise SettingsError(
+                "grant_consumer is for a consumer of a source queue: this re-driver's dead letters "
+                f"are a {self.dead_letter_sources[0].source.kind.value} source's, delivered back to "
+                "their target (give that target consumer_breaker= instead)"
+            )
+        return self.source_queues[0]
 
     def _watch_consumer_function(self, function: lambda_.IFunction, queue: sqs.IQueue) -> None:
         """Check its event source at synth; read its metrics and show its errors."""
@@ -306,3 +339,131 @@ class SqsRedriver(Construct):
             ],
             **kwargs,
         )
+
+    @classmethod
+    def for_function(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.Function,
+        dead_letter_queue: sqs.IQueue | None = None,
+        consumer_breaker: ConsumerBreakerProps | None = None,
+        **kwargs: Any,
+    ) -> SqsRedriver:
+        """Re-drive a function's failed asynchronous invocations back to it (invoked asynchronously).
+
+        The DLQ is the function's on-failure destination (``on_failure=destinations.SqsDestination(q)``
+        or ``configure_async_invoke``) or its older dead-letter queue (``dead_letter_queue=``),
+        configured before this call; ``dead_letter_queue`` says which one when it has both.
+        ``consumer_breaker``: the Powertools circuit breaker the function keeps, which the re-driver
+        reads to hold its re-drives while it is OPEN. ``kwargs``: ``__init__``'s other props.
+
+        The re-drive function may invoke exactly that function (and read the breaker's record).
+        Raises SettingsError for a function with neither, a destination that is no SQS queue, a
+        ``dead_letter_queue`` that is not the function's, a FIFO queue, or one whose maximum message
+        size is below an asynchronous payload's (records would drop their payload).
+        """
+        attached = read_function(
+            function, dead_letter_queue=dead_letter_queue, consumer_breaker=consumer_breaker
+        )
+        return cls._for_source(scope, construct_id, attached, kwargs)
+
+    @classmethod
+    def for_rule_target(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        rule: events.Rule,
+        target: IConstruct | None = None,
+        target_index: int | None = None,
+        dead_letter_queue: sqs.IQueue | None = None,
+        consumer_breaker: ConsumerBreakerProps | None = None,
+        **kwargs: Any,
+    ) -> SqsRedriver:
+        """Re-drive the dead letters of one target of an EventBridge rule back to that target alone.
+
+        ``target``: the construct the rule targets (the function, queue, topic, state machine or
+        event bus passed to its ``events_targets`` wrapper), or ``target_index``: the target's place
+        in the rule (``Target0`` is 0); neither for a rule with one target. The target must have a
+        dead-letter queue and be added before this call. ``dead_letter_queue``: that queue, needed
+        only when it is imported. ``kwargs``: ``__init__``'s other props.
+
+        The re-drive function may make exactly the call EventBridge makes to the target
+        (``lambda:InvokeFunction``, ``sqs:SendMessage``, ``sns:Publish``, ``states:StartExecution``
+        or ``events:PutEvents``), on the target; never ``events:PutEvents`` on the rule's bus.
+        Raises SettingsError for a target without a DLQ, of another kind (an ECS task, an API
+        destination...), with an input, input path or input transformer (its DLQ holds the event
+        untransformed), or that is the rule's own bus or its own DLQ.
+        """
+        attached = read_rule_target(
+            rule,
+            target=target,
+            target_index=target_index,
+            dead_letter_queue=dead_letter_queue,
+            consumer_breaker=consumer_breaker,
+        )
+        return cls._for_source(scope, construct_id, attached, kwargs)
+
+    @classmethod
+    def for_subscription(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        subscription: sns.Subscription,
+        dead_letter_queue: sqs.IQueue | None = None,
+        consumer_breaker: ConsumerBreakerProps | None = None,
+        **kwargs: Any,
+    ) -> SqsRedriver:
+        """Re-drive an SNS subscription's dead letters to its endpoint alone, as SNS would have
+        delivered them (raw or not), never re-published to the topic.
+
+        The DLQ is the subscription's (its redrive policy: ``dead_letter_queue=`` of
+        ``SqsSubscription``, ``LambdaSubscription``...). ``kwargs``: ``__init__``'s other props.
+        The re-drive function may send to the endpoint queue or invoke the endpoint function, and
+        nothing on the topic. Raises SettingsError for a subscription without a DLQ or whose
+        endpoint is neither an SQS queue nor a Lambda function (naming its protocol).
+        """
+        attached = read_subscription(
+            subscription, dead_letter_queue=dead_letter_queue, consumer_breaker=consumer_breaker
+        )
+        return cls._for_source(scope, construct_id, attached, kwargs)
+
+    @classmethod
+    def _for_source(
+        cls, scope: Construct, construct_id: str, attached: AttachedSource, kwargs: dict[str, Any]
+    ) -> SqsRedriver:
+        for prop in ("source_queue", "other_source_queues", "dead_letter_sources"):
+            if prop in kwargs:
+                raise SettingsError(f"{prop} is read from the source's constructs: omit it here")
+        return cls(
+            scope,
+            construct_id,
+            dead_letter_queue=attached.dead_letter_queue,
+            dead_letter_sources=[attached],
+            **kwargs,
+        )
+
+
+def _source_queues(
+    source_queue: sqs.IQueue | None,
+    others: Sequence[sqs.IQueue],
+    dead_letter_sources: Sequence[AttachedSource],
+) -> tuple[sqs.IQueue, ...]:
+    """The source queues, or none for a DLQ of another kind: one of the two, never both."""
+    if dead_letter_sources:
+        if source_queue is not None or others:
+            raise SettingsError(
+                "source_queue (or other_source_queues) and dead_letter_sources: pass one; a DLQ holds "
+                "either an SQS consumer's dead letters or another kind's"
+            )
+        return ()
+    if source_queue is None:
+        raise SettingsError(
+            "source_queue is required: the queue whose RedrivePolicy names dead_letter_queue (for a "
+            "Lambda function's, a rule target's or a subscription's DLQ, use SqsRedriver.for_function, "
+            "for_rule_target or for_subscription)"
+        )
+    return (source_queue, *others)

@@ -74,8 +74,10 @@ def check_props(
     state_table: dynamodb.ITable | None,
 ) -> None:
     """What the construct can check before it builds anything: the queues, the expiry margin
-    against the DLQ's retention, and the parking lot and table a user brings."""
-    check_queues(sources, dead_letter_queue)
+    against the DLQ's retention, and the parking lot and table a user brings. ``sources``: the
+    source queues, none for a DLQ of another kind (dead_letters.py checks its sources)."""
+    if sources:
+        check_queues(sources, dead_letter_queue)
     check_expiry_margin(settings.expiry_margin_seconds, dead_letter_queue)
     if parking_lot is not None:
         check_parking_lot(parking_lot, dead_letter_queue, sources)
@@ -85,8 +87,7 @@ def check_props(
 
 def check_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -> None:
     """The schema's queue rules (each queue in one role, all of one kind), then the CDK-only ones."""
-    labelled = [("source_queue", sources[0])]
-    labelled += [(f"other_source_queues[{index}]", queue) for index, queue in enumerate(sources[1:])]
+    labelled = _labelled_sources(sources)
     dlq = ("dead_letter_queue", dead_letter_queue)
     with reraise_as(SettingsError):
         # A queue's ARN token is the same string for the same queue; an imported queue's ARN is literal.
@@ -96,6 +97,14 @@ def check_queues(sources: Sequence[sqs.IQueue], dead_letter_queue: sqs.IQueue) -
         )
     for label, queue in labelled:
         _check_source(label, queue, dead_letter_queue)
+
+
+def _labelled_sources(sources: Sequence[sqs.IQueue]) -> list[tuple[str, sqs.IQueue]]:
+    """Each source queue with the prop that names it (none for a DLQ of another kind)."""
+    return [
+        ("source_queue" if index == 0 else f"other_source_queues[{index - 1}]", queue)
+        for index, queue in enumerate(sources)
+    ]
 
 
 def _check_source(label: str, source_queue: sqs.IQueue, dead_letter_queue: sqs.IQueue) -> None:
@@ -141,8 +150,7 @@ def check_parking_lot(
     parking_lot: sqs.IQueue, dead_letter_queue: sqs.IQueue, sources: Sequence[sqs.IQueue]
 ) -> None:
     """A parking lot the user brings: its own queue, the DLQ's kind, and not weaker than the DLQ."""
-    labelled = [("dead_letter_queue", dead_letter_queue), ("source_queue", sources[0])]
-    labelled += [(f"other_source_queues[{index}]", queue) for index, queue in enumerate(sources[1:])]
+    labelled = [("dead_letter_queue", dead_letter_queue), *_labelled_sources(sources)]
     with reraise_as(SettingsError):
         check_distinct_queues(
             [(label, queue.queue_arn) for label, queue in [*labelled, ("parking_lot", parking_lot)]]
