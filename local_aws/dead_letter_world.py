@@ -94,6 +94,7 @@ from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.settings import CONTEXT_SETTINGS, RESOURCE_ENV, dlq_visibility_timeout
 from sqs_redriver.protocol.sources import (
+    MAX_PROBE_SECONDS,
     ConsumerBreaker,
     DeadLetterSource,
     Retries,
@@ -283,6 +284,23 @@ class PlayedLambda:
             raise refusal
         self._schedule(payload, attempt=1, by_redriver=by_redriver, at_ms=world.clock.now_ms)
 
+    def invoke_now(self, payload: str, *, by_redriver: bool) -> FunctionError | None:
+        """A synchronous Invoke (RequestResponse) now: raises the refusal's ClientError, or runs
+        the function at once and answers its error; Lambda neither retries it nor dead-letters it."""
+        world = self._world
+        refusal = self._refusal(payload, world.clock())
+        code = str(refusal.response["Error"]["Code"]) if refusal is not None else ""
+        world.log.invocations.append(Invocation(world.clock.elapsed, order_key(payload), by_redriver, code))
+        if refusal is not None:
+            world.metrics.count(Series.function(FUNCTION_NAME), THROTTLES, int(code == THROTTLED))
+            raise refusal
+        error = self._function(payload)
+        world.metrics.invoked(error=error is not None)
+        world.log.runs.append(
+            FunctionRun(world.clock.elapsed, order_key(payload), 1, by_redriver, error.type if error else "")
+        )
+        return error
+
     def next_ms(self) -> int | None:
         return self._due[0].at_ms if self._due else None
 
@@ -321,12 +339,19 @@ class LambdaClient(ClientProxy):
         self._played = played
 
     def invoke(self, **kwargs: Any) -> Any:
-        if kwargs.get("InvocationType") != "Event":
-            raise ValueError("the world plays asynchronous invocations only")
         payload = kwargs["Payload"]
-        self._played.invoke(
-            payload.decode("utf-8") if isinstance(payload, bytes) else payload, by_redriver=True
-        )
+        text = payload.decode("utf-8") if isinstance(payload, bytes) else payload
+        if kwargs.get("InvocationType") == "RequestResponse":  # a canary probed synchronously
+            error = self._played.invoke_now(text, by_redriver=True)
+            if error is None:
+                return {"StatusCode": 200, "Payload": io.BytesIO(b"null")}
+            answer = json.dumps({"errorType": error.type, "errorMessage": error.message}).encode()
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(answer)}
+        if kwargs.get("InvocationType") != "Event":
+            raise ValueError(
+                f"the world plays Event and RequestResponse invocations, not {kwargs.get('InvocationType')}"
+            )
+        self._played.invoke(text, by_redriver=True)
         return self._client.invoke(**kwargs)  # moto: 202, and runs nothing
 
 
@@ -452,8 +477,15 @@ def dead_letter_source(kind: SourceKind, resources: Resources, *, circuit: bool)
         retries = Retries(
             1 + resources.function_retries, resources.function_timeout_seconds + max(RETRY_DELAYS_SECONDS)
         )
+        timeout = resources.function_timeout_seconds
         return DeadLetterSource(
-            kind, FUNCTION_ARN, TargetKind.FUNCTION, FUNCTION_ARN, retries, breaker=breaker
+            kind,
+            FUNCTION_ARN,
+            TargetKind.FUNCTION,
+            FUNCTION_ARN,
+            retries,
+            breaker=breaker,
+            probe_timeout_seconds=timeout if timeout <= MAX_PROBE_SECONDS else 0,
         )
     policy = resources.rule_retry_policy
     attempts = 1 + policy["MaximumRetryAttempts"]

@@ -69,13 +69,6 @@ def poison_figures(request: pytest.FixtureRequest) -> DeadLetterFigures:
 # --- a function's dead letters (its on-failure destination) ---------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="304 today: the first run re-drives all 300 into the outage. Invoke answers 202 and the "
-    "function's failures come back 3 minutes later, so the run sees only successes and its slow start "
-    "ramps; the metrics place no first failure in an outage: judge() starts a record's span at its "
-    "SentTimestamp, after Lambda's three tries, and those minutes are not published yet",
-)
 def test_a_function_gets_at_most_30_deliveries_into_an_outage(function_outage: DeadLetterFigures) -> None:
     assert function_outage.redriver_invocations_in_outage <= 30
 
@@ -122,12 +115,6 @@ def test_a_rule_target_gets_at_most_30_deliveries_into_an_outage(
     assert rule_target_outage.refused_in_outage == rule_target_outage.redriver_invocations_in_outage
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="10.8 min today: a HALF_OPEN breaker closes after breaker_success_threshold (2) probe "
-    "verdicts, one per run, each read a run after its canary (60 and 65 min), then drains at 70; "
-    "a rule target's Invoke answer is final (its failures never come back to this DLQ)",
-)
 def test_a_rule_targets_dlq_is_empty_minutes_after_recovery(rule_target_outage: DeadLetterFigures) -> None:
     settled = rule_target_outage.settled_minutes_after_recovery
     assert settled is not None and settled <= 10

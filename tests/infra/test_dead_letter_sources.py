@@ -338,6 +338,7 @@ def test_a_function_source_is_its_own_target_with_its_retries_timeout_and_breake
             target_arn=target,
             retries=Retries(attempts=2, attempt_seconds=40 + 120),
             breaker=ConsumerBreaker(table=logical_id(case.parts["table"]), name="payments"),
+            probe_timeout_seconds=40,
         ),
     )
 
@@ -965,3 +966,28 @@ def test_a_rule_target_of_another_stack_reaches_the_redriver_by_cross_stack_refe
     variables = Template.from_stack(redriver_stack).to_json()["Resources"][logical_id(redriver.function)]
     sources = variables["Properties"]["Environment"]["Variables"][SOURCES_ENV]
     assert "Fn::ImportValue" in json.dumps(sources)
+
+
+@pytest.mark.parametrize(
+    ("props", "probe_timeout"),
+    [
+        ({"timeout": cdk.Duration.seconds(20)}, 20),
+        ({"timeout": cdk.Duration.seconds(61)}, 0),
+        ({"timeout": cdk.Duration.seconds(20), "on_success": "queue"}, 0),
+    ],
+    ids=["short-timeout", "longer-than-a-run-waits", "on-success-destination"],
+)
+def test_a_function_is_probed_synchronously_only_when_a_run_can_wait_and_no_success_is_missed(
+    props: dict[str, Any], probe_timeout: int
+) -> None:
+    stack = bare_stack()
+    if props.get("on_success"):
+        props = {**props, "on_success": destinations.SqsDestination(sqs.Queue(stack, "Successes"))}
+    target = bare_function(
+        stack, on_failure=destinations.SqsDestination(sqs.Queue(stack, "Failures")), **props
+    )
+
+    redriver = SqsRedriver.for_function(stack, "Redriver", function=target)
+
+    [attached] = redriver.dead_letter_sources
+    assert attached.source.probe_timeout_seconds == probe_timeout

@@ -9,6 +9,7 @@ harness plays an SQS consumer. Queues, the state table and the parking lot are m
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import replace
 from typing import Any
@@ -18,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
+from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.table import ParkCause
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.sources import ConsumerBreaker, DeadLetterSource
@@ -48,13 +50,21 @@ class PlayedFunction:
 
     def __init__(self) -> None:
         self.invoked: list[tuple[str, Any]] = []
+        self.probed: list[tuple[str, Any]] = []
         self.refusing: str | None = None
+        self.failing = False  # a synchronous invocation answers the function's error
 
     def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
-        assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
         if self.refusing:
             error = {"Error": {"Code": self.refusing, "Message": "Rate exceeded"}}
             raise ClientError(error, "Invoke")  # type: ignore[arg-type]
+        if InvocationType == "RequestResponse":
+            self.probed.append((FunctionName, json.loads(Payload)))
+            if self.failing:
+                answer = b'{"errorType": "ConnectionError", "errorMessage": "payments API down"}'
+                return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(answer)}
+            return {"StatusCode": 200, "Payload": io.BytesIO(b"null")}
+        assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
         self.invoked.append((FunctionName, json.loads(Payload)))
         return {"StatusCode": 202}
 
@@ -244,3 +254,32 @@ def test_while_the_function_s_own_breaker_is_open_it_gets_nothing(
     assert held.tally.redriven == 0
     assert probed.tally.redriven == 1  # a canary's worth (CANARY_SIZE 1), not the whole DLQ
     assert len(function.invoked) == 1
+
+
+def test_a_function_probed_synchronously_keeps_a_failed_canary_and_closes_on_passing_ones(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
+) -> None:
+    the_redriver = redriver(aws, clock, function, replace(FUNCTION_SOURCE, probe_timeout_seconds=30))
+    put(aws, *(destination_record(FUNCTION_ARN, {"order": f"o-{n}"}) for n in range(5)))
+    the_redriver.state.save_breaker(
+        RecordKind.BREAKER.key(FUNCTION_SOURCE.address),
+        Breaker().opened(int(clock()), Evidence.METRICS),
+        expected_version=0,
+    )
+    function.failing = True
+
+    failed = run(the_redriver, clock)
+    probed_while_failing = len(function.probed)
+    counts_after_failed_canary = sorted(
+        int(record_of(aws, i)["redrive_count"]["N"]) for i in aws_identities(aws)
+    )
+    function.failing = False
+    closed = run(the_redriver, clock)
+
+    assert (failed.breaker_state.value, failed.tally.redriven, probed_while_failing) == ("OPEN", 0, 1)
+    assert counts_after_failed_canary[-1] == 1  # the failed canary's count stands
+    # Closed in one run by two canaries answered at once, then drained but for the failed canary,
+    # still hidden from the receive that took it (moto keeps real time): a later run's.
+    assert closed.breaker_state.value == "CLOSED"
+    assert (len(function.probed), len(function.invoked)) == (3, 2)
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 1

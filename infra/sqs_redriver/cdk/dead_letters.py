@@ -35,6 +35,7 @@ from constructs import Construct, IConstruct
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.sources import (
+    MAX_PROBE_SECONDS,
     MAX_SOURCES,
     ConsumerBreaker,
     DeadLetterSource,
@@ -132,8 +133,19 @@ def read_function(
         target_kind=TargetKind.FUNCTION,
         target_arn=function.function_arn,
         retries=Retries(attempts=attempts, attempt_seconds=int(timeout) + LAMBDA_LONGEST_RETRY_WAIT_SECONDS),
+        probe_timeout_seconds=_probe_timeout(int(timeout), config),
     )
     return _attached(source, queue, function, label, function, consumer_breaker)
+
+
+def _probe_timeout(timeout: int, config: lambda_.CfnEventInvokeConfig | None) -> int:
+    """A function is probed synchronously (its answer is the canary's verdict at once) when a run
+    can wait out its timeout, and no on-success destination expects every success (a synchronous
+    invocation reaches none); else 0, its canaries asynchronous."""
+    destinations = config.destination_config if config is not None else None
+    if getattr(destinations, "on_success", None) is not None or timeout > MAX_PROBE_SECONDS:
+        return 0
+    return timeout
 
 
 def _invoke_config(function: lambda_.Function) -> lambda_.CfnEventInvokeConfig | None:

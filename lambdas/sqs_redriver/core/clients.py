@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
+from sqs_redriver.protocol.sources import MAX_PROBE_SECONDS
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -55,13 +57,21 @@ def aws_clients(*, s3: bool = False, cloudwatch: bool = False, delivery: bool = 
     )
 
 
+# Lambda's client waits out a function's synchronous answer to a canary (MAX_PROBE_SECONDS), and
+# never tries an invocation twice on its own: a retried RequestResponse would run the canary again.
+LAMBDA_CONFIG = AWS_CONFIG.merge(
+    Config(read_timeout=MAX_PROBE_SECONDS + 5, retries={"mode": "standard", "max_attempts": 1})
+)
+
+
 def _delivery_clients() -> Callable[[str, str], Any]:
     """One client per target service and region, made when a target first needs it."""
     made: dict[tuple[str, str], Any] = {}
 
     def client(service: str, region: str) -> Any:
         if (service, region) not in made:
-            made[service, region] = boto3.client(service, region_name=region, config=AWS_CONFIG)  # type: ignore[call-overload]
+            config = LAMBDA_CONFIG if service == "lambda" else AWS_CONFIG
+            made[service, region] = boto3.client(service, region_name=region, config=config)  # type: ignore[call-overload]
         return made[service, region]
 
     return client

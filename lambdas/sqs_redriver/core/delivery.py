@@ -112,6 +112,9 @@ MISSING_PARAMETER = "MissingParameter"
 RESERVED_SOURCE = "NotAuthorizedForSourceException"
 # A PutEvents answer that says nothing of an entry: not known to be sent, so it stays in the DLQ.
 NO_ANSWER = "NoAnswer"
+# A function's error in its answer to a canary invoked synchronously, and how much of it is kept.
+FUNCTION_ERROR = "FunctionError"
+MAX_PROBE_ANSWER_BYTES = 1_024
 
 LAMBDA_SENDER_FAULTS = frozenset(
     {
@@ -138,7 +141,10 @@ class _Target:
         self._client = client
 
     def redrive_window(self) -> RedriveWindow:
-        """A failure of what was delivered is back in the DLQ within the source's retries."""
+        """A failure of what was delivered is back in the DLQ within the source's retries; for a
+        target whose answer is the whole verdict (``failures_return`` false) at once."""
+        if not self.source.failures_return:
+            return RedriveWindow(visibility_timeout_seconds=0, max_receive_count=1)
         retries = self.source.retries
         return RedriveWindow(
             visibility_timeout_seconds=retries.attempt_seconds, max_receive_count=retries.attempts
@@ -147,6 +153,13 @@ class _Target:
     def backlog(self) -> int:
         """No back-pressure signal from these targets."""
         return 0
+
+    def canary_window_seconds(self) -> int:
+        """0 when the canary's delivery answers it (a target whose answer is the whole verdict, or
+        a function probed synchronously); else the source's redrive window."""
+        if not self.source.failures_return or self.source.probe_timeout_seconds:
+            return 0
+        return self.redrive_window().seconds
 
 
 class _OneByOne(_Target):
@@ -217,6 +230,8 @@ class FunctionTarget(_OneByOne):
         return message.body
 
     def _call(self, payload: str, message: Outgoing) -> EntryFailure | None:
+        if message.probe and self.source.probe_timeout_seconds:
+            return self._probe(payload)
         response = self._client.invoke(
             FunctionName=self.source.target_arn, InvocationType="Event", Payload=payload.encode("utf-8")
         )
@@ -224,6 +239,23 @@ class FunctionTarget(_OneByOne):
         if status != 202:
             return EntryFailure("UnexpectedStatus", f"Invoke answered {status}, not 202", sender_fault=False)
         return None
+
+    def _probe(self, payload: str) -> EntryFailure | None:
+        """A canary invoked synchronously: the function's own answer. Its error fails the canary
+        (never the message's fault: it stays in the DLQ, and the breaker reopens)."""
+        response = self._client.invoke(
+            FunctionName=self.source.target_arn,
+            InvocationType="RequestResponse",
+            Payload=payload.encode("utf-8"),
+        )
+        if response.get("StatusCode") != 200:
+            return EntryFailure(
+                "UnexpectedStatus", f"Invoke answered {response.get('StatusCode')}, not 200", False
+            )
+        if "FunctionError" not in response:
+            return None
+        answer = response["Payload"].read(MAX_PROBE_ANSWER_BYTES).decode("utf-8", "replace")
+        return EntryFailure(FUNCTION_ERROR, f"{response['FunctionError']}: {answer}", sender_fault=False)
 
 
 class TopicTarget(_OneByOne):

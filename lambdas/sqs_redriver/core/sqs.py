@@ -132,6 +132,10 @@ class SqsQueue:
         )
         return int(response.get("Attributes", {}).get("ApproximateNumberOfMessages", 0))
 
+    def canary_window_seconds(self) -> int:
+        """How long a failing canary takes, at most, to be back in the DLQ: the redrive window."""
+        return self.redrive_window().seconds
+
     def redrive_window(self) -> RedriveWindow:
         """Read the queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""
         response = self._call(
@@ -230,6 +234,8 @@ class Outgoing:
     # FIFO queues: the message's group, and a deduplication id (SQS drops a repeat for 5 minutes).
     group_id: str | None = None
     deduplication_id: str | None = None
+    # A canary: a target that can answer with its verdict at once is asked to (core/delivery.py).
+    probe: bool = False
 
     @property
     def size(self) -> int:

@@ -57,6 +57,8 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9._:#@/-]{1,255}")
 # Seconds: a day bounds every retry span AWS offers a target (EventBridge's maximum event age).
 MAX_ATTEMPT_SECONDS = 86_400
 MAX_ATTEMPTS = 186  # EventBridge's 185 retries and the first attempt
+# The longest a run waits for a function's synchronous answer to its canary.
+MAX_PROBE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ class DeadLetterSource:
     topic_arn: str = ""
     raw_delivery: bool = False
     breaker: ConsumerBreaker | None = None
+    # A function probed synchronously: its canary is invoked with RequestResponse, and the
+    # function's answer is the verdict at once (a failing canary never leaves the DLQ). The
+    # function's timeout; 0: its canaries go asynchronously, as every re-drive.
+    probe_timeout_seconds: int = 0
 
     @property
     def address(self) -> str:
@@ -114,6 +120,14 @@ class DeadLetterSource:
         if self.kind is SourceKind.RULE_TARGET:
             return f"{self.arn}|{self.target_arn}"
         return self.arn
+
+    @property
+    def failures_return(self) -> bool:
+        """Whether a failure of what the re-driver delivered comes back to this DLQ: a function's
+        does (Lambda retries it, then writes a new record). A rule target's or a subscription's
+        never does: the re-driver delivers to the target itself, not through EventBridge or SNS,
+        so the target's answer to that call is the whole verdict."""
+        return self.kind is SourceKind.FUNCTION
 
     @property
     def name(self) -> str:
@@ -134,6 +148,7 @@ class DeadLetterSource:
             "target_id": self.target_id,
             "topic_arn": self.topic_arn,
             "raw_delivery": self.raw_delivery,
+            "probe_timeout_seconds": self.probe_timeout_seconds,
         }
         document.update({name: value for name, value in optional.items() if value})
         if self.breaker is not None:
@@ -189,6 +204,14 @@ def read_source(item: object) -> DeadLetterSource:
     service = target_arn.split(":")[2]
     if service != target_kind.value:
         raise Rejection("target_arn", f"is an ARN of {service}, not of the target's kind {target_kind.value}")
+    probe_timeout = integer(
+        item.get("probe_timeout_seconds", 0), "probe_timeout_seconds", low=0, high=MAX_PROBE_SECONDS
+    )
+    if probe_timeout and kind is not SourceKind.FUNCTION:
+        raise Rejection(
+            "probe_timeout_seconds",
+            f"is set on a {kind.value} source; only a function is probed synchronously",
+        )
     breaker = item.get("breaker")
     return DeadLetterSource(
         kind=kind,
@@ -200,6 +223,7 @@ def read_source(item: object) -> DeadLetterSource:
         topic_arn=_optional_arn(item, "topic_arn"),
         raw_delivery=_flag(item.get("raw_delivery", False), "raw_delivery"),
         breaker=None if breaker is None else _read_breaker(breaker),
+        probe_timeout_seconds=probe_timeout,
     )
 
 

@@ -300,10 +300,11 @@ class BatchHandler:
         self, plan: BatchPlan, breaker: Breaker, writer: BreakerWriter, now: int
     ) -> tuple[Breaker, BatchPlan]:
         """Write the canaries into the breaker before sending them: of overlapping runs, only the
-        one whose conditional write wins sends a canary. The window is read from the source queue."""
+        one whose conditional write wins sends a canary. The window is the source's (its queue's
+        redrive window; 0 for a target whose answer is the verdict)."""
         source = self.sources[self.routes.source_url(plan.canaries[0]) or self.routes.urls[0]]
         probe = canary.claim(
-            plan.canaries, window_seconds=source.redrive_window().seconds, now=now, fifo=self.fifo
+            plan.canaries, window_seconds=source.canary_window_seconds(), now=now, fifo=self.fifo
         )
         claimed = with_canary(breaker, probe)
         if not writer.save(claimed, breaker):

@@ -303,6 +303,10 @@ def judge(
     sent = sent_at(tracked)
     if signal is None or mark.failure is not None or sent is None:
         return Judged(tracked)
+    if tracked.message.dead_letter is not None and mark.last_sent_at is None:
+        # A dead letter of another service is written after its source's last try: its failure
+        # began its source's whole window earlier (a function's async retries).
+        sent -= signal.visibility_timeout_seconds * signal.max_receive_count
     span_end = failure_span_end(
         sent,
         visibility_timeout_seconds=signal.visibility_timeout_seconds,

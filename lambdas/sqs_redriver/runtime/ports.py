@@ -76,6 +76,10 @@ class Target(Protocol):
         """How the source retries a delivery before it dead-letters it."""
         ...
 
+    def canary_window_seconds(self) -> int:
+        """When a canary's absence from the DLQ is its verdict (0: its delivery answered it)."""
+        ...
+
 
 class PauseStore(Protocol):
     """The operator's pause (``PAUSE#<DLQ URL>``): runs honour it, only the operator's tool writes it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sqs_redriver.core.delivery import FUNCTION_ERROR
 from sqs_redriver.core.message import deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, outgoing
 from sqs_redriver.core.table import MessageRecord, RecordStatus
@@ -85,7 +86,7 @@ class RedriveSender:
         letter of another service goes as what its target gets: the event a function was invoked
         with, not the record of its failure (its count is in the table)."""
         return [
-            delivered(str(index), r.tracked.message.dead_letter)
+            delivered(str(index), r.tracked.message.dead_letter, probe=r.tag is not None and r.tag.trial)
             if r.tracked.message.dead_letter is not None
             else outgoing(
                 str(index),
@@ -124,6 +125,16 @@ class RedriveSender:
             if failure.sender_fault:
                 reason = rejected_reason(tracked, failure.code, now=books.now, routes=self.routes)
                 books.rejected.append(Park(tracked, reason))
+                continue
+            if failure.code == FUNCTION_ERROR:
+                # A canary the function answered with its error: delivered and failed, as if it had
+                # come back at once. Its count stands; it stays in the DLQ.
+                log_decision(
+                    self.log,
+                    "the function failed the canary; it stays in the DLQ",
+                    tracked,
+                    error=failure.message,
+                )
                 continue
             # A failed call is counted once, by the run that it stops.
             if failure.code not in (CALL_FAILED, BEHIND_UNSENT_GROUPMATE):
@@ -172,7 +183,10 @@ class RedriveSender:
             self.state.save_records(undo)
 
 
-def delivered(entry_id: str, dead_letter: DeadLetter) -> Outgoing:
-    """A dead letter of another service as its target gets it (plan.py parks those with no payload)."""
+def delivered(entry_id: str, dead_letter: DeadLetter, *, probe: bool = False) -> Outgoing:
+    """A dead letter of another service as its target gets it (plan.py parks those with no
+    payload); ``probe``: a canary, which a target may answer at once."""
     assert dead_letter.payload is not None, "an unreplayable dead letter is parked, never re-driven"
-    return Outgoing(entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes))
+    return Outgoing(
+        entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes), probe=probe
+    )

@@ -377,8 +377,13 @@ class ModeSteps:
             return heard
         drained = self.loop.drain(Mode.PROBE, breaker, part, remaining_ms)
         step = StepResult(drained.tally, drained.breaker, drained.stop)
-        if drained.stop is not StopReason.CANARY_SENT or not self._expects_verdicts(breaker):
+        if drained.stop is not StopReason.CANARY_SENT:
             return step
+        if not self._expects_verdicts(breaker):
+            # A target whose answer is the whole verdict (a rule target, a subscription's endpoint)
+            # has a window of 0: the canary is judged now, in this run, not a run later.
+            _, mode = circuit.begin_run(drained.breaker, self.now(), self.settings.breaker)
+            return replace(step, then=Mode.VERDICT) if mode is Mode.VERDICT else step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
         return self.judge.await_verdict(step, out_of_time, part.writer, part.source)
 
