@@ -133,8 +133,9 @@ class SqsQueue:
         return int(response.get("Attributes", {}).get("ApproximateNumberOfMessages", 0))
 
     def canary_window_seconds(self) -> int:
-        """How long a failing canary takes, at most, to be back in the DLQ: the redrive window."""
-        return self.redrive_window().seconds
+        """How long a failing canary takes, at most, to be back in the DLQ: the redrive window, and
+        never 0 (a queue's consumer takes its canary later: it is not judged in the run that sent it)."""
+        return max(self.redrive_window().seconds, 1)
 
     def redrive_window(self) -> RedriveWindow:
         """Read the queue's visibility timeout and its RedrivePolicy's maxReceiveCount."""

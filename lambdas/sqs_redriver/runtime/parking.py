@@ -139,8 +139,10 @@ def unknown_source_reason(tracked: Tracked, *, now: int, routes: Routes) -> Park
 
 
 def rejected_reason(tracked: Tracked, code: str, *, now: int, routes: Routes) -> ParkReason:
-    """SQS will never accept this message as it is (a sender fault): park it, never retry forever."""
-    why = f"source queue rejected it: {code}"
+    """The target will never accept this message as it is (a sender fault): park it, never retry
+    forever. A source queue's, or another kind's target's."""
+    refused_by = "source queue" if tracked.message.dead_letter is None else "target"
+    why = f"{refused_by} rejected it: {code}"
     return park_reason(tracked, ParkCause.SOURCE_REJECTED, why, now=now, routes=routes)
 
 
