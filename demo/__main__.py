@@ -1,8 +1,9 @@
 """Run the demo: `python -m demo [--orders N] [--poison N] [--outage-seconds S] [--seed N] [--kit-only]
-[--json] [--keep]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Act 2, in
-simulated time: a consumer without it, judged by its queue's metrics (demo/no_kit_act.py). With
---keep, act 1's world stays up afterwards, its consumer and schedule running and the web console on
-it, until Ctrl-C (demo/keep.py)."""
+[--json] [--keep]`. Act 1, in real time: a consumer with the consumer kit (demo/kit_act.py). Then, on
+the same local AWS, another kind of DLQ: a Lambda function's asynchronous failures
+(demo/function_act.py). Act 2, in simulated time: a consumer without the kit, judged by its queue's
+metrics (demo/no_kit_act.py). With --keep, act 1's world stays up afterwards, its consumer and
+schedule running and the web console on it, until Ctrl-C (demo/keep.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from typing import IO
 
+from demo.function_act import FunctionAct, FunctionOptions, run_function_act
 from demo.keep import keep, stop_the_cdk_runtime
 from demo.kit_act import KitAct, KitOptions
 from demo.no_kit_act import NoKitAct, NoKitOptions, run_no_kit_act
 from demo.operator import OperatorTool
 from demo.report import Report
 from local_aws import REGION
-from local_aws.cloudformation import deploy
+from local_aws.cloudformation import Deployment, deploy
 from local_aws.server import moto_server
 
 DEMO_PROFILE = {"redriver-profile": "demo"}
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
             tool = OperatorTool(endpoint, REGION, deployment.stack_name, json=True)
             report = KitAct(deployment, options, log, tool).run()
             report.log_file = log.name
+            report.add_function_act(run_function(deployment, args, json=True))
             return report
         from demo.view import KitLiveView, console, print_report  # rich only for a person
 
@@ -99,16 +102,32 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
             report = act.run(view.update)
         report.log_file = log.name
         print_report(report)  # act 1's, before act 2 starts (or the world is kept)
+        report.add_function_act(run_function(deployment, args, json=False))
         if args.keep:
             # Act 2 plays in in-process moto, whose backends this server shares: it would wipe
             # what is kept. The real terminal: stdout is the log meanwhile.
-            keep(act, endpoint, REGION, deployment.stack_name, sys.__stdout__ or sys.stdout)
+            out = sys.__stdout__ or sys.stdout
+            keep(act, endpoint, REGION, deployment.stack_name, out, function_act=report.function_act)
     if args.keep:
         print(
             "stopped: the consumer, the schedule, the web console and the demo's local AWS",
             file=sys.__stdout__,
         )
     return report
+
+
+def run_function(deployment: Deployment, args: argparse.Namespace, *, json: bool) -> FunctionAct:
+    """The function act, on act 1's local AWS (its moto server still up), after act 1's report."""
+    options = FunctionOptions(tick_seconds=args.tick_seconds)
+    if json:
+        return run_function_act(deployment, options)
+    from demo.function_view import FunctionLiveView, announce_function_act, print_function_act
+
+    announce_function_act()
+    with FunctionLiveView(options) as view:
+        act = run_function_act(deployment, options, view.update)
+    print_function_act(act)
+    return act
 
 
 def run_no_kit(args: argparse.Namespace) -> NoKitAct:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import IO, Any
 
+from demo.function_act import FunctionAct
 from demo.kept_service import KeptService
 from demo.kit_act import POLL_SLEEP_SECONDS, KitAct
 from sqs_redriver.console.inventory import Inspected, Where
@@ -36,11 +37,20 @@ LAST_LINE = "What the consumer and the re-driver do from now on is told here, on
 
 
 def instructions(
-    console_url: str, endpoint: str, region: str, stack: str, parked: list[Inspected], *, fresh_urls: bool
+    console_url: str,
+    endpoint: str,
+    region: str,
+    stack: str,
+    parked: list[Inspected],
+    *,
+    fresh_urls: bool,
+    function_act: FunctionAct | None = None,
 ) -> str:
     """What the demo prints while it keeps its world: the console's URL, what the parking lot
-    holds, and the commands to look at it (with the id of a parked message)."""
-    tool = f"{TOOL} {shlex.join(['--endpoint-url', endpoint, '--region', region, '--stack', stack])}"
+    holds, and the commands to look at it (with the id of a parked message); and what the
+    function's parking lot holds (``function_act``), with a command to look at it."""
+    connection = ["--endpoint-url", endpoint, "--region", region]
+    tool = f"{TOOL} {shlex.join([*connection, '--stack', stack])}"
     environment = " ".join(f"{name}={value}" for name, value in CREDENTIALS.items())
     sign_in = "press Enter here for a fresh one" if fresh_urls else "run `ui` below for a console of your own"
     lines = [
@@ -56,6 +66,7 @@ def instructions(
         "  from this repository, in another terminal:",
         f"  unset AWS_PROFILE AWS_SESSION_TOKEN; export {environment}",
         *(f"  {tool} {command}" for command in _commands(parked)),
+        *(_function_lines(function_act, connection) if function_act is not None else []),
         "",
         LAST_LINE,
     ]
@@ -68,6 +79,28 @@ def _parked_lines(parked: list[Inspected]) -> list[str]:
     return [
         f"  The parking lot holds {len(parked)} message(s):",
         *(f"    {item.message.message_id}  {item.label}" for item in parked),
+    ]
+
+
+def _function_lines(act: FunctionAct, connection: list[str]) -> list[str]:
+    """The function's parking lot: its re-driver is composed from settings, not in the stack, so
+    the console and ``--stack`` do not reach it; the tool does, named by its resources."""
+    parked = [event for event in act.events if event.fate == "parked"]
+    resources = [
+        "--dlq-url", act.dlq_url, "--source-url", act.function_arn,
+        "--parking-lot-url", act.parking_lot_url, "--table", act.table_name,
+    ]  # fmt: skip
+    tool = f"{TOOL} {shlex.join([*connection, *resources])}"
+    return [
+        "",
+        f"  {act.function_name}'s parking lot (its re-driver is not in the stack: the web console and",
+        f"  --stack do not show it) holds {len(parked)} record(s):",
+        *(
+            f"    {event.parked_message_id}  {event.order_id} (request {event.parked_request_id}): "
+            f"{event.parked_reason}"
+            for event in parked
+        ),
+        f"  {tool} show {parked[0].parked_message_id if parked else 'ID'}",
     ]
 
 
@@ -134,8 +167,17 @@ class Interruption:
         return [descriptor for descriptor in ready if descriptor != woken]
 
 
-def keep(act: KitAct, endpoint: str, region: str, stack: str, out: IO[str]) -> None:
-    """Keep the story's world, print how to reach it, tell what happens in it; return on Ctrl-C."""
+def keep(
+    act: KitAct,
+    endpoint: str,
+    region: str,
+    stack: str,
+    out: IO[str],
+    *,
+    function_act: FunctionAct | None = None,
+) -> None:
+    """Keep the story's world, print how to reach it (the function act's parked records too),
+    tell what happens in it; return on Ctrl-C."""
 
     def say(line: str) -> None:
         print(line, file=out, flush=True)
@@ -148,7 +190,18 @@ def keep(act: KitAct, endpoint: str, region: str, stack: str, out: IO[str]) -> N
         console.serve_in_thread()
         try:
             typed = _terminal_input()
-            say(instructions(console.url, endpoint, region, stack, parked, fresh_urls=typed is not None))
+            fresh_urls = typed is not None
+            say(
+                instructions(
+                    console.url,
+                    endpoint,
+                    region,
+                    stack,
+                    parked,
+                    fresh_urls=fresh_urls,
+                    function_act=function_act,
+                )
+            )
             service = KeptService(
                 act,
                 lambda line: say(f"  {time.strftime('%H:%M:%S')}  {line}"),

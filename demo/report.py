@@ -1,4 +1,5 @@
-"""The demo's report: where every order of act 1 ended up, and act 2's result beside it."""
+"""The demo's report: where every order of act 1 ended up, and the function act's and act 2's
+results beside it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from demo.function_act import FunctionAct
 from demo.no_kit_act import NoKitAct
 from demo.operator import ToolRun
 
@@ -73,6 +75,12 @@ class Report:
     log_file: str = ""
     problems: list[str] = field(default_factory=list)
     no_kit_act: NoKitAct | None = None  # the second act (demo/no_kit_act.py); its problems are in ours
+    function_act: FunctionAct | None = None  # a function's failures (demo/function_act.py); so are its
+
+    def add_function_act(self, act: FunctionAct) -> None:
+        """The function act's result: its problems unbalance the whole report."""
+        self.function_act = act
+        self.problems.extend(f"the function's failures: {problem}" for problem in act.problems)
 
     def add_no_kit_act(self, act: NoKitAct) -> None:
         """The second act's result: its problems unbalance the whole report."""

@@ -1,6 +1,7 @@
 """The whole loop on the real template: `python -m demo` with a short scenario, its report checked,
-the operator's part with the real tool (status, groups, a fix and its group's replay) included; and
-the second act, a consumer without the kit in simulated time, from the same run's report.
+the operator's part with the real tool (status, groups, a fix and its group's replay) included; a
+Lambda function's asynchronous failures on the same local AWS; and the second act, a consumer
+without the kit in simulated time, from the same run's report.
 
 The first act plays in real time (threads, a 1 s schedule), so this test checks only what holds at
 any speed: the books, exactly-once, parking, the operator's part. When the breaker opened, whether a
@@ -33,6 +34,13 @@ REPLAYED = 2
 FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 # The second act's defaults: 20 good orders, 5 poison; a suspect is parked at its 3rd failure.
 NO_KIT_GOOD, NO_KIT_POISON = 20, 5
+# The function act: notifications for orders, one without an e-mail address; its re-driver parks at 3.
+FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:orders-notifier"
+FUNCTION_LIMIT = 3
+FUNCTION_REASON = re.compile(
+    rf"failed after {FUNCTION_LIMIT} re-drives \(limit {FUNCTION_LIMIT}\); source's error NoEmailAddress: "
+    r"order p-[0-9]{4} has no e-mail address to notify"
+)
 SUSPECT_REASON = re.compile(
     r"failed 3 times while the consumer processed [1-9][0-9,]* others \(limit 3\): poison, not an outage"
 )
@@ -131,6 +139,34 @@ def test_the_breaker_is_closed_when_the_act_ends(report: dict) -> None:
     states = [state for _, state in report["breaker_timeline"]]
     assert states and states[-1] == "CLOSED"
     assert report["drained_after_outage_seconds"] >= report["closed_after_outage_seconds"] >= 0
+
+
+def test_a_functions_failed_events_are_redriven_to_it_and_delivered_exactly_once(report: dict) -> None:
+    act = report["function_act"]
+    good = [event for event in act["events"] if not event["poison"]]
+    assert act["function_arn"] == FUNCTION_ARN
+    assert len(good) >= 1 and act["delivered_once"] == len(good)
+    for event in good:
+        # failed its first attempt and Lambda's two retries, one record in the DLQ, one re-drive
+        assert (event["fate"], event["records"], event["redriven"], event["attempts"]) == (
+            "delivered",
+            1,
+            1,
+            4,
+        )
+    assert act["redriven"] >= len(good)
+    assert act["settled"] and act["problems"] == []
+
+
+def test_a_functions_poison_event_is_parked_with_the_functions_error(report: dict) -> None:
+    act = report["function_act"]
+    [parked] = [event for event in act["events"] if event["fate"] == "parked"]
+    assert parked["poison"] and act["parked"] == 1
+    assert FUNCTION_REASON.fullmatch(parked["parked_reason"]), parked["parked_reason"]
+    # each invocation's failure came back in a new record, with a new request id
+    assert (parked["redriven"], parked["records"]) == (FUNCTION_LIMIT, FUNCTION_LIMIT + 1)
+    assert act["request_ids"] == sum(event["records"] for event in act["events"])
+    assert parked["parked_request_id"] and parked["parked_message_id"]
 
 
 def test_without_the_kit_every_poison_order_is_parked_on_its_queues_metrics(report: dict) -> None:

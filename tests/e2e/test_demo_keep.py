@@ -1,7 +1,8 @@
 """``make demo KEEP=1``: a short act 1, then its world kept. The parking lot still holds the parked
 message (counted with the operator's library, the printed ``show ID`` finds it), the console's
 pages show it, a replay of it is consumed and parked again by the kept consumer and schedule (told
-on the demo's output), and Ctrl-C (SIGINT) ends it all cleanly, with no traceback.
+on the demo's output), the function act's parked record is listed with its reason and its printed
+``show`` finds it, and Ctrl-C (SIGINT) ends it all cleanly, with no traceback.
 
 Every wait is for a line the demo prints; each has a generous bound that only detects a hang."""
 
@@ -33,6 +34,7 @@ SHORT_STORY = [
     "--outage-seconds", "3", "--tick-seconds", "1", "--time-limit", "60",
 ]  # fmt: skip
 PARKED_REASON = "missing field 'customer_id'"
+FUNCTION_PARKED_REASON = "source's error NoEmailAddress: order p-0001 has no e-mail address to notify"
 URL = re.compile(r"http://127\.0\.0\.1:\d+/\?token=[A-Za-z0-9_-]+")
 TOOL_LINE = re.compile(r"^  \.venv/bin/sqs-redriver (--endpoint-url .*)$")
 LAST_LINE = "What the consumer and the re-driver do from now on is told here, one line each:"
@@ -132,6 +134,17 @@ def test_the_kept_demo_keeps_its_world_running_and_stops_cleanly_on_ctrl_c() -> 
         shown = run_printed(show)
         assert shown.returncode == 0, shown.stderr
         assert parked_id in shown.stdout and PARKED_REASON in shown.stdout
+
+        # The function's parked record is listed with its reason, and its printed `show` finds it.
+        [function_show] = [command for command in commands if "--dlq-url" in command]
+        function_parked_id = function_show.split(" show ")[1]
+        assert any(function_parked_id in line and FUNCTION_PARKED_REASON in line for line in seen), "".join(
+            seen
+        )
+        shown = run_printed(function_show)
+        assert shown.returncode == 0, shown.stderr
+        unwrapped = "".join(shown.stdout.split())  # the body is wrapped at the terminal's width
+        assert function_parked_id in shown.stdout and '"errorType":"NoEmailAddress"' in unwrapped
 
         # The consumer and the schedule still run: a replay is delivered, refused and parked again.
         replayed = run_printed(replay, "--yes")
