@@ -1,5 +1,5 @@
-"""LocalStack's SQS provider as a subprocess for the session, DynamoDB on a moto server, and fresh
-queues and a state table for each test.
+"""LocalStack's SQS and SNS providers as a subprocess for the session, DynamoDB on a moto server,
+and fresh queues and a state table for each test.
 
 `make conformance` builds LocalStack's venv and names its interpreter in LOCALSTACK_VENV_PYTHON.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests.support.localstack import Endpoints, Rig, free_port, log_tail, wait_until_ready
+from tests.support.localstack import SERVICES, Endpoints, Rig, free_port, log_tail, wait_until_ready
 
 # Where the session's LocalStack writes its log, for the report of a failed test.
 _LOCALSTACK_LOG: list[Path] = []
@@ -23,7 +23,7 @@ _LOCALSTACK_LOG: list[Path] = []
 
 @pytest.fixture(scope="session")
 def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """LocalStack with only SQS, on 127.0.0.1 and a free port; its endpoint."""
+    """LocalStack with only SQS and SNS, on 127.0.0.1 and a free port; its endpoint."""
     python = os.environ.get("LOCALSTACK_VENV_PYTHON")
     if not python:
         pytest.fail("LOCALSTACK_VENV_PYTHON is not set: run these with `make conformance`", pytrace=False)
@@ -33,7 +33,7 @@ def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _LOCALSTACK_LOG.append(log)
     env = {
         **os.environ,
-        "SERVICES": "sqs",
+        "SERVICES": ",".join(SERVICES),
         "GATEWAY_LISTEN": f"127.0.0.1:{port}",
         # No DNS server, no certificate download, no usage events: nothing leaves the machine.
         "DNS_ADDRESS": "0",
@@ -58,7 +58,7 @@ def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def endpoints(localstack: str) -> Iterator[Endpoints]:
-    """SQS on LocalStack; DynamoDB on moto (LocalStack's needs a Java download)."""
+    """SQS and SNS on LocalStack; DynamoDB on moto (LocalStack's needs a Java download)."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

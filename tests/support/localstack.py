@@ -1,5 +1,5 @@
-"""LocalStack's SQS provider and a moto server for DynamoDB, for the conformance tests: starting
-LocalStack and waiting for it, and a rig of clients and per-test resource names on both."""
+"""LocalStack's SQS and SNS providers and a moto server for DynamoDB, for the conformance tests:
+starting LocalStack and waiting for it, and a rig of clients and per-test resource names on both."""
 
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ VISIBILITY_TIMEOUT = 1
 MAX_RECEIVE_COUNT = 2
 STARTUP_TIMEOUT_SECONDS = 120
 LOG_TAIL_LINES = 60
+# LocalStack's providers the tests use (its SERVICES), on one gateway; each starts without Docker.
+SERVICES = ("sqs", "sns")
 
 
 @dataclass(frozen=True)
 class Endpoints:
-    sqs: str
+    sqs: str  # LocalStack's gateway: SNS too
     dynamodb: str
 
 
@@ -44,8 +46,8 @@ def log_tail(path: Path) -> str:
 
 
 def wait_until_ready(process: subprocess.Popen[bytes], endpoint: str, log: Path) -> None:
-    """Return once LocalStack's SQS is available; fail the test with its log if it exits or is
-    not ready in time."""
+    """Return once LocalStack's SERVICES are available; fail the test with its log if it exits or
+    is not ready in time."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -53,7 +55,7 @@ def wait_until_ready(process: subprocess.Popen[bytes], endpoint: str, log: Path)
         try:
             with urllib.request.urlopen(f"{endpoint}/_localstack/health", timeout=1) as response:
                 services = json.load(response)["services"]
-            if services.get("sqs") in ("available", "running"):
+            if all(services.get(name) in ("available", "running") for name in SERVICES):
                 return
         except OSError:
             pass
@@ -62,10 +64,11 @@ def wait_until_ready(process: subprocess.Popen[bytes], endpoint: str, log: Path)
 
 
 class Rig:
-    """Clients for LocalStack's SQS and moto's DynamoDB, and names unique to one test."""
+    """Clients for LocalStack's SQS and SNS and moto's DynamoDB, and names unique to one test."""
 
     def __init__(self, endpoints: Endpoints) -> None:
         self.sqs: Any = boto3.client("sqs", region_name=REGION, endpoint_url=endpoints.sqs)
+        self.sns: Any = boto3.client("sns", region_name=REGION, endpoint_url=endpoints.sqs)
         self.dynamodb: Any = boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoints.dynamodb)
         # The archive of parked messages, on the moto server that plays DynamoDB.
         self.s3: Any = boto3.client("s3", region_name=REGION, endpoint_url=endpoints.dynamodb)
