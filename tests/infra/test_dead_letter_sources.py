@@ -991,3 +991,27 @@ def test_a_function_is_probed_synchronously_only_when_a_run_can_wait_and_no_succ
 
     [attached] = redriver.dead_letter_sources
     assert attached.source.probe_timeout_seconds == probe_timeout
+
+
+def test_the_operator_may_replay_to_each_target_with_its_one_delivery_call_and_nothing_more() -> None:
+    stack = bare_stack()
+    target = bare_function(stack, on_failure=destinations.SqsDestination(sqs.Queue(stack, "Failures")))
+    redriver = SqsRedriver.for_function(stack, "Redriver", function=target)
+    operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+
+    redriver.grant_operator(operator)
+
+    template = Template.from_stack(stack).to_json()
+    operator_statements = [
+        statement
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        and {"Ref": logical_id(operator)} in resource["Properties"].get("Roles", [])
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    delivering = [
+        s for s in operator_statements if s["Action"] in ("lambda:InvokeFunction", ["lambda:InvokeFunction"])
+    ]
+    assert [s["Resource"] for s in delivering] == [{"Fn::GetAtt": [logical_id(target), "Arn"]}]
+    actions = {a for s in operator_statements for a in as_list(s["Action"])}
+    assert not actions & {"sns:Publish", "events:PutEvents", "states:StartExecution"}

@@ -305,6 +305,14 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
             if redriver.source_queues  # a re-driver of dead letters of another kind has none
             else []
         ),
+        # A replay or an edit of a dead letter of another kind delivers to its source's one target.
+        *(
+            iam.PolicyStatement(
+                actions=[DELIVERY_ACTIONS[attached.source.target_kind]],
+                resources=[attached.source.target_arn],
+            )
+            for attached in redriver.dead_letter_sources
+        ),
         iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[redriver.state_table.table_arn]),
         iam.PolicyStatement(
             actions=["cloudformation:DescribeStacks"], resources=[Stack.of(redriver).stack_id]
@@ -325,8 +333,19 @@ def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
     archive_key = redriver.archive.encryption_key if redriver.archive is not None else None
     return [
         *key_statements(queue_keys, OPERATOR_QUEUE_KEY_ACTIONS, KeyUser.SQS),
+        *key_statements(_target_keys(redriver, TargetKind.QUEUE), QUEUE_SEND_KEY_ACTIONS, KeyUser.SQS),
+        *key_statements(_target_keys(redriver, TargetKind.TOPIC), TOPIC_PUBLISH_KEY_ACTIONS, KeyUser.SNS),
         *key_statements([table_key] if table_key else [], OPERATOR_DATA_KEY_ACTIONS, KeyUser.DYNAMODB),
         *key_statements([archive_key] if archive_key else [], OPERATOR_ARCHIVE_KEY_ACTIONS, KeyUser.S3),
+    ]
+
+
+def _target_keys(redriver: SqsRedriver, kind: TargetKind) -> list[kms.IKey]:
+    """The customer-managed keys of the targets of this kind a replay delivers to."""
+    return [
+        attached.target_key
+        for attached in redriver.dead_letter_sources
+        if attached.target_key is not None and attached.source.target_kind is kind
     ]
 
 
