@@ -29,7 +29,9 @@ from sqs_redriver.console.inventory import Inspected, Where
 from sqs_redriver.console.outcomes import Fate, find, judge_replay, snapshot
 from sqs_redriver.console.replay import MoveReport, choose, parse_selection, replay_chosen
 from sqs_redriver.console.tool import Connection, Deployment, Target, Tool, find_message, read_all
+from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.protocol.dead_letters import compact_json
+from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.sources import DeadLetterSource
 from tests.support.aws import Aws
@@ -382,3 +384,25 @@ def choose_all(tool: Tool) -> Any:
 def only_one(items: list[Inspected]) -> Inspected:
     [item] = items
     return item
+
+
+def test_status_shows_each_source_s_breaker_and_the_controls_close_it_by_its_address(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE, RULE_TARGET_SOURCE)
+    tool = operator([time.time()])
+    tool.table.save_breaker(
+        RecordKind.BREAKER.key(FUNCTION_SOURCE.address),
+        Breaker().opened(int(time.time()), Evidence.METRICS),
+        expected_version=0,
+    )
+
+    shown = json.loads(sqs_redriver("status", "--json").stdout)
+    closed = sqs_redriver(
+        "breaker", "close", "--source", FUNCTION_SOURCE.address, "--reason", "function fixed"
+    )
+
+    assert shown["breakers"][FUNCTION_SOURCE.address]["state"] == "OPEN"
+    assert shown["breakers"][RULE_TARGET_SOURCE.address]["state"] == "CLOSED"
+    assert closed.exit_code == 0, closed.output
+    assert tool.table.load_breaker(RecordKind.BREAKER.key(FUNCTION_SOURCE.address)).state.value == "CLOSED"

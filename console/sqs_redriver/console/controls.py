@@ -70,9 +70,9 @@ def close_breakers(tool: Tool, reason: str, source: str | None = None) -> list[B
 def _move_breakers(
     tool: Tool, action: str, source: str | None, move: Callable[[Breaker, int], Breaker], reason: str
 ) -> list[BreakerMove]:
-    urls = tool.deployment.source_queue_urls
+    urls = tool.deployment.sources
     if source is not None and source not in urls:
-        raise UsageError(f"--source must be one of this re-driver's source queues: {', '.join(urls)}")
+        raise UsageError(f"--source must be one of this re-driver's sources: {', '.join(urls)}")
     moves: list[BreakerMove] = []
     with tool.action(action, reason=reason, source=source or "every source") as tally:
         for url in [source] if source else urls:

@@ -117,7 +117,7 @@ def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: Sta
         at=now,
         pause=table.load_pause(RecordKind.PAUSE.key(deployment.dlq_url)),
         breakers={
-            url: table.load_breaker(RecordKind.BREAKER.key(url)) for url in deployment.source_queue_urls
+            source: table.load_breaker(RecordKind.BREAKER.key(source)) for source in deployment.sources
         },
         sources=[queue_depth(sqs, url) for url in deployment.source_queue_urls],
         dlq=dlq,

@@ -127,6 +127,12 @@ class Deployment:
     # Each with the one target its dead letters go back to (protocol/sources.py).
     dead_letter_sources: tuple[DeadLetterSource, ...] = ()
 
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Each source as the runs name it (its breaker is ``BREAKER#<source>``): a source queue's
+        URL, or a source of another kind's address."""
+        return self.source_queue_urls or tuple(source.address for source in self.dead_letter_sources)
+
     def to_json(self) -> str:
         document = {item.name: getattr(self, item.name) for item in fields(self)}
         document[SOURCES_FIELD] = [source.to_json() for source in self.dead_letter_sources]
