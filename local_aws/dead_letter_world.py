@@ -43,7 +43,6 @@ from __future__ import annotations
 import heapq
 import io
 import json
-import logging
 import math
 import random
 import uuid
@@ -78,7 +77,7 @@ from local_aws.published_metrics import INVOCATIONS, THROTTLES, MetricsOptions, 
 from local_aws.queues import queue_counts
 from local_aws.resources import breaker_state, create_table, queue_arn
 from local_aws.server import moto_sqs_sped_up
-from local_aws.simulated_redriver import QUIET_LOGGER, Invocations, collect_parked, run_record
+from local_aws.simulated_redriver import Invocations, collect_parked, run_record, simulated_redriver
 from local_aws.simulated_time import (
     SIM_EPOCH,
     UNFROZEN,
@@ -89,9 +88,7 @@ from local_aws.simulated_time import (
 )
 from sqs_redriver.core.clients import AwsClients
 from sqs_redriver.core.table import Resume
-from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import RecordKind
-from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.settings import CONTEXT_SETTINGS, RESOURCE_ENV, dlq_visibility_timeout
 from sqs_redriver.protocol.sources import (
     MAX_PROBE_SECONDS,
@@ -102,9 +99,7 @@ from sqs_redriver.protocol.sources import (
     TargetKind,
     sources_json,
 )
-from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings, load_settings
-from sqs_redriver.runtime.wiring import compose_redriver
 
 FUNCTION_NAME = "orders"
 FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{FUNCTION_NAME}"
@@ -648,7 +643,18 @@ class DeadLetterWorld:
             dead_letter=self._destination_record if self.resources.destination_url else None,
         )
         self._clients = _RedriverClients(self, self.target)
-        self.redriver = _compose(self.settings, self._clients.aws, clock=clock, sleep=self.sleep, seed=seed)
+        clients = self._clients.aws
+        self.redriver = simulated_redriver(
+            self.settings,
+            sqs=clients.sqs,
+            dynamodb=clients.dynamodb,
+            s3=clients.s3,
+            cloudwatch=clients.cloudwatch,
+            clock=clock,
+            sleep=self.sleep,
+            seed=seed,
+            delivery=clients.delivery,
+        )
         self._invocations = Invocations(clock, stack_defaults().schedule_seconds)
 
     @property
@@ -806,32 +812,6 @@ class _RedriverClients:
             for operation, count in client.calls.items():
                 total[operation] = total.get(operation, 0) + count
         return total
-
-
-def _compose(
-    settings: Settings,
-    clients: AwsClients,
-    *,
-    clock: SimulatedClock,
-    sleep: Callable[[float], None],
-    seed: int,
-) -> Redriver:
-    """The re-driver on the world's clock, logging nowhere, its jitter seeded."""
-    quiet = logging.getLogger(QUIET_LOGGER)
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    return compose_redriver(
-        settings,
-        clients,
-        logger=quiet,
-        clock=clock,
-        rng=random.Random(seed),
-        sleep=sleep,
-        # The default limiter reads the real monotonic clock and sleeps for real.
-        limiter=TokenBucket(
-            settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE, clock=clock, sleep=sleep
-        ),
-    )
 
 
 def _no_refusal(payload: str, now: float) -> ClientError | None:

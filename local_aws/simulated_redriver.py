@@ -32,8 +32,10 @@ def simulated_redriver(
     clock: SimulatedClock,
     sleep: Callable[[float], None],
     seed: int,
+    delivery: Callable[[str, str], Any] | None = None,
 ) -> Redriver:
-    """The re-driver over the world's clients, on its clock: its waits call ``sleep``."""
+    """The re-driver over the world's clients, on its clock: its waits call ``sleep``; ``delivery``,
+    the targets' clients of a DLQ of another kind."""
     quiet = logging.getLogger(QUIET_LOGGER)
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
@@ -47,6 +49,7 @@ def simulated_redriver(
         sleep=sleep,
         seed=seed,
         logger_name=quiet.name,
+        delivery=delivery,
         # The default limiter reads the real monotonic clock and sleeps for real.
         limiter=TokenBucket(
             settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE, clock=clock, sleep=sleep
