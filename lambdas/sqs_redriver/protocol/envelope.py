@@ -86,22 +86,8 @@ def from_sqs(raw: Mapping[str, Any], sources: Sequence[DeadLetterSource] = ()) -
     message of a DLQ of another kind (``sources``) is read as that kind's dead letter."""
     attributes = dict(raw.get("MessageAttributes") or {})
     body = raw.get("Body", "")
-    if sources:
-        return DlqMessage(
-            message_id=raw["MessageId"],
-            receipt_handle=raw["ReceiptHandle"],
-            body=body,
-            attributes=attributes,
-            system_attributes=dict(raw.get("Attributes") or {}),
-            dead_letter=read_dead_letter(body, attributes, sources),
-        )
-    mark, rejection = split_mark(attributes.pop(MARK_ATTRIBUTE, None))
-    if mark is not None and not has_room_for_mark(body, attributes):
-        # Neither the re-driver nor the kit marks a message without room: the mark grows on its
-        # next send and would push it past the size limit. Its count lives in the table instead.
-        size = message_size(body, attributes)
-        problem = f"is on a message with no room for one ({size} bytes)"
-        mark, rejection = None, Rejection("mark", problem, subject=MARK_SUBJECT)
+    dead_letter = read_dead_letter(body, attributes, sources) if sources else None
+    mark, rejection = (None, None) if sources else _mark_of(body, attributes)
     return DlqMessage(
         message_id=raw["MessageId"],
         receipt_handle=raw["ReceiptHandle"],
@@ -110,7 +96,20 @@ def from_sqs(raw: Mapping[str, Any], sources: Sequence[DeadLetterSource] = ()) -
         system_attributes=dict(raw.get("Attributes") or {}),
         mark=mark,
         mark_rejection=rejection,
+        dead_letter=dead_letter,
     )
+
+
+def _mark_of(body: str, attributes: dict[str, Any]) -> tuple[Mark | None, Rejection | None]:
+    """The mark, taken out of ``attributes``: ``split_mark``'s result, on a message with room for it."""
+    mark, rejection = split_mark(attributes.pop(MARK_ATTRIBUTE, None))
+    if mark is not None and not has_room_for_mark(body, attributes):
+        # Neither the re-driver nor the kit marks a message without room: the mark grows on its
+        # next send and would push it past the size limit. Its count lives in the table instead.
+        size = message_size(body, attributes)
+        problem = f"is on a message with no room for one ({size} bytes)"
+        mark, rejection = None, Rejection("mark", problem, subject=MARK_SUBJECT)
+    return mark, rejection
 
 
 def split_mark(value: Mapping[str, Any] | None) -> tuple[Mark | None, Rejection | None]:

@@ -170,16 +170,21 @@ def read_sources(text_value: str) -> tuple[DeadLetterSource, ...]:
         document = json.loads(text_value)
     except ValueError as exc:
         raise Rejection("DEAD_LETTER_SOURCES", f"is not JSON ({exc})", subject="a valid setting") from None
-    items = array(document, "DEAD_LETTER_SOURCES", max_items=MAX_SOURCES)
+    return read_source_list(document, "DEAD_LETTER_SOURCES", subject="a valid setting")
+
+
+def read_source_list(value: object, field: str, *, subject: str) -> tuple[DeadLetterSource, ...]:
+    """A JSON array of sources, none named twice; raise ``Rejection`` naming ``field[index]``'s
+    field at fault, of ``subject``."""
     sources = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(array(value, field, max_items=MAX_SOURCES)):
         try:
             sources.append(read_source(item))
         except Rejection as rejection:
-            raise rejection.within(f"DEAD_LETTER_SOURCES[{index}]", subject="a valid setting") from None
+            raise rejection.within(f"{field}[{index}]", subject=subject) from None
     addresses = [source.address for source in sources]
     if len(set(addresses)) != len(addresses):
-        raise Rejection("DEAD_LETTER_SOURCES", "names a source twice", subject="a valid setting")
+        raise Rejection(field, "names a source twice", subject=subject)
     return tuple(sources)
 
 
