@@ -2,7 +2,9 @@
 asynchronous failures, an EventBridge rule target's), on moto: ``show`` and ``groups`` read each
 message as its dead letter, ``replay`` and ``edit`` deliver its payload to its source's one target
 and only then delete it from the DLQ, a record whose payload Lambda dropped is refused with the
-reason, ``outcome`` follows what was sent, and the audit trail names the target.
+reason, ``outcome`` follows what was sent, the audit trail names the target, and a dead letter a
+real run parked is shown with the reason and count its state table record holds (or, with none
+readable, as parked with the reason not recorded).
 
 moto cannot run a function's code: the function is played (``PlayedFunction`` records each
 asynchronous invocation, as Lambda accepts it with 202), as tests/integration/test_dead_letter_redrive.py
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from local_aws import REGION
+from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.editing import document_of, edit_and_retry, edited_identity
@@ -34,7 +38,7 @@ from sqs_redriver.protocol.dead_letters import compact_json
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.sources import DeadLetterSource
-from tests.support.aws import Aws
+from tests.support.aws import Aws, make_settings
 from tests.support.console import console_app, get, signed_in
 from tests.support.dead_letters import (
     FUNCTION_ARN,
@@ -46,6 +50,7 @@ from tests.support.dead_letters import (
     rule_event,
     rule_target_dlq_message,
 )
+from tests.support.factories import FakeClock
 
 STACK = "Shop"
 AUDIT_LOG_GROUP = "orders-redriver-audit"
@@ -406,3 +411,100 @@ def test_status_shows_each_source_s_breaker_and_the_controls_close_it_by_its_add
     assert shown["breakers"][RULE_TARGET_SOURCE.address]["state"] == "CLOSED"
     assert closed.exit_code == 0, closed.output
     assert tool.table.load_breaker(RecordKind.BREAKER.key(FUNCTION_SOURCE.address)).state.value == "CLOSED"
+
+
+def park_by_runs(aws: Aws, function: PlayedFunction, payload: Any) -> None:
+    """The real re-driver (its limit 2) re-drives ``payload``'s failure twice; the function fails
+    it a third time (a new record, a new request id) and the run parks it. The runs end before
+    now: the tool holds the record's times to its own clock."""
+    clock = FakeClock(time.time() - 4 * AN_HOUR)
+    settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
+    the_redriver = local_redriver(
+        replace(settings, max_redrive_count=2, base_delay_seconds=60),
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=clock,
+        sleep=clock.advance,
+        delivery=lambda service, region: function,
+    )
+    for attempt in range(3):
+        put(aws, destination_record(FUNCTION_ARN, payload, request_id=f"request-{attempt}"))
+        clock.advance(AN_HOUR)
+        the_redriver.run(lambda: 600_000)
+
+
+def test_a_function_s_poison_parked_by_a_run_is_shown_with_its_parking_reason_and_count(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's event the re-driver parked (a dead letter carries no mark: its reason
+    # and count are in the state table alone)
+    deploy(aws, FUNCTION_SOURCE)
+    park_by_runs(aws, function, ORDER)
+    why = "failed after 2 re-drives (limit 2); source's error ValueError: the order has no items"
+
+    # WHEN the operator looks at the parking lot
+    [lot] = json.loads(sqs_redriver("groups", "--queue", "parking-lot", "--json").stdout)
+    shown = sqs_redriver("show", lot["sample_id"])
+    data = json.loads(sqs_redriver("show", lot["sample_id"], "--json").stdout)
+
+    # THEN the group, the message and its JSON say why it was parked and after how many re-drives
+    assert (lot["group"], lot["count"]) == ("dead-letter:orders:ValueError", 1)
+    assert lot["label"] == f"parked after 2 re-drives (over_limit): {why}"
+    assert shown.exit_code == 0, shown.output
+    assert f"parked over_limit: {why}" in flat(shown.stdout)
+    assert "re-drive count (state table, the message has no room for a mark): 2" in flat(shown.stdout)
+    parked = data["parked"]
+    assert (parked["cause"], parked["why"], parked["redrive_count"]) == ("over_limit", why, 2)
+    assert parked["source_queue"] == FUNCTION_ARN
+    assert data["table_record"] == {"count": 2}
+
+
+PARKED_RECORD = {
+    "status": {"S": "PARKED"},
+    "redrive_count": {"N": "2"},
+    "first_failed_at": {"N": "1800000000"},
+    "redriven_at": {"L": []},
+}
+REASON = {"cause": "over_limit", "why": "failed after 2 re-drives (limit 2)", "redrive_count": 2}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        None,
+        {**PARKED_RECORD, "reason": {"S": "{"}},
+        {**PARKED_RECORD, "reason": {"S": json.dumps({**REASON, "cause": "vanished"})}},
+        {**PARKED_RECORD, "reason": {"S": json.dumps({**REASON, "redrive_count": -1})}},
+        {**PARKED_RECORD, "reason": {"N": "2"}},
+        {**PARKED_RECORD, "status": {"S": "REDRIVEN"}},
+    ],
+    ids=["none", "not-json", "unknown-cause", "negative-count", "reason-not-a-string", "not-parked"],
+)
+def test_a_parked_dead_letter_without_a_readable_reason_is_shown_parked_with_the_reason_not_recorded(
+    aws: Aws, function: PlayedFunction, record: dict[str, Any] | None
+) -> None:
+    # GIVEN a dead letter in the parking lot whose message record is missing, corrupt or not a park
+    deploy(aws, FUNCTION_SOURCE)
+    sent = aws.sqs.send_message(
+        QueueUrl=aws.parking_lot_url, **destination_record(FUNCTION_ARN, ORDER).send_kwargs()
+    )
+    message_id = sent["MessageId"]
+    identity = json.loads(sqs_redriver("show", message_id, "--json").stdout)["identity"]
+    if record is not None:
+        key = {"pk": {"S": RecordKind.MESSAGE.key(identity)}, "identity": {"S": identity}}
+        aws.dynamodb.put_item(TableName=aws.table_name, Item={**key, **record})
+
+    # WHEN the operator looks at it
+    groups = sqs_redriver("groups", "--queue", "parking-lot", "--json")
+    shown = sqs_redriver("show", message_id)
+    data = json.loads(sqs_redriver("show", message_id, "--json").stdout)
+    status, page = get(signed_in(console_app(operator([time.time()]))), f"/messages/{message_id}")
+
+    # THEN it is parked, the reason not recorded, and the source's cause still said
+    assert groups.exit_code == 0 and shown.exit_code == 0, groups.output + shown.output
+    [lot] = json.loads(groups.stdout)
+    assert lot["label"] == "parked (reason not recorded); ValueError: the order has no items"
+    assert "parked parked (reason not recorded)" in flat(shown.stdout)
+    assert data["parked"] is None and data["group"] == "dead-letter:orders:ValueError"
+    assert status == 200 and "<tr><th>parked</th><td>parked (reason not recorded)</td></tr>" in page

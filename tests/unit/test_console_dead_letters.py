@@ -6,17 +6,28 @@ and what became of one a replay sent."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
+from sqs_redriver.console.inventory import (
+    Inspected,
+    Where,
+    is_fingerprint,
+    park_reason_from_item,
+    with_park_reasons,
+)
 from sqs_redriver.console.outcomes import Fate, Observation, Sent, judge
 from sqs_redriver.console.tool import Deployment, read_deployment_sources
+from sqs_redriver.core.errors import CorruptRecord
+from sqs_redriver.core.table import MessageRecord, ParkCause, ParkReason, RecordStatus, message_item
 from sqs_redriver.protocol.dead_letters import Cause, DeadLetter
 from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.limits import MAX_COUNT
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import SourceKind
 from sqs_redriver.protocol.wire import Rejection
 from tests.support.dead_letters import FUNCTION_SOURCE, SAMPLE_SOURCES
@@ -134,3 +145,75 @@ def observation(kind: SourceKind, later: int, *, complete: bool) -> Observation:
     return Observation(
         seen={}, now=SENT_AT + later, windows={"a": WINDOW}, complete=complete, dead_letter_kinds={"a": kind}
     )
+
+
+NOW = 1_800_000_000
+IDENTITY = "sha256:" + "0" * 64
+park_reasons = st.builds(
+    ParkReason,
+    cause=st.sampled_from(ParkCause),
+    why=st.text(max_size=300),
+    redrive_count=st.integers(0, MAX_COUNT),
+    first_failed_at=st.integers(0, NOW),
+    last_failed_at=st.integers(0, NOW),
+    source_queue=st.text(max_size=80),
+    dlq_message_id=st.text(min_size=1, max_size=40),
+)
+
+
+@given(park_reasons)
+def test_a_parked_message_s_record_gives_back_the_reason_the_re_driver_wrote(reason: ParkReason) -> None:
+    mark = Mark(identity=IDENTITY, count=reason.redrive_count, first_failed_at=reason.first_failed_at)
+    item = message_item(MessageRecord(mark, RecordStatus.PARKED, reason.source_queue, reason), NOW, 86_400)
+
+    assert park_reason_from_item(item, now=NOW) == reason
+
+
+# A record's attributes as anyone with the operator's grant could write them.
+attribute_values = st.one_of(
+    st.builds(lambda s: {"S": s}, st.text(max_size=20) | st.sampled_from(["PARKED", "REDRIVEN"])),
+    st.builds(lambda n: {"N": n}, st.text(max_size=12) | st.integers().map(str)),
+    st.builds(lambda v: {"S": json.dumps(v)}, json_values),
+    json_values,
+)
+reason_documents = st.fixed_dictionaries(
+    {},
+    optional={
+        name: json_values | st.integers() | st.sampled_from(ParkCause) for name in ParkReason.__annotations__
+    },
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(["status", "reason", "expires_at", "pk"]), attribute_values),
+    st.none() | reason_documents,
+)
+def test_any_record_is_a_parking_reason_none_or_corrupt_naming_its_field(
+    attributes: dict[str, Any], reason: dict[str, Any] | None
+) -> None:
+    item = {"pk": {"S": "MSG#" + IDENTITY}, "status": {"S": "PARKED"}, **attributes}
+    if reason is not None:
+        item["reason"] = {"S": json.dumps(reason, default=str)}
+
+    try:
+        read = park_reason_from_item(item, now=NOW)
+    except CorruptRecord as corrupt:
+        assert corrupt.field in {"pk", "status", "reason", "expires_at"} or corrupt.field.startswith(
+            "reason."
+        )
+    else:
+        assert read is None or isinstance(read.cause, ParkCause)
+
+
+def test_a_dead_letter_in_the_parking_lot_says_its_reason_and_count_or_that_none_is_recorded() -> None:
+    dead_letter = DeadLetter(FUNCTION_SOURCE, "{}", cause=Cause("ValueError", "no items"))
+    parked = Inspected(DlqMessage("m-1", "r-1", body="{}", dead_letter=dead_letter), Where.PARKING_LOT)
+    reason = ParkReason(ParkCause.OVER_LIMIT, "failed after 5 re-drives (limit 5)", 5, 1, 2, "orders", "m-0")
+
+    [recorded] = with_park_reasons([parked], {parked.identity: reason})
+
+    assert recorded.label == "parked after 5 re-drives (over_limit): failed after 5 re-drives (limit 5)"
+    assert recorded.parking == "over_limit: failed after 5 re-drives (limit 5)"
+    assert parked.label == "parked (reason not recorded); ValueError: no items"
+    assert parked.parking == "parked (reason not recorded)"
+    assert replace(parked, where=Where.DLQ).parking is None

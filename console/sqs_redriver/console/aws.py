@@ -15,7 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from sqs_redriver.console.inventory import Inspected, Where, inspect
+from sqs_redriver.console.inventory import Inspected, ParkRecords, Where, inspect, with_park_reasons
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
@@ -165,11 +165,14 @@ class QueueScan:
         hold_seconds: int = SCAN_HOLD_SECONDS,
         wait_seconds: int = 1,
         sources: Sequence[DeadLetterSource] = (),
+        park_records: ParkRecords | None = None,
     ) -> None:
-        """``sources``: a DLQ of another kind's; each message is read as its dead letter."""
+        """``sources``: a DLQ of another kind's; each message is read as its dead letter.
+        ``park_records``: where each dead letter's parking reason is read (a batch per receive)."""
         self.queue = queue
         self.where = where
         self._sources = tuple(sources)
+        self._park_records = park_records
         self._sqs = sqs
         self.hold_seconds = hold_seconds
         # A long poll asks every SQS server, so an empty answer means an empty queue.
@@ -212,8 +215,14 @@ class QueueScan:
                     fresh.append(inspect(raw, self.where, self._sources))
             stale = 0 if fresh else stale + 1
             if fresh:
-                yield fresh
+                yield self._with_park_reasons(fresh)
         self.coverage = self._coverage()
+
+    def _with_park_reasons(self, items: list[Inspected]) -> list[Inspected]:
+        if self._park_records is None:
+            return items
+        dead_letters = [item.identity for item in items if item.dead_letter is not None]
+        return with_park_reasons(items, self._park_records.load(dead_letters))
 
     def _coverage(self) -> Coverage:
         depth = queue_depth(self._sqs, self.queue.url)

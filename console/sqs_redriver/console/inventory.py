@@ -1,22 +1,41 @@
 """What sits in the DLQ and the parking lot, as the operator sees it: each message with its group,
 groups with their counts, and the selection a replay or purge takes (pure: the tool reads the
-queues, this decides); and the index of the groups an operator's retry or park record names, kept
-in the state table."""
+queues, this decides); the parking reasons of dead letters of other services, and the index of
+the groups an operator's retry or park record names, both kept in the state table."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from sqs_redriver.core.errors import AwsCallError
-from sqs_redriver.core.table import DynamoTable
+from sqs_redriver.core.errors import AwsCallError, CorruptRecord
+from sqs_redriver.core.table import (
+    DynamoTable,
+    Item,
+    ParkCause,
+    ParkReason,
+    RecordStatus,
+    checked_text,
+    expired,
+    integer,
+    item_key,
+    json_object,
+    text,
+)
 from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, from_sqs
 from sqs_redriver.protocol.failure import Failure
-from sqs_redriver.protocol.keys import group_index_key
-from sqs_redriver.protocol.limits import FINGERPRINT_PATTERN, MAX_FINGERPRINT_CHARS
+from sqs_redriver.protocol.keys import RecordKind, group_index_key, subject_of
+from sqs_redriver.protocol.limits import (
+    FINGERPRINT_PATTERN,
+    MAX_COUNT,
+    MAX_EPOCH_SECONDS,
+    MAX_FINGERPRINT_CHARS,
+    RECORD_MAX_JSON_CHARS,
+    RECORD_MAX_NAME_CHARS,
+)
 from sqs_redriver.protocol.mark import Mark, read_parked
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 
@@ -24,6 +43,8 @@ UNCLASSIFIED = "unclassified"  # a DLQ message with no consumer verdict and no p
 CAUSE_PREFIX = "cause:"
 # A dead letter of another service: ``dead-letter:<source>[:<cause code>]`` (dead_letter_group).
 DEAD_LETTER_PREFIX = "dead-letter:"
+# A dead letter in the parking lot whose parking reason the state table does not hold (any more).
+PARKED_UNRECORDED = "parked (reason not recorded)"
 # A MessageId prefix this long names one message among a queue's (they are random UUIDs).
 MIN_ID_PREFIX = 8
 
@@ -41,7 +62,8 @@ class Inspected:
 
     message: DlqMessage
     where: Where
-    # A parked message's reason, as the re-driver wrote it into the mark (``cause``, ``why``, ...).
+    # A parked message's reason, as the re-driver wrote it into the mark (``cause``, ``why``, ...);
+    # a dead letter's, as its state table record holds it (ParkRecords).
     parked: Mapping[str, Any] | None = None
 
     @property
@@ -80,6 +102,8 @@ class Inspected:
     @property
     def label(self) -> str:
         """One line saying what went wrong."""
+        if self.dead_letter is not None and self.where is Where.PARKING_LOT:
+            return parked_dead_letter_label(self.dead_letter, self.parked)
         if self.dead_letter is not None:
             return dead_letter_label(self.dead_letter)
         if self.failure is not None:
@@ -87,6 +111,15 @@ class Inspected:
         if self.parked is not None:
             return str(self.parked.get("why", ""))
         return "no consumer verdict (failed without the consumer kit, or not yet classified)"
+
+    @property
+    def parking(self) -> str | None:
+        """Why it was parked, in one line; None for a message not known to be parked."""
+        if self.parked is not None:
+            return f"{self.parked.get('cause')}: {self.parked.get('why')}"
+        if self.dead_letter is not None and self.where is Where.PARKING_LOT:
+            return PARKED_UNRECORDED
+        return None
 
     @property
     def unreplayable(self) -> str | None:
@@ -170,6 +203,15 @@ def dead_letter_label(dead_letter: DeadLetter) -> str:
     if cause is None or not cause.code:
         return "the source gave no cause (SNS says nothing of a failed delivery)"
     return f"{cause.code}: {cause.message}" if cause.message else cause.code
+
+
+def parked_dead_letter_label(dead_letter: DeadLetter, parked: Mapping[str, Any] | None) -> str:
+    """One line on a parked dead letter: its parking reason and count as its record holds them."""
+    if parked is None:
+        return f"{PARKED_UNRECORDED}; {dead_letter_label(dead_letter)}"
+    return (
+        f"parked after {parked.get('redrive_count')} re-drives ({parked.get('cause')}): {parked.get('why')}"
+    )
 
 
 def source_label(source: DeadLetterSource) -> str:
@@ -310,6 +352,77 @@ def parse_attribute_filters(pairs: Iterable[str]) -> dict[str, str]:
             raise ValueError(f"{pair!r} is not an attribute filter: use name=value")
         filters[name] = value
     return filters
+
+
+# A dead letter of another service carries no mark: the re-driver records why it parked one in
+# the message record of its content identity (``MSG#<identity>``, status PARKED), and nowhere else.
+
+
+def park_reason_from_item(item: Item, *, now: int) -> ParkReason | None:
+    """The parking reason of a message record (None: the record is expired or not of a parked
+    message); ``CorruptRecord`` naming the field when it is not one the re-driver wrote. Its times
+    are only shown, so any time a date can hold is taken."""
+    key = item_key(item)
+    if expired(item, key, now=now) or text(item, "status", key) != RecordStatus.PARKED:
+        return None
+    reason = json_object(text(item, "reason", key, max_chars=RECORD_MAX_JSON_CHARS), "reason", key)
+    cause = checked_text(reason.get("cause"), "reason.cause", key, max_chars=RECORD_MAX_NAME_CHARS)
+    if cause not in {known.value for known in ParkCause}:
+        raise CorruptRecord(key, "reason.cause", "not a parking cause")
+    return ParkReason(
+        cause=ParkCause(cause),
+        why=checked_text(reason.get("why"), "reason.why", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True),
+        redrive_count=integer(
+            reason.get("redrive_count"), "reason.redrive_count", key, low=0, high=MAX_COUNT
+        ),
+        first_failed_at=_shown_time(reason, "first_failed_at", key),
+        last_failed_at=_shown_time(reason, "last_failed_at", key),
+        source_queue=_shown_name(reason, "source_queue", key),
+        dlq_message_id=_shown_name(reason, "dlq_message_id", key),
+    )
+
+
+def _shown_time(reason: Mapping[str, Any], name: str, key: str) -> int:
+    return integer(reason.get(name), f"reason.{name}", key, low=0, high=MAX_EPOCH_SECONDS)
+
+
+def _shown_name(reason: Mapping[str, Any], name: str, key: str) -> str:
+    return checked_text(reason.get(name), f"reason.{name}", key, max_chars=RECORD_MAX_NAME_CHARS, empty=True)
+
+
+def with_park_reasons(items: Sequence[Inspected], reasons: Mapping[str, ParkReason]) -> list[Inspected]:
+    """Each dead letter with the parking reason recorded under its identity; the rest as they are."""
+    return [
+        replace(item, parked=reasons[item.identity].to_dict())
+        if item.dead_letter is not None and item.identity in reasons
+        else item
+        for item in items
+    ]
+
+
+# What a corrupt message record meets in the operator's tool.
+SHOWN_UNRECORDED = f"shown as {PARKED_UNRECORDED}"
+
+
+class ParkRecords(DynamoTable):
+    """The parking reasons of dead letters in the state table, read by identity."""
+
+    def load(self, identities: Iterable[str]) -> dict[str, ParkReason]:
+        """The reasons recorded for these identities (a page of messages: one BatchGetItem; none:
+        no call); a missing, expired or unparked record gives none, a corrupt one is reported and
+        gives none."""
+        keys = [RecordKind.MESSAGE.key(identity) for identity in sorted(set(identities))]
+        now = self._now()
+        reasons: dict[str, ParkReason] = {}
+        for item in self._get_items(keys):
+            try:
+                reason = park_reason_from_item(item, now=now)
+            except CorruptRecord as corrupt:
+                self._report(corrupt, SHOWN_UNRECORDED)
+                continue
+            if reason is not None:
+                reasons[subject_of(item_key(item))] = reason
+        return reasons
 
 
 GROUP_INDEX_KEY = group_index_key()

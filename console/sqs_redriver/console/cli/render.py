@@ -170,8 +170,8 @@ def message_view(item: Inspected, now: int) -> RenderableType:
         failure = item.failure
         table.add_row("failure", inert(f"{failure.kind.value} {failure.error_class}: {failure.message}"))
         table.add_row("fingerprint", inert(failure.fingerprint))
-    if item.parked is not None:
-        table.add_row("parked", inert(f"{item.parked.get('cause')}: {item.parked.get('why')}"))
+    if item.parking is not None:
+        table.add_row("parked", inert(item.parking))
     for name, value in message.attributes.items():
         table.add_row(inert(f"attribute {name}"), inert(value.get("StringValue", "<binary>")))
     parts: list[RenderableType] = [table, Text("body:", style="bold"), inert(message.body, multiline=True)]
