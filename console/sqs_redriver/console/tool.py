@@ -31,8 +31,8 @@ from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS
 from sqs_redriver.protocol.keys import queue_key_from_arn, queue_key_from_url
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
-from sqs_redriver.protocol.sources import MAX_SOURCES, DeadLetterSource, read_source
-from sqs_redriver.protocol.wire import Rejection, array
+from sqs_redriver.protocol.sources import DeadLetterSource, read_source_list
+from sqs_redriver.protocol.wire import Rejection
 
 # An operator waits for the answer: retry throttling, but not for long.
 TOOL_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
@@ -159,16 +159,7 @@ class Deployment:
 def read_deployment_sources(value: object) -> tuple[DeadLetterSource, ...]:
     """An output's ``dead_letter_sources`` (untrusted: anyone who may update the stack wrote it);
     a ``Rejection`` naming the field at fault."""
-    sources = []
-    for index, item in enumerate(array(value, SOURCES_FIELD, max_items=MAX_SOURCES)):
-        try:
-            sources.append(read_source(item))
-        except Rejection as rejection:
-            raise rejection.within(f"{SOURCES_FIELD}[{index}]", subject="a re-driver's source") from None
-    addresses = [source.address for source in sources]
-    if len(set(addresses)) != len(addresses):
-        raise Rejection(SOURCES_FIELD, "names a source twice", subject="a re-driver's sources")
-    return tuple(sources)
+    return read_source_list(value, SOURCES_FIELD, subject="a re-driver's sources")
 
 
 def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], name: str | None) -> Deployment:

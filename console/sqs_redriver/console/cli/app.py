@@ -103,9 +103,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-breaker_app = typer.Typer(
-    help="Open or close a source queue's circuit breaker by hand.", no_args_is_help=True
-)
+breaker_app = typer.Typer(help="Open or close a source's circuit breaker by hand.", no_args_is_help=True)
 app.add_typer(breaker_app, name="breaker")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]

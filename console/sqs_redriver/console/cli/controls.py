@@ -92,7 +92,8 @@ def resume(ctx: typer.Context) -> None:
 
 
 SourceOption = Annotated[
-    str | None, typer.Option("--source", help="One source queue URL (default: every source).")
+    str | None,
+    typer.Option("--source", help="One source: a queue URL, or a source's address (default: every source)."),
 ]
 
 
