@@ -29,9 +29,11 @@ from sqs_redriver.protocol.sources import (
 from sqs_redriver.protocol.wire import Rejection
 from sqs_redriver.runtime.consumer_health import Health, QueueActivity, health
 from sqs_redriver.runtime.consumer_metrics import source_minute
+from sqs_redriver.runtime.errors import ConfigError
 from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules
 from sqs_redriver.runtime.report import Tally
 from sqs_redriver.runtime.routing import Routes
+from sqs_redriver.runtime.settings import load_settings
 
 NOW = 1_800_000_000
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:orders"
@@ -201,8 +203,8 @@ def test_every_backoff_step_is_waited_out_in_the_dlq_and_sent_with_no_delay() ->
 
 
 def test_a_function_failing_every_invocation_is_down_and_one_succeeding_is_healthy() -> None:
-    failing = source_minute(NOW, {"taken": 30, "failed": 30, "throttles": 0})
-    working = source_minute(NOW + 60, {"taken": 30, "failed": 2})
+    failing = source_minute(SourceKind.FUNCTION, NOW, {"taken": 30, "failed": 30, "throttles": 0})
+    working = source_minute(SourceKind.FUNCTION, NOW + 60, {"taken": 30, "failed": 2})
     start = NOW - NOW % 60
 
     down = QueueActivity(FUNCTION, start, start + 180, (replace(failing, at=start),))
@@ -218,6 +220,38 @@ def test_a_function_failing_every_invocation_is_down_and_one_succeeding_is_healt
 def test_a_source_minute_never_counts_more_processed_than_taken(
     taken: int, failed: int, delivered: int
 ) -> None:
-    for sums in ({"taken": taken, "failed": failed}, {"delivered": delivered, "failed": failed}):
-        minute = source_minute(NOW, sums)
+    for kind, sums in (
+        (SourceKind.FUNCTION, {"taken": taken, "failed": failed}),
+        (SourceKind.SUBSCRIPTION, {"delivered": delivered, "failed": failed}),
+    ):
+        minute = source_minute(kind, NOW, sums)
         assert 0 <= minute.deleted <= minute.received
+
+
+def test_a_topic_minute_with_failures_alone_is_a_failing_one() -> None:
+    minute = source_minute(SourceKind.SUBSCRIPTION, NOW, {"failed": 4})
+
+    assert (minute.received, minute.deleted) == (4, 0)
+
+
+def test_consumer_verdicts_are_refused_for_a_dlq_of_another_kind() -> None:
+    env = {
+        "DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-dlq",
+        "PARKING_LOT_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/orders-parking-lot",
+        "DYNAMODB_TABLE_NAME": "state",
+        "DEAD_LETTER_SOURCES": sources_json([ORDERS]),
+        "CONSUMER_VERDICTS": "true",
+    }
+
+    with pytest.raises(ConfigError, match="CONSUMER_VERDICTS=true"):
+        load_settings(env)
+    assert load_settings({**env, "CONSUMER_VERDICTS": "false"}).dead_letter_sources == (ORDERS,)
+
+
+def test_a_raw_message_s_attributes_are_part_of_its_identity() -> None:
+    plain = dead_letter_message("order shipped", attributes={})
+    tagged = dead_letter_message(
+        "order shipped", attributes={"tenant": {"DataType": "String", "StringValue": "a"}}
+    )
+
+    assert plain.content_identity != tagged.content_identity

@@ -36,11 +36,11 @@ from sqs_redriver.console.inventory import (
 from sqs_redriver.console.outcomes import ReplayKind, Sent, Ticket, new_ticket, record_sent
 from sqs_redriver.console.safe_text import some
 from sqs_redriver.console.tool import SAMPLE_ID_CHARS, Tool, read_all
+from sqs_redriver.core.delivery import delivered
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import Tracked, deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, Outgoing, outgoing
 from sqs_redriver.core.transfer import TokenBucket, Transfer, delete_from
-from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.mark import Mark
 
@@ -547,14 +547,6 @@ def _entry(entry_id: str, tracked: Tracked, destination: Destination) -> Outgoin
         deduplication_id=deduplication_id(tracked, REPLAY_STEP),
         fifo=destination.url.endswith(".fifo"),
     )
-
-
-def delivered(entry_id: str, dead_letter: DeadLetter) -> Outgoing:
-    """A dead letter as its target gets it: its payload, with the attributes delivered with it
-    (a raw SNS delivery's), as the re-driver's runs deliver it."""
-    if dead_letter.payload is None:
-        raise ValueError("a dead letter without its payload cannot be delivered (see Inspected.unreplayable)")
-    return Outgoing(entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes))
 
 
 def _count_deleted(deleted: BatchResult, report: MoveReport, *, sent: bool) -> bool:

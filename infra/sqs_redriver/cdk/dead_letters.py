@@ -446,6 +446,12 @@ def read_subscription(
         raise SettingsError(
             f"the endpoint of {label} is its own dead-letter queue: a re-drive would never leave it"
         )
+    target = construct_behind(endpoint)
+    if isinstance(target, sqs.Queue) and target.fifo:
+        raise SettingsError(
+            f"the endpoint of {label} is a FIFO queue: its dead letters do not carry the message group "
+            "id a FIFO queue needs, so the re-driver could only park them"
+        )
     raw = cfn.raw_message_delivery
     source = DeadLetterSource(
         kind=SourceKind.SUBSCRIPTION,
@@ -455,7 +461,6 @@ def read_subscription(
         topic_arn=cfn.topic_arn,
         raw_delivery=raw is True,
     )
-    target = construct_behind(endpoint)
     return _attached(source, queue, subscription, label, target, consumer_breaker)
 
 

@@ -289,9 +289,10 @@ class SqsRedriver(Construct):
         One policy of this construct, attached to the principal, with exactly what the tool calls:
         receive, change visibility, delete, send and read attributes on the DLQ and the parking lot;
         send and read attributes on each source queue, or, for a DLQ of another kind, the one
-        delivery call on each source's target (a replay or an edit goes there: ``lambda:InvokeFunction``,
-        ``sqs:SendMessage``, ``sns:Publish``, ``states:StartExecution`` or ``events:PutEvents``);
-        ``kms:Decrypt`` and ``kms:GenerateDataKey`` on the keys of KMS-encrypted queues and targets; decrypt, encrypt and data keys of the table's and the
+        delivery call on each source's target (a replay or an edit goes there:
+        ``lambda:InvokeFunction``, ``sqs:SendMessage``, ``sns:Publish``, ``states:StartExecution``
+        or ``events:PutEvents``); ``kms:Decrypt`` and ``kms:GenerateDataKey`` on the keys of
+        KMS-encrypted queues and targets; decrypt, encrypt and data keys of the table's and the
         archive's customer-managed key, when they have one; five item actions on the state table
         (no Scan, no Query); ``cloudformation:DescribeStacks`` on this stack;
         ``cloudwatch:GetMetricStatistics`` (no resource-level permissions: ``*``); and, with an

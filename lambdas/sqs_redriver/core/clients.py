@@ -57,10 +57,11 @@ def aws_clients(*, s3: bool = False, cloudwatch: bool = False, delivery: bool = 
     )
 
 
-# Lambda's client waits out a function's synchronous answer to a canary (MAX_PROBE_SECONDS), and
-# never tries an invocation twice on its own: a retried RequestResponse would run the canary again.
+# Lambda's client waits out a function's synchronous answer to a canary (MAX_PROBE_SECONDS and its
+# initialisation), and never tries an invocation twice on its own: a retried RequestResponse would
+# run the canary again.
 LAMBDA_CONFIG = AWS_CONFIG.merge(
-    Config(read_timeout=MAX_PROBE_SECONDS + 5, retries={"mode": "standard", "max_attempts": 1})
+    Config(read_timeout=MAX_PROBE_SECONDS + 15, retries={"mode": "standard", "max_attempts": 1})
 )
 
 

@@ -77,6 +77,7 @@ from sqs_redriver.core.sqs import (
     RedriveWindow,
     SqsQueue,
 )
+from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind, TargetKind
 from sqs_redriver.protocol.wire import Rejection, array, json_depth, load_json_object, required, text
 
@@ -399,6 +400,17 @@ TARGET_CLASSES: Mapping[TargetKind, type[Target]] = {
     TargetKind.STATE_MACHINE: StateMachineTarget,
     TargetKind.EVENT_BUS: EventBusTarget,
 }
+
+
+def delivered(entry_id: str, dead_letter: DeadLetter, *, probe: bool = False) -> Outgoing:
+    """A dead letter as its target gets it: its payload, with the attributes delivered with it (a
+    raw SNS delivery's); ``probe``: a canary, which a target may answer at once. ValueError for one
+    whose payload was dropped (the run parks those, the tool refuses them)."""
+    if dead_letter.payload is None:
+        raise ValueError("a dead letter without its payload cannot be delivered")
+    return Outgoing(
+        entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes), probe=probe
+    )
 
 
 def target_for(source: DeadLetterSource, clients: ClientFor) -> Target:

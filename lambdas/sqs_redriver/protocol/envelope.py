@@ -61,16 +61,19 @@ class DlqMessage:
     @cached_property
     def content_identity(self) -> str:
         """An identity derived from body and attributes, for messages that cannot carry a mark. A
-        dead letter's is its source's address and what goes back to it: a function's event that
-        fails again comes back in a new record (a new request id), and is still the same."""
-        if self.dead_letter is not None and self.dead_letter.payload is not None:
-            source = self.dead_letter.source
-            digest = hashlib.sha256(b"dead-letter\0" + (source.address if source else "").encode("utf-8"))
-            digest.update(b"\0" + self.dead_letter.payload.encode("utf-8", "surrogatepass"))
-            return HASH_IDENTITY_PREFIX + digest.hexdigest()
-        digest = hashlib.sha256(self.body.encode("utf-8"))
-        for name in sorted(self.attributes):
-            value = self.attributes[name]
+        dead letter's is its source's address and what goes back to it (payload and attributes): a
+        function's event that fails again comes back in a new record (a new request id), and is
+        still the same."""
+        dead_letter, attributes = self.dead_letter, self.attributes
+        if dead_letter is not None and dead_letter.payload is not None:
+            source = dead_letter.source.address if dead_letter.source else ""
+            digest = hashlib.sha256(b"dead-letter\0" + source.encode("utf-8") + b"\0")
+            digest.update(dead_letter.payload.encode("utf-8", "surrogatepass"))
+            attributes = dead_letter.attributes
+        else:
+            digest = hashlib.sha256(self.body.encode("utf-8"))
+        for name in sorted(attributes):
+            value = attributes[name]
             digest.update(b"\0" + name.encode("utf-8") + b"\0" + value["DataType"].encode("utf-8"))
             digest.update(b"\0" + _attribute_value_bytes(value))
         return HASH_IDENTITY_PREFIX + digest.hexdigest()

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqs_redriver.protocol.str_enum import StrEnum
-from sqs_redriver.protocol.wire import Rejection, array, integer, integer_of, required, text, text_of
+from sqs_redriver.protocol.wire import (
+    Rejection,
+    array,
+    integer,
+    integer_of,
+    json_depth,
+    required,
+    text,
+    text_of,
+)
 
 
 class SourceKind(StrEnum):
@@ -50,6 +59,7 @@ TARGETS_OF = {
 
 
 MAX_SOURCES = 50
+MAX_SOURCES_DEPTH = 4  # the array, a source, its breaker, and room for one more
 MAX_ARN_CHARS = 2048
 # Every source and target is regional and in an account (its region is where it is reached).
 ARN_PATTERN = re.compile(r"arn:[a-z-]{1,16}:[a-z0-9-]{1,32}:[a-z0-9-]{1,32}:[0-9]{12}:[^\s]{1,1900}")
@@ -166,6 +176,13 @@ def read_sources(text_value: str) -> tuple[DeadLetterSource, ...]:
     string: no sources of another kind)."""
     if not text_value.strip():
         return ()
+    depth = json_depth(text_value)
+    if depth > MAX_SOURCES_DEPTH:
+        raise Rejection(
+            "DEAD_LETTER_SOURCES",
+            f"nests {depth} deep, more than {MAX_SOURCES_DEPTH}",
+            subject="a valid setting",
+        )
     try:
         document = json.loads(text_value)
     except ValueError as exc:

@@ -41,6 +41,8 @@ class Executed:
     sent_to_source: tuple[Tracked, ...] = ()
     # A whole AWS call failed; what did arrive was still deleted.
     failure: str | None = None
+    # Delivered and failed at once: canaries a function probed synchronously answered with its error.
+    failed_at_target: tuple[Tracked, ...] = ()
 
 
 @dataclass
@@ -51,6 +53,7 @@ class ExecutionBooks:
     now: int
     transfer: Transfer
     sent: list[Tracked] = field(default_factory=list)
+    failed_at_target: list[Tracked] = field(default_factory=list)
     rejected: list[Park] = field(default_factory=list)
     redriven: int = 0
     parked: int = 0
@@ -68,7 +71,7 @@ class ExecutionBooks:
             unarchived=self.unarchived,
             errors=self.errors,
         )
-        return Executed(tally, tuple(self.sent), failure)
+        return Executed(tally, tuple(self.sent), failure, tuple(self.failed_at_target))
 
 
 # Carry out a batch's plan: holds, re-drives, parkings, then delete what arrived.
@@ -317,12 +320,18 @@ class BatchHandler:
         self, executed: Executed, breaker: Breaker, tally: Tally, writer: BreakerWriter
     ) -> tuple[Breaker, Tally]:
         """A canary that could not be sent is a failure: the consumer's side is unknown, and an
-        AWS error counts against the breaker like any other."""
-        if executed.sent_to_source and not executed.failure:
+        AWS error counts against the breaker like any other. One the target answered with its error
+        (a function probed synchronously) failed, as if it had come back at once."""
+        if executed.failed_at_target:
+            self.log.warning("the target failed the canary: opening the circuit")
+            opened = breaker.opened(int(self.clock()), Evidence.RETURNS)
+        elif executed.sent_to_source and not executed.failure:
             return breaker, tally + Tally(canaries=len(executed.sent_to_source))
-        self.log.warning("canary could not be sent: opening the circuit")
-        breaker, errors = writer.transition(breaker, breaker.opened(int(self.clock()), Evidence.ERRORS))
-        return breaker, tally + Tally(errors=errors)
+        else:
+            self.log.warning("canary could not be sent: opening the circuit")
+            opened = breaker.opened(int(self.clock()), Evidence.ERRORS)
+        breaker, errors = writer.transition(breaker, opened)
+        return breaker, tally + Tally(canaries=len(executed.sent_to_source), errors=errors)
 
     def _stopped_by(
         self,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sqs_redriver.core.errors import AwsCallError
-from sqs_redriver.protocol.sources import SourceKind
+from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 from sqs_redriver.runtime.consumer_health import (
     SECONDS_PER_MINUTE,
     Minute,
@@ -116,12 +116,13 @@ SOURCE_SERIES = {
 }
 
 
-def source_minute(at: int, sums: Mapping[str, int]) -> Minute:
+def source_minute(kind: SourceKind, at: int, sums: Mapping[str, int]) -> Minute:
     """A source of another kind's minute, in the terms consumer_health judges: what its target
     took is received, what it took and did not fail is deleted (processed). Those services
-    publish a metric only for a minute it counted something: a missing one is 0."""
+    publish a metric only for a minute it counted something: a missing one is 0. A topic counts
+    what it delivered and what failed, apart."""
     failed = sums.get("failed", 0)
-    taken = sums["delivered"] + failed if "delivered" in sums else sums.get("taken", 0)
+    taken = sums.get("delivered", 0) + failed if kind is SourceKind.SUBSCRIPTION else sums.get("taken", 0)
     return Minute(at=at, received=taken, deleted=max(taken - failed, 0), throttles=sums.get("throttles", 0))
 
 
@@ -212,7 +213,7 @@ class CloudWatchActivity:
         for queue in queues:
             own = {query_id: query for query_id, query in queries.items() if query.queue is queue}
             try:
-                minutes, complete_until = _minutes_of(own, collected, start, end, queue.source is not None)
+                minutes, complete_until = _minutes_of(own, collected, start, end, queue.source)
             except Problem as problem:
                 self._report(problem)
                 continue
@@ -282,14 +283,14 @@ def _minutes_of(
     collected: Mapping[str, Collected],
     start: int,
     end: int,
-    of_source: bool = False,
+    source: DeadLetterSource | None = None,
 ) -> tuple[tuple[Minute, ...], int]:
     """One queue's minutes from its ``queries``, their sums merged into one ``Minute`` per
     timestamp, and where the reading is complete; raises Problem for the first thing wrong with
     any of its metrics. SQS publishes both of a queue's series, zeros included, for every minute of
     an active queue: a minute with one and not the other is still being published, and the
     reading ends before it (a receive without its delete is not read as a failure). A source of
-    another kind (``of_source``) is read as ``source_minute`` says."""
+    another kind is read as ``source_minute`` says."""
     counts: dict[int, dict[str, int]] = {}
     for query_id, query in queries.items():
         found = collected.get(query_id)
@@ -297,8 +298,8 @@ def _minutes_of(
             raise Problem(query, "MetricDataResults", f"no result for query {query_id}")
         for at, count in _datapoints(query, found, start, end):
             counts.setdefault(at, {})[query.series.field] = count
-    if of_source:
-        return tuple(source_minute(at, sums) for at, sums in sorted(counts.items())), end
+    if source is not None:
+        return tuple(source_minute(source.kind, at, sums) for at, sums in sorted(counts.items())), end
     half = [at for at, fields in counts.items() if ("received" in fields) != ("deleted" in fields)]
     complete_until = min(half, default=end)
     minutes = tuple(Minute(at=at, **fields) for at, fields in sorted(counts.items()) if at < complete_until)

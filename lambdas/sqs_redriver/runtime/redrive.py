@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqs_redriver.core.delivery import FUNCTION_ERROR
+from sqs_redriver.core.delivery import FUNCTION_ERROR, delivered
 from sqs_redriver.core.message import deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, outgoing
 from sqs_redriver.core.table import MessageRecord, RecordStatus
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
     from sqs_redriver.core.message import Tracked
     from sqs_redriver.core.transfer import TokenBucket
-    from sqs_redriver.protocol.dead_letters import DeadLetter
     from sqs_redriver.protocol.mark import Mark
     from sqs_redriver.runtime.batch import ExecutionBooks
     from sqs_redriver.runtime.routing import Routes
@@ -118,7 +117,8 @@ class RedriveSender:
     def _book_not_sent(
         self, result: BatchResult, redrives: Sequence[Redrive], books: ExecutionBooks
     ) -> list[Tracked]:
-        """Rejected re-drives are parked; the others stay in the DLQ. Returns those others."""
+        """Rejected re-drives are parked; the others stay in the DLQ. Returns those whose re-drive did
+        not happen (a canary the target failed did happen: its count stands)."""
         not_sent = []
         for key, failure in result.failed.items():
             tracked = redrives[int(key)].tracked
@@ -129,6 +129,7 @@ class RedriveSender:
             if failure.code == FUNCTION_ERROR:
                 # A canary the function answered with its error: delivered and failed, as if it had
                 # come back at once. Its count stands; it stays in the DLQ.
+                books.failed_at_target.append(tracked)
                 log_decision(
                     self.log,
                     "the function failed the canary; it stays in the DLQ",
@@ -181,12 +182,3 @@ class RedriveSender:
         ]
         if undo:
             self.state.save_records(undo)
-
-
-def delivered(entry_id: str, dead_letter: DeadLetter, *, probe: bool = False) -> Outgoing:
-    """A dead letter of another service as its target gets it (plan.py parks those with no
-    payload); ``probe``: a canary, which a target may answer at once."""
-    assert dead_letter.payload is not None, "an unreplayable dead letter is parked, never re-driven"
-    return Outgoing(
-        entry_id=entry_id, body=dead_letter.payload, attributes=dict(dead_letter.attributes), probe=probe
-    )

@@ -375,15 +375,19 @@ class ModeSteps:
         heard = self.judge.hear_metrics(StepResult(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
+        if self._probe_outlasts_run(part, remaining_ms):
+            return StepResult(Tally(), breaker, StopReason.TIME_BUDGET)
         drained = self.loop.drain(Mode.PROBE, breaker, part, remaining_ms)
         step = StepResult(drained.tally, drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT:
             return step
+        probe = drained.breaker.canary
+        if probe is not None and probe.verdict_at <= probe.sent_at:
+            # A window of 0: the target's answer to the delivery was the verdict (a rule target, a
+            # subscription's endpoint, a function probed synchronously): judged now, in this run.
+            return replace(step, then=Mode.VERDICT)
         if not self._expects_verdicts(breaker):
-            # A target whose answer is the whole verdict (a rule target, a subscription's endpoint)
-            # has a window of 0: the canary is judged now, in this run, not a run later.
-            _, mode = circuit.begin_run(drained.breaker, self.now(), self.settings.breaker)
-            return replace(step, then=Mode.VERDICT) if mode is Mode.VERDICT else step
+            return step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
         return self.judge.await_verdict(step, out_of_time, part.writer, part.source)
 
@@ -406,6 +410,13 @@ class ModeSteps:
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)
+
+    def _probe_outlasts_run(self, part: Part, remaining_ms: Callable[[], int]) -> bool:
+        """A function probed synchronously is waited on for up to its timeout: it is not probed with
+        less time left than that and the margin (a run ended mid-probe would leave its canary
+        hidden, unjudged)."""
+        seconds = self.settings.probe_timeout_of(part.source or self.settings.source_queue_url)
+        return seconds > 0 and out_of_time(remaining_ms() - seconds * 1000, self.settings.time_margin_seconds)
 
     def _expects_verdicts(self, breaker: Breaker) -> bool:
         return expects_verdicts(breaker, self.settings.consumer_verdicts)
@@ -579,7 +590,9 @@ class Redriver:
         self.log.info("the target's own breaker holds re-drives back", extra={"reason": reading.reason})
         if reading.gate is ConsumerGate.HOLD:
             return replace(gate, mode=Mode.SKIP, stop=StopReason.CONSUMER_BREAKER_OPEN), limit
-        return gate, min(limit, self.settings.canary_size)
+        # Re-drives are held to a canary's worth; a probe or a verdict of the re-driver's own breaker
+        # is already that, and a verdict's scan must read the DLQ through.
+        return gate, min(limit, self.settings.canary_size) if gate.mode is Mode.REDRIVE else limit
 
     def _part(
         self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool

@@ -114,6 +114,11 @@ class Settings:
     def source_queue_urls(self) -> tuple[str, ...]:
         return (self.source_queue_url, *self.other_source_queue_urls)
 
+    def probe_timeout_of(self, source: str) -> int:
+        """How long a canary of ``source`` (its address) may be waited on: a function probed
+        synchronously's timeout; 0 for every other source."""
+        return next((s.probe_timeout_seconds for s in self.dead_letter_sources if s.address == source), 0)
+
     @property
     def fifo(self) -> bool:
         return is_fifo_url(self.dlq_url)
@@ -189,6 +194,11 @@ def _dead_letter_sources(env: Mapping[str, str]) -> tuple[DeadLetterSource, ...]
     if sources and env.get(RESOURCE_ENV["source_queue_url"], "").strip():
         raise InvalidSetting(
             f"{name} and {RESOURCE_ENV['source_queue_url']} are both set: a DLQ holds one kind of dead letter"
+        )
+    if sources and BY_NAME["consumer_verdicts"].from_env(env):
+        raise InvalidSetting(
+            f"{name} and CONSUMER_VERDICTS=true are both set: the consumer kit reports on SQS consumers "
+            "alone, never on a function, a rule target or a subscription"
         )
     return sources
 
