@@ -38,7 +38,7 @@ from sqs_redriver.cdk.dead_letters import (
 )
 from sqs_redriver.cdk.functions import acknowledge, powertools_layer, python_function
 from sqs_redriver.cdk.redriver import SqsRedriver
-from sqs_redriver.cdk.settings import SettingsError
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.storage import secure_queue, secure_table
 from sqs_redriver.protocol.settings import RESOURCE_ENV
 from sqs_redriver.protocol.sources import (
@@ -1015,3 +1015,27 @@ def test_the_operator_may_replay_to_each_target_with_its_one_delivery_call_and_n
     assert [s["Resource"] for s in delivering] == [{"Fn::GetAtt": [logical_id(target), "Arn"]}]
     actions = {a for s in operator_statements for a in as_list(s["Action"])}
     assert not actions & {"sns:Publish", "events:PutEvents", "states:StartExecution"}
+
+
+def test_consumer_verdicts_are_refused_for_a_dlq_of_another_kind_at_synth() -> None:
+    stack = bare_stack()
+    target = bare_function(stack, on_failure=destinations.SqsDestination(sqs.Queue(stack, "Failures")))
+
+    with pytest.raises(SettingsError, match="consumer_verdicts is on for a DLQ of another kind"):
+        SqsRedriver.for_function(
+            stack, "Redriver", function=target, settings=RedriverSettings(consumer_verdicts=True)
+        )
+
+
+def test_a_fifo_endpoint_of_a_subscription_is_refused() -> None:
+    stack = bare_stack()
+    topic = sns.Topic(stack, "Orders", fifo=True, topic_name="orders")
+    endpoint = sqs.Queue(stack, "Endpoint", fifo=True)
+    subscription = topic.add_subscription(
+        subscriptions.SqsSubscription(endpoint, dead_letter_queue=sqs.Queue(stack, "Dlq", fifo=True))
+    )
+
+    with pytest.raises(
+        SettingsError, match="is a FIFO queue: its dead letters do not carry the message group"
+    ):
+        SqsRedriver.for_subscription(stack, "Redriver", subscription=subscription)
