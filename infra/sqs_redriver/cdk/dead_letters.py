@@ -547,9 +547,16 @@ def _stand_ins(value: Any, by_field: dict[str, str], field: str = "") -> Any:
     return value
 
 
-def check_sources(sources: Sequence[AttachedSource], dead_letter_queue: sqs.IQueue) -> None:
+def check_sources(
+    sources: Sequence[AttachedSource], dead_letter_queue: sqs.IQueue, consumer_verdicts: bool = False
+) -> None:
     """What one re-driver's sources must share: their DLQ (``dead_letter_queue``) and their kind;
-    and no source twice."""
+    no source twice; and no consumer verdicts (the kit reports on SQS consumers alone)."""
+    if consumer_verdicts:
+        raise SettingsError(
+            "consumer_verdicts is on for a DLQ of another kind: the consumer kit reports on SQS "
+            "consumers alone, never on a function, a rule target or a subscription"
+        )
     if len(sources) > MAX_SOURCES:
         raise SettingsError(f"dead_letter_sources: at most {MAX_SOURCES} sources, got {len(sources)}")
     kinds = {attached.source.kind for attached in sources}

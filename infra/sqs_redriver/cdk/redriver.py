@@ -147,12 +147,7 @@ class SqsRedriver(Construct):
         )
         self.dead_letter_sources = tuple(dead_letter_sources)
         if self.dead_letter_sources:
-            check_sources(self.dead_letter_sources, dead_letter_queue)
-            if settings.consumer_verdicts:
-                raise SettingsError(
-                    "consumer_verdicts is on for a DLQ of another kind: the consumer kit reports on SQS "
-                    "consumers alone, never on a function, a rule target or a subscription"
-                )
+            check_sources(self.dead_letter_sources, dead_letter_queue, settings.consumer_verdicts)
         self.dead_letter_queue = dead_letter_queue
         check_props(
             settings, self.source_queues, dead_letter_queue, parking_lot=parking_lot, state_table=state_table

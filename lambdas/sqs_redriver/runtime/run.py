@@ -260,6 +260,15 @@ class CanaryJudge:
         self.log.info("the source queue's metrics judged the consumer", extra={"reading": reading.describe()})
         return self._moved(step, breaker, self._silence(breaker, after), writer)
 
+    def taken_at_once(self, step: StepResult, writer: BreakerWriter) -> StepResult:
+        """A canary with a window of 0, taken: the target's answer to its delivery was the verdict
+        (a rule target, a subscription's endpoint, a function probed synchronously). One success
+        now, in the run that sent it; the part goes on with the next canary, or re-drives."""
+        breaker = step.breaker
+        self.log.info("the target took the canary: one success")
+        after = circuit.canary_passed(breaker, self.now(), self.settings.breaker, Evidence.RETURNS)
+        return self._moved(step, breaker, self._silence(breaker, after), writer)
+
     def after_scan(self, step: StepResult, may_have_hidden: bool, writer: BreakerWriter) -> StepResult:
         """The scan after the canary's window did not find it (and hit no error)."""
         breaker = step.breaker
@@ -383,9 +392,7 @@ class ModeSteps:
             return step
         probe = drained.breaker.canary
         if probe is not None and probe.verdict_at <= probe.sent_at:
-            # A window of 0: the target's answer to the delivery was the verdict (a rule target, a
-            # subscription's endpoint, a function probed synchronously): judged now, in this run.
-            return replace(step, then=Mode.VERDICT)
+            return self.judge.taken_at_once(step, part.writer)
         if not self._expects_verdicts(breaker):
             return step
         out_of_time = lambda: self._out_of_time(remaining_ms)  # noqa: E731
