@@ -159,7 +159,7 @@ class Deployment:
 def read_deployment_sources(value: object) -> tuple[DeadLetterSource, ...]:
     """An output's ``dead_letter_sources`` (untrusted: anyone who may update the stack wrote it);
     a ``Rejection`` naming the field at fault."""
-    return read_source_list(value, SOURCES_FIELD, subject="a re-driver's sources")
+    return read_source_list(value, SOURCES_FIELD, subject="a re-driver's source")
 
 
 def from_stack_outputs(stack_name: str, outputs: Iterable[Mapping[str, str]], name: str | None) -> Deployment:
