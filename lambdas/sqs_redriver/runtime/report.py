@@ -31,6 +31,8 @@ class StopReason(StrEnum):
     PAUSED = "paused"  # an operator's pause: nothing touched but the retention sweep
     # The target's own Powertools breaker is OPEN: nothing sent (consumer_breaker.py)
     CONSUMER_BREAKER_OPEN = "consumer's breaker open"
+    # It lets a probe through: re-drives held to a canary's worth (consumer_breaker.py)
+    CONSUMER_BREAKER_PROBE = "consumer's breaker probing"
     CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
 
     @property

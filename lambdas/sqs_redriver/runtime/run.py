@@ -121,7 +121,12 @@ class FinishedPart:
     def scanned(self) -> bool:
         """Whether it read the DLQ through; runs that did not may owe the retention a sweep."""
         gate, stop = self.gate, self.report.stopped_because
-        not_scanning = (StopReason.BREAKER_OPEN, StopReason.PAUSED, StopReason.CONSUMER_BREAKER_OPEN)
+        not_scanning = (
+            StopReason.BREAKER_OPEN,
+            StopReason.PAUSED,
+            StopReason.CONSUMER_BREAKER_OPEN,
+            StopReason.CONSUMER_BREAKER_PROBE,
+        )
         scans = gate.stop not in not_scanning and gate.mode is not Mode.WATCH
         return scans and stop is not StopReason.SOURCE_BACKLOG
 
@@ -597,9 +602,14 @@ class Redriver:
         self.log.info("the target's own breaker holds re-drives back", extra={"reason": reading.reason})
         if reading.gate is ConsumerGate.HOLD:
             return replace(gate, mode=Mode.SKIP, stop=StopReason.CONSUMER_BREAKER_OPEN), limit
-        # Re-drives are held to a canary's worth; a probe or a verdict of the re-driver's own breaker
-        # is already that, and a verdict's scan must read the DLQ through.
-        return gate, min(limit, self.settings.canary_size) if gate.mode is Mode.REDRIVE else limit
+        if gate.mode is not Mode.REDRIVE:
+            # A probe or a verdict of the re-driver's own breaker is a canary's worth already, and a
+            # verdict's scan must read the DLQ through.
+            return gate, limit
+        # Re-drives held to a canary's worth read no further into the DLQ: the part does not count as
+        # a scan, so the retention sweep still guards what lies deeper.
+        probing = replace(gate, stop=StopReason.CONSUMER_BREAKER_PROBE)
+        return probing, min(limit, self.settings.canary_size)
 
     def _part(
         self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
