@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The bench times cold starts in a venv with only what the Lambda runtime and layer provide.
 BENCH_VENV := .bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
-# LocalStack's SQS provider for `make conformance`, in its own venv from a Python 3.12+ interpreter
+# LocalStack's SQS and SNS providers for `make conformance`, in its own venv from a Python 3.12+ interpreter
 # (found by tests/conformance/find-python; `make conformance LOCALSTACK_PYTHON=...` names one).
 LOCALSTACK_VENV := .localstack-venv
 LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
@@ -92,7 +92,8 @@ checks: $(STAMP)
 suite: $(STAMP) browser
 	$(BIN)/pytest --numprocesses=auto --dist=loadgroup --no-loadscope-reorder
 
-# The re-drive cycle against a second SQS implementation: LocalStack's SQS provider (DynamoDB on moto).
+# The re-drive cycle against a second SQS implementation, and an SNS subscription's dead letters:
+# LocalStack's SQS and SNS providers (DynamoDB on moto).
 conformance: $(STAMP) $(LOCALSTACK_STAMP)
 	LOCALSTACK_VENV_PYTHON=$(CURDIR)/$(LOCALSTACK_VENV)/bin/python $(BIN)/pytest tests/conformance -m conformance
 
