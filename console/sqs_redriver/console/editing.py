@@ -460,7 +460,7 @@ def edited_identity(item: Inspected, payload: str) -> str:
     if dead_letter.source.kind is SourceKind.FUNCTION and from_record:
         try:
             returned = compact_json(json.loads(payload))
-        except ValueError:  # not JSON: the function refuses it, and it never comes back
+        except (ValueError, RecursionError):  # not JSON (Lambda refuses it), or too deep to read back
             returned = payload
     return replace(item.message, dead_letter=replace(dead_letter, payload=returned)).content_identity
 
