@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -283,3 +284,15 @@ def test_a_function_probed_synchronously_keeps_a_failed_canary_and_closes_on_pas
     assert closed.breaker_state.value == "CLOSED"
     assert (len(function.probed), len(function.invoked)) == (3, 2)
     assert queue_counts(aws.sqs, aws.dlq_url).total == 1
+
+
+def test_each_decision_s_log_line_names_the_dead_letter_s_source_and_request(
+    aws: Aws, clock: FakeClock, function: PlayedFunction, caplog: pytest.LogCaptureFixture
+) -> None:
+    put(aws, destination_record(FUNCTION_ARN, {"order": "o-1"}, request_id="r-42"))
+
+    with caplog.at_level(logging.INFO):
+        run(redriver(aws, clock, function, FUNCTION_SOURCE), clock)
+
+    [line] = [record for record in caplog.records if record.getMessage() == "re-driven"]
+    assert (line.source, line.request_id) == (FUNCTION_SOURCE.address, "r-42")  # type: ignore[attr-defined]

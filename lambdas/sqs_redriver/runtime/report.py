@@ -177,7 +177,15 @@ def _queue_name(url: str | None) -> str:
 
 
 def log_decision(logger: Any, decision: str, tracked: Tracked, **fields: Any) -> None:
-    """One log line per decision, with the message's identity, MessageId and count."""
+    """One log line per decision, with the message's identity, MessageId and count; a dead letter
+    of another service's source and request id as well (a function's failure of this delivery)."""
+    dead_letter = tracked.message.dead_letter
+    if dead_letter is not None:
+        fields = {
+            "source": dead_letter.source.address if dead_letter.source else None,
+            "request_id": dead_letter.request_id or None,
+            **fields,
+        }
     logger.info(
         decision,
         extra={
