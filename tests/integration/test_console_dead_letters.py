@@ -508,3 +508,22 @@ def test_a_parked_dead_letter_without_a_readable_reason_is_shown_parked_with_the
     assert "parked parked (reason not recorded)" in flat(shown.stdout)
     assert data["parked"] is None and data["group"] == "dead-letter:orders:ValueError"
     assert status == 200 and "<tr><th>parked</th><td>parked (reason not recorded)</td></tr>" in page
+
+
+def test_the_replay_preview_and_the_edit_form_name_the_target_not_a_source_queue(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    deploy(aws, FUNCTION_SOURCE)
+    [message_id] = put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-1"))
+    client = signed_in(console_app(operator([time.time()])))
+
+    _, preview = get(client, "/replay?from=dlq&group=dead-letter:orders:ValueError")
+    _, message = get(client, f"/messages/{message_id}")
+    _, form = get(client, f"/messages/{message_id}/edit?from=dlq")
+    _, status = get(client, "/")
+
+    assert f"goes to its source's one target (lambda {FUNCTION_ARN})" in " ".join(preview.split())
+    assert "source queue" not in preview
+    assert "correct the payload its target gets" in message
+    assert "The payload its target gets" in form
+    assert "<th>source</th><th>breaker</th>" in status

@@ -72,6 +72,10 @@ def replay_preview() -> str:
         rate=DEFAULT_RATE,
         recorded=console.audit_log is not None,
         now=console.now(),
+        dead_letters=", ".join(
+            f"{source.target_kind.value} {source.target_arn}"
+            for source in console.deployment.dead_letter_sources
+        ),
     )
 
 
