@@ -1039,3 +1039,14 @@ def test_a_fifo_endpoint_of_a_subscription_is_refused() -> None:
         SettingsError, match="is a FIFO queue: its dead letters do not carry the message group"
     ):
         SqsRedriver.for_subscription(stack, "Redriver", subscription=subscription)
+
+
+def test_a_target_added_after_the_re_driver_is_named_as_missing_and_how_to_fix_it() -> None:
+    stack = bare_stack()
+    queue = sqs.Queue(stack, "Fulfilment")
+    rule = events.Rule(stack, "Rule", event_pattern=events.EventPattern(source=["orders"]))
+
+    with pytest.raises(
+        SettingsError, match=r"has no target on .*add it with rule.add_target\(\.\.\.\) before"
+    ):
+        SqsRedriver.for_rule_target(stack, "Redriver", rule=rule, target=queue)

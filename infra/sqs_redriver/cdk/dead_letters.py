@@ -354,11 +354,16 @@ def _index_of(rule: events.Rule, rendered: list[dict[str, Any]], target: object,
     found = [
         index for index, item in enumerate(rendered) if same_construct(construct_behind(item["arn"]), target)
     ]
-    if len(found) != 1:
-        count = "no target" if not found else f"{len(found)} targets"
+    if not found:
         raise SettingsError(
-            f"the rule {rule.node.path} has {count} on {target.node.path} (its targets: {ids}): "
-            "pass target_index to say which one"
+            f"the rule {rule.node.path} has no target on {target.node.path} (its targets: {ids}): add "
+            "it with rule.add_target(...) before creating the re-driver, or pass the construct the rule "
+            "does target"
+        )
+    if len(found) != 1:
+        raise SettingsError(
+            f"the rule {rule.node.path} has {len(found)} targets on {target.node.path} (its targets: "
+            f"{ids}): pass target_index to say which one"
         )
     return found[0]
 
