@@ -7,7 +7,9 @@ What each target receives:
 
 - a function (``lambda.invoke``, ``InvocationType=Event``, one call per message): the payload as
   it is; for an SNS subscription, the event SNS invokes a function with, built from the SNS
-  envelope the DLQ holds (``sns_lambda_event``).
+  envelope the DLQ holds (``sns_lambda_event``). A canary of a function probed synchronously
+  (``probe_timeout_seconds``) goes with ``RequestResponse``: the function's own error fails it
+  (``FUNCTION_ERROR``), and it stays in the DLQ.
 - a queue (``sqs.send_message_batch``): body and attributes as given; a FIFO queue needs the
   message's group and deduplication ids.
 - a topic (``sns.publish``, a rule's target): the body as the message; a FIFO topic as a queue.
@@ -219,7 +221,8 @@ class _OneByOne(_Target):
 
 
 class FunctionTarget(_OneByOne):
-    """A function, invoked asynchronously as its source invoked it."""
+    """A function, invoked asynchronously as its source invoked it; a canary synchronously, when the
+    source is probed so."""
 
     operation = "Lambda Invoke"
     max_payload_bytes = LAMBDA_MAX_ASYNC_PAYLOAD_BYTES
