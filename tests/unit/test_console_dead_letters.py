@@ -17,13 +17,19 @@ from sqs_redriver.console.inventory import (
     Inspected,
     Where,
     is_fingerprint,
-    park_reason_from_item,
     with_park_reasons,
 )
 from sqs_redriver.console.outcomes import Fate, Observation, Sent, judge
 from sqs_redriver.console.tool import Deployment, read_deployment_sources
 from sqs_redriver.core.errors import CorruptRecord
-from sqs_redriver.core.table import MessageRecord, ParkCause, ParkReason, RecordStatus, message_item
+from sqs_redriver.core.table import (
+    MessageRecord,
+    ParkCause,
+    ParkReason,
+    RecordStatus,
+    message_item,
+    park_reason_from_item,
+)
 from sqs_redriver.protocol.dead_letters import Cause, DeadLetter
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.limits import MAX_COUNT

@@ -15,9 +15,10 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from sqs_redriver.console.inventory import Inspected, ParkRecords, Where, inspect, with_park_reasons
+from sqs_redriver.console.inventory import Inspected, Where, inspect, with_park_reasons
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import SqsQueue
+from sqs_redriver.core.table import StateTable
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.sources import DeadLetterSource
 
@@ -165,7 +166,7 @@ class QueueScan:
         hold_seconds: int = SCAN_HOLD_SECONDS,
         wait_seconds: int = 1,
         sources: Sequence[DeadLetterSource] = (),
-        park_records: ParkRecords | None = None,
+        park_records: StateTable | None = None,
     ) -> None:
         """``sources``: a DLQ of another kind's; each message is read as its dead letter.
         ``park_records``: where each dead letter's parking reason is read (a batch per receive)."""
@@ -222,7 +223,7 @@ class QueueScan:
         if self._park_records is None:
             return items
         dead_letters = [item.identity for item in items if item.dead_letter is not None]
-        return with_park_reasons(items, self._park_records.load(dead_letters))
+        return with_park_reasons(items, self._park_records.load_park_reasons(dead_letters))
 
     def _coverage(self) -> Coverage:
         depth = queue_depth(self._sqs, self.queue.url)

@@ -10,31 +10,18 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from sqs_redriver.core.errors import AwsCallError, CorruptRecord
+from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import (
     DynamoTable,
-    Item,
-    ParkCause,
     ParkReason,
-    RecordStatus,
-    checked_text,
-    expired,
-    integer,
-    item_key,
-    json_object,
-    text,
 )
 from sqs_redriver.protocol.dead_letters import DeadLetter
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, from_sqs
 from sqs_redriver.protocol.failure import Failure
-from sqs_redriver.protocol.keys import RecordKind, group_index_key, subject_of
+from sqs_redriver.protocol.keys import group_index_key
 from sqs_redriver.protocol.limits import (
     FINGERPRINT_PATTERN,
-    MAX_COUNT,
-    MAX_EPOCH_SECONDS,
     MAX_FINGERPRINT_CHARS,
-    RECORD_MAX_JSON_CHARS,
-    RECORD_MAX_NAME_CHARS,
 )
 from sqs_redriver.protocol.mark import Mark, read_parked
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
@@ -63,7 +50,7 @@ class Inspected:
     message: DlqMessage
     where: Where
     # A parked message's reason, as the re-driver wrote it into the mark (``cause``, ``why``, ...);
-    # a dead letter's, as its state table record holds it (ParkRecords).
+    # a dead letter's, as its state table record holds it (StateTable.load_park_reasons).
     parked: Mapping[str, Any] | None = None
 
     @property
@@ -354,42 +341,6 @@ def parse_attribute_filters(pairs: Iterable[str]) -> dict[str, str]:
     return filters
 
 
-# A dead letter of another service carries no mark: the re-driver records why it parked one in
-# the message record of its content identity (``MSG#<identity>``, status PARKED), and nowhere else.
-
-
-def park_reason_from_item(item: Item, *, now: int) -> ParkReason | None:
-    """The parking reason of a message record (None: the record is expired or not of a parked
-    message); ``CorruptRecord`` naming the field when it is not one the re-driver wrote. Its times
-    are only shown, so any time a date can hold is taken."""
-    key = item_key(item)
-    if expired(item, key, now=now) or text(item, "status", key) != RecordStatus.PARKED:
-        return None
-    reason = json_object(text(item, "reason", key, max_chars=RECORD_MAX_JSON_CHARS), "reason", key)
-    cause = checked_text(reason.get("cause"), "reason.cause", key, max_chars=RECORD_MAX_NAME_CHARS)
-    if cause not in {known.value for known in ParkCause}:
-        raise CorruptRecord(key, "reason.cause", "not a parking cause")
-    return ParkReason(
-        cause=ParkCause(cause),
-        why=checked_text(reason.get("why"), "reason.why", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True),
-        redrive_count=integer(
-            reason.get("redrive_count"), "reason.redrive_count", key, low=0, high=MAX_COUNT
-        ),
-        first_failed_at=_shown_time(reason, "first_failed_at", key),
-        last_failed_at=_shown_time(reason, "last_failed_at", key),
-        source_queue=_shown_name(reason, "source_queue", key),
-        dlq_message_id=_shown_name(reason, "dlq_message_id", key),
-    )
-
-
-def _shown_time(reason: Mapping[str, Any], name: str, key: str) -> int:
-    return integer(reason.get(name), f"reason.{name}", key, low=0, high=MAX_EPOCH_SECONDS)
-
-
-def _shown_name(reason: Mapping[str, Any], name: str, key: str) -> str:
-    return checked_text(reason.get(name), f"reason.{name}", key, max_chars=RECORD_MAX_NAME_CHARS, empty=True)
-
-
 def with_park_reasons(items: Sequence[Inspected], reasons: Mapping[str, ParkReason]) -> list[Inspected]:
     """Each dead letter with the parking reason recorded under its identity; the rest as they are."""
     return [
@@ -398,31 +349,6 @@ def with_park_reasons(items: Sequence[Inspected], reasons: Mapping[str, ParkReas
         else item
         for item in items
     ]
-
-
-# What a corrupt message record meets in the operator's tool.
-SHOWN_UNRECORDED = f"shown as {PARKED_UNRECORDED}"
-
-
-class ParkRecords(DynamoTable):
-    """The parking reasons of dead letters in the state table, read by identity."""
-
-    def load(self, identities: Iterable[str]) -> dict[str, ParkReason]:
-        """The reasons recorded for these identities (a page of messages: one BatchGetItem; none:
-        no call); a missing, expired or unparked record gives none, a corrupt one is reported and
-        gives none."""
-        keys = [RecordKind.MESSAGE.key(identity) for identity in sorted(set(identities))]
-        now = self._now()
-        reasons: dict[str, ParkReason] = {}
-        for item in self._get_items(keys):
-            try:
-                reason = park_reason_from_item(item, now=now)
-            except CorruptRecord as corrupt:
-                self._report(corrupt, SHOWN_UNRECORDED)
-                continue
-            if reason is not None:
-                reasons[subject_of(item_key(item))] = reason
-        return reasons
 
 
 GROUP_INDEX_KEY = group_index_key()

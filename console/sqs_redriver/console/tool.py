@@ -22,7 +22,7 @@ from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url, va
 from sqs_redriver.console.audit import ActionResult, AuditLog
 from sqs_redriver.console.aws import AWS_FAILURES, Coverage, QueueScan, aws_date, caller
 from sqs_redriver.console.errors import BadConnection, DeploymentNotFound, NotFound, UsageError
-from sqs_redriver.console.inventory import GroupIndex, Inspected, ParkRecords, Where
+from sqs_redriver.console.inventory import GroupIndex, Inspected, Where
 from sqs_redriver.console.safe_text import inert_str, some
 from sqs_redriver.core import delivery
 from sqs_redriver.core.errors import AwsCallError
@@ -310,10 +310,6 @@ class Tool:
         return GroupIndex(self.deployment.table_name, self.client("dynamodb"))
 
     @cached_property
-    def park_records(self) -> ParkRecords:
-        return ParkRecords(self.deployment.table_name, self.client("dynamodb"), clock=self.now)
-
-    @cached_property
     def who(self) -> str:
         return caller(self.client("sts"))
 
@@ -358,7 +354,7 @@ class Tool:
         those of its parking lot with the parking reasons the state table holds."""
         url = self.deployment.parking_lot_url if where is Where.PARKING_LOT else self.deployment.dlq_url
         sources = self.deployment.dead_letter_sources
-        records = self.park_records if sources and where is Where.PARKING_LOT else None
+        records = self.table if sources and where is Where.PARKING_LOT else None
         return QueueScan(self.queue(url), self.client("sqs"), where, sources=sources, park_records=records)
 
     def target_of(self, source: DeadLetterSource) -> delivery.Target:

@@ -670,6 +670,39 @@ def mark_from_item(item: Item, *, now: int) -> Mark:
     )
 
 
+def park_reason_from_item(item: Item, *, now: int) -> ParkReason | None:
+    """The parking reason of a message record (None: the record is expired or not of a parked
+    message); ``CorruptRecord`` naming the field when it is not one ``message_item`` wrote. A dead
+    letter of another service carries no mark: this is where why it was parked is kept. Its times
+    are only shown, so any time a date can hold is taken."""
+    key = item_key(item)
+    if expired(item, key, now=now) or text(item, "status", key) != RecordStatus.PARKED:
+        return None
+    reason = json_object(text(item, "reason", key, max_chars=RECORD_MAX_JSON_CHARS), "reason", key)
+    cause = checked_text(reason.get("cause"), "reason.cause", key, max_chars=RECORD_MAX_NAME_CHARS)
+    if cause not in {known.value for known in ParkCause}:
+        raise CorruptRecord(key, "reason.cause", "not a parking cause")
+    return ParkReason(
+        cause=ParkCause(cause),
+        why=checked_text(reason.get("why"), "reason.why", key, max_chars=RECORD_MAX_JSON_CHARS, empty=True),
+        redrive_count=integer(
+            reason.get("redrive_count"), "reason.redrive_count", key, low=0, high=MAX_COUNT
+        ),
+        first_failed_at=_reason_time(reason, "first_failed_at", key),
+        last_failed_at=_reason_time(reason, "last_failed_at", key),
+        source_queue=_reason_name(reason, "source_queue", key),
+        dlq_message_id=_reason_name(reason, "dlq_message_id", key),
+    )
+
+
+def _reason_time(reason: Mapping[str, Any], name: str, key: str) -> int:
+    return integer(reason.get(name), f"reason.{name}", key, low=0, high=MAX_EPOCH_SECONDS)
+
+
+def _reason_name(reason: Mapping[str, Any], name: str, key: str) -> str:
+    return checked_text(reason.get(name), f"reason.{name}", key, max_chars=RECORD_MAX_NAME_CHARS, empty=True)
+
+
 def _optional_count(item: Item, name: str, key: str) -> int:
     """A count written only for some messages (their suspicion): 0 when absent."""
     return number(item, name, key, low=0, high=MAX_COUNT) if name in item else 0
@@ -864,6 +897,7 @@ CONTINUATION_TAKEN_OVER = "treated as absent: overwritten by this run's continua
 GROUP_FROM_KEY = "honoured from its key alone (the operator's action on the fingerprint)"
 IGNORED_MESSAGE_RECORD = "ignored: the message counts from its content identity; its next record replaces it"
 IGNORED_FAILURE_RECORD = "ignored: the message is judged without this failure"
+UNSHOWN_PARK_REASON = "ignored: the parking reason is shown as not recorded"
 PAUSE_HONOURED = "read as a pause (only an operator writes one)"
 EMPTY_HISTORY = "read as an empty history; the next run's summary replaces it"
 ENTRY_SKIPPED = "entry skipped; the next run's summary drops it"
@@ -1037,6 +1071,23 @@ class StateTable(DynamoTable):
             mark = marks.get(identity) or Mark(identity=identity, first_failed_at=failure.at)
             marks[identity] = replace(mark, failure=failure)
         return marks
+
+    def load_park_reasons(self, identities: Iterable[str]) -> dict[str, ParkReason]:
+        """The parking reasons recorded for these identities (one BatchGetItem a hundred; none: no
+        call); a missing, expired or unparked record gives none, a corrupt one is reported and
+        gives none."""
+        keys = [RecordKind.MESSAGE.key(identity) for identity in sorted(set(identities))]
+        now = self._now()
+        reasons: dict[str, ParkReason] = {}
+        for item in self._get_items(keys):
+            try:
+                reason = park_reason_from_item(item, now=now)
+            except CorruptRecord as corrupt:
+                self._report(corrupt, UNSHOWN_PARK_REASON)
+                continue
+            if reason is not None:
+                reasons[subject_of(item_key(item))] = reason
+        return reasons
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:
         """Write message records with BatchWriteItem, retrying unprocessed items (none: no call)."""
