@@ -148,6 +148,12 @@ def load_settings(
         values = {setting.name: setting.from_env(env) for setting in LAMBDA_SETTINGS}
         check_rules(values, label=lambda name: BY_NAME[name].env or name)
         resources = _resources(env)
+        if resources["dead_letter_sources"] and values["consumer_verdicts"]:
+            raise InvalidSetting(
+                f"{RESOURCE_ENV['dead_letter_sources']} and CONSUMER_VERDICTS=true are both set: the "
+                "consumer kit reports on SQS consumers alone, never on a function, a rule target or a "
+                "subscription"
+            )
     tunables = {name: v for name, v in values.items() if not name.startswith(BREAKER_PREFIX)}
     return Settings(**resources, **tunables, breaker=_breaker(values))
 
@@ -194,11 +200,6 @@ def _dead_letter_sources(env: Mapping[str, str]) -> tuple[DeadLetterSource, ...]
     if sources and env.get(RESOURCE_ENV["source_queue_url"], "").strip():
         raise InvalidSetting(
             f"{name} and {RESOURCE_ENV['source_queue_url']} are both set: a DLQ holds one kind of dead letter"
-        )
-    if sources and BY_NAME["consumer_verdicts"].from_env(env):
-        raise InvalidSetting(
-            f"{name} and CONSUMER_VERDICTS=true are both set: the consumer kit reports on SQS consumers "
-            "alone, never on a function, a rule target or a subscription"
         )
     return sources
 
