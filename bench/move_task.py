@@ -86,7 +86,7 @@ def measure(name: str, rate: int = MOVE_TASK_MAX_RATE, *, seed: int = 7) -> Move
     with open_world(consumer) as world:
         world.redriver = cast(Any, Idle())  # the schedule starts nothing: the operator does
         world.send(good + poison)
-        settled = Settled(world, {world.key_of(b) for b in good})
+        settled = Settled.of(world, {world.key_of(b) for b in good})
         sent: set[str] = set()
         for start in scenario.starts_minutes:
             world.run(for_seconds=start * MINUTE - world.clock.elapsed)

@@ -155,7 +155,7 @@ def _baseline(
     with open_world(plain_order_consumer(windows)) as world:
         world.send(good)
         good_keys = {world.key_of(b) for b in good}
-        settled = Settled(world, good_keys)
+        settled = Settled.of(world, good_keys)
         if design == "published":
             job = PublishedJob(world)
             _on_the_schedule(world, job)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from local_aws.consumers import order_body
-from local_aws.dead_letter_world import DeadLetterWorld, TargetLog, open_dead_letter_world, order_key
+from local_aws.dead_letter_world import TargetLog, open_dead_letter_world, order_key
 from local_aws.journal import Journal
+from local_aws.recovery import Settled
 from local_aws.recovery_figures import MINUTE
 from local_aws.simulated_time import SIM_EPOCH
 from sqs_redriver.protocol.sources import SourceKind
@@ -120,7 +121,8 @@ def _scenario(
             shuffle.shuffle(orders)
         world.produce(orders)
         good_keys = {order_key(order) for order in good}
-        settled = Settled(world, good_keys)
+        fulfilled = lambda: world.downstream.submitted.keys()  # noqa: E731
+        settled = Settled(world.clock, good_keys, fulfilled=fulfilled, dlq_total=world.dlq_total)
         world.run(until=settled.check if settle else lambda: False, for_seconds=hours * 3600)
         observed = Observed(
             world.log,
@@ -253,20 +255,3 @@ def _changes(readings: Sequence[tuple[float, str]]) -> tuple[tuple[float, str], 
         if not changes or changes[-1][1] != state:
             changes.append((round(at / MINUTE, 1), state))
     return tuple(changes)
-
-
-class Settled:
-    """Notes the first moment every good order was fulfilled and the DLQ is empty."""
-
-    def __init__(self, world: DeadLetterWorld, good_keys: set[str]) -> None:
-        self._world = world
-        self._good = good_keys
-        self.at: float | None = None
-
-    def check(self) -> bool:
-        if self.at is not None:
-            return True
-        if not self._good <= self._world.downstream.submitted.keys() or self._world.dlq_total():
-            return False
-        self.at = self._world.clock.elapsed
-        return True

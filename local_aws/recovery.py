@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from enum import StrEnum
 
 from local_aws.consumers import ConsumerFactory, kit_order_consumer, order_body, plain_order_consumer
 from local_aws.queues import queue_counts
 from local_aws.recovery_figures import MINUTE, RecoveryFigures, figures
-from local_aws.simulated_time import SIM_EPOCH
+from local_aws.simulated_time import SIM_EPOCH, SimulatedClock
 from local_aws.simulation import World, open_world, without_consumer_verdicts
 
 
@@ -173,7 +173,7 @@ def _scenario(
             shuffle.shuffle(bodies)
         world.send(bodies)
         good_keys = {world.key_of(b) for b in good}
-        settled = Settled(world, good_keys)
+        settled = Settled.of(world, good_keys)
         if fresh:
             world.run(for_seconds=FRESH_AT_MINUTES * MINUTE)
             world.send(list(fresh))
@@ -212,20 +212,38 @@ def _scenario(
 
 
 class Settled:
-    """Notes the first moment every good order is fulfilled and the DLQ is empty."""
+    """Notes the first moment every good order is fulfilled and the DLQ is empty: ``fulfilled``
+    gives the orders fulfilled so far, ``dlq_total`` what the DLQ holds (visible, in flight,
+    delayed); ``check`` runs after every consumer invocation and every run."""
 
-    def __init__(self, world: World, good_keys: set[str]) -> None:
-        self._world = world
+    def __init__(
+        self,
+        clock: SimulatedClock,
+        good_keys: set[str],
+        *,
+        fulfilled: Callable[[], Collection[str]],
+        dlq_total: Callable[[], int],
+    ) -> None:
+        self._clock = clock
         self._good = good_keys
+        self._fulfilled = fulfilled
+        self._dlq_total = dlq_total
         self.at: float | None = None
+
+    @classmethod
+    def of(cls, world: World, good_keys: set[str]) -> Settled:
+        """In an SQS consumer's world: fulfilled by its journal, the deployment's DLQ."""
+        return cls(
+            world.clock,
+            good_keys,
+            fulfilled=lambda: world.journal.first_success().keys(),
+            dlq_total=lambda: queue_counts(world.sqs, world.deployment.dlq_url).total,
+        )
 
     def check(self) -> bool:
         if self.at is not None:
             return True
-        fulfilled = self._world.journal.first_success().keys()
-        if not self._good <= fulfilled:
+        if not self._good <= set(self._fulfilled()) or self._dlq_total():
             return False
-        if queue_counts(self._world.sqs, self._world.deployment.dlq_url).total:
-            return False
-        self.at = self._world.clock.elapsed
+        self.at = self._clock.elapsed
         return True

@@ -111,7 +111,7 @@ class Watched:
     good_keys: set[str]
 
     def drain(self) -> None:
-        settled = Settled(self.world, self.good_keys)
+        settled = Settled.of(self.world, self.good_keys)
         self.world.run(until=settled.check, for_seconds=4 * 3600)
         assert settled.at is not None, "the DLQ was not drained"
 
