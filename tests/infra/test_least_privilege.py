@@ -192,6 +192,9 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     breakers = [keyed_on("BREAKER#", source) for source in sources]
     own = [*breakers, keyed_on("SWEEP#", dlq), keyed_on("RUNS#", dlq)]
     continuation = keyed_on("CONTINUATION#", dlq)
+    pause, drain = keyed_on("PAUSE#", dlq), keyed_on("DRAIN#", dlq)
+    # a large drain's worker leases: WORKER#<DLQ URL>#<slot>
+    workers = {"Fn::Join": ["", ["WORKER#", {"Ref": logical_id(dlq)}, "#*"]]}
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
     idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
     # the DLQ's key, which encrypts what the construct made: each use through its service only
@@ -206,11 +209,21 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         {"Action": DLQ_CONSUME, "Resource": arn_of(dlq)},
         {"Action": QUEUE_SEND, "Resource": [arn_of(queue) for queue in (*sources, redriver.parking_lot)]},
         # its own records by key; message, kit and group records by kind; no operator record written
-        table(deployment, "dynamodb:GetItem", *own, keyed_on("PAUSE#", dlq), "VERDICTS#*", idempotency),
-        table(deployment, "dynamodb:PutItem", *own, continuation, idempotency),
+        table(deployment, "dynamodb:GetItem", *own, pause, drain, "VERDICTS#*", idempotency),
+        table(deployment, "dynamodb:PutItem", *own, continuation, drain, workers, idempotency),
         table(deployment, "dynamodb:UpdateItem", idempotency),
-        table(deployment, "dynamodb:DeleteItem", continuation, idempotency),
-        table(deployment, "dynamodb:BatchGetItem", "MSG#*", "FAILURE#*", "RETRY#*", "PARK#*"),
+        table(deployment, "dynamodb:DeleteItem", continuation, workers, idempotency),
+        table(
+            deployment,
+            "dynamodb:BatchGetItem",
+            "MSG#*",
+            "FAILURE#*",
+            "RETRY#*",
+            "PARK#*",
+            *breakers,
+            pause,
+            drain,
+        ),
         table(deployment, "dynamodb:BatchWriteItem", "MSG#*"),
         {"Action": "s3:PutObject", "Resource": archive_objects(redriver)},
         {"Action": "lambda:InvokeFunction", "Resource": arn_of(redriver.function)},

@@ -154,7 +154,7 @@ def test_parallel_batches_within_one_run_handle_each_message_once(aws: Aws, cloc
     assert drain(aws.sqs, aws.dlq_url) == []
 
 
-def test_a_parallel_run_that_trips_the_breaker_stops_every_worker(aws: Aws, clock: FakeClock) -> None:
+def test_a_parallel_run_that_trips_the_breaker_stops_the_run(aws: Aws, clock: FakeClock) -> None:
     # GIVEN two failed runs behind us, and a DLQ of messages that all came back: three batches
     # for each of four workers
     settings = make_settings(aws, parallel_batches=4, max_redrive_count=10)

@@ -6,13 +6,21 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqs_redriver.core.breaker import Breaker
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, RedriveWindow
-from sqs_redriver.core.table import RUN_HISTORY_LENGTH, GroupMark, MessageRecord, Pause, prevailing
+from sqs_redriver.core.table import (
+    RUN_HISTORY_LENGTH,
+    DrainRecord,
+    FleetView,
+    GroupMark,
+    MessageRecord,
+    Pause,
+    prevailing,
+)
 from sqs_redriver.protocol.envelope import DlqMessage
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.mark import Mark
@@ -164,6 +172,10 @@ class FakeStateStore:
     calls: list[str] = field(default_factory=list)
     continuation_token: str | None = None
     pause: Pause | None = None
+    drain: DrainRecord | None = None
+    # A large drain's worker leases: key -> (token, expires_at).
+    leases: dict[str, tuple[str, int]] = field(default_factory=dict)
+    now: int = 0
 
     def load_breaker(self, key: str) -> Breaker:
         self.calls.append("load_breaker")
@@ -193,6 +205,41 @@ class FakeStateStore:
             return False
         self.continuation_token = None
         return True
+
+    def load_drain(self, key: str) -> DrainRecord | None:
+        self.calls.append("load_drain")
+        return self.drain
+
+    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int) -> bool:
+        self.calls.append("save_drain")
+        if (self.drain.version if self.drain else 0) != expected_version:
+            return False
+        self.drain = replace(record, version=expected_version + 1)
+        return True
+
+    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
+        self.calls.append("load_fleet_view")
+        return FleetView(breaker=self.breaker, paused=self.pause is not None, drain=self.drain)
+
+    def offer_worker(self, key: str, token: str, *, expires_at: int) -> bool:
+        self.calls.append("offer_worker")
+        held = self.leases.get(key)
+        if held is not None and held[1] >= self.now:
+            return False
+        self.leases[key] = (token, expires_at)
+        return True
+
+    def hold_worker(self, key: str, token: str, *, expires_at: int, successor: str | None = None) -> bool:
+        self.calls.append("hold_worker")
+        if self.leases.get(key, ("", 0))[0] != token:
+            return False
+        self.leases[key] = (successor or token, expires_at)
+        return True
+
+    def release_worker(self, key: str, token: str) -> None:
+        self.calls.append("release_worker")
+        if self.leases.get(key, ("", 0))[0] == token:
+            del self.leases[key]
 
     def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
         self.calls.append("load_marks")

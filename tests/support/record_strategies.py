@@ -83,6 +83,10 @@ FIELDS: dict[RecordKind, tuple[str, ...]] = {
     RecordKind.RUNS: ("runs",),
     RecordKind.SWEEP: ("due_at",),
     RecordKind.CONTINUATION: ("token", "offered_at", "expires_at"),
+    RecordKind.DRAIN: (
+        "rate", "phase", "fell_behind_at", "workers", "messages_left", "stepped_at", "started_at",
+        "ended_at", "version",
+    ),
 }  # fmt: skip
 
 

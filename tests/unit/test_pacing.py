@@ -51,4 +51,4 @@ def test_tallies_add_up_field_by_field() -> None:
 def test_only_the_end_of_a_workers_share_lets_the_other_workers_go_on(
     reason: StopReason, stops_all: bool
 ) -> None:
-    assert reason.stops_every_worker is stops_all
+    assert reason.stops_the_run is stops_all

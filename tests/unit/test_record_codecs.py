@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.errors import CorruptRecord
 from sqs_redriver.core.table import (
+    DrainRecord,
     GroupAction,
     GroupMark,
     MessageRecord,
@@ -23,6 +24,8 @@ from sqs_redriver.core.table import (
     breaker_item,
     check_continuation,
     continuation_item,
+    drain_from_item,
+    drain_item,
     expired,
     failure_from_item,
     group_mark_from_item,
@@ -64,11 +67,14 @@ PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {
     RecordKind.RUNS: (runs_from_item, RunHistory),
     RecordKind.SWEEP: (lambda item: sweep_due_from_item(item, now=NOW), int),
     RecordKind.CONTINUATION: (lambda item: check_continuation(item, now=NOW), type(None)),
+    RecordKind.DRAIN: (lambda item: drain_from_item(item, now=NOW), DrainRecord),
 }
 # Parsed elsewhere: IDEMPOTENCY# by Powertools' idempotency layer (only the function and operators
 # may write them), GROUPS# by the operator's tool (tests/integration/test_group_index.py), REPLAY#
-# and REPLAYS# by the operator's tool (tests/integration/test_outcomes.py).
+# and REPLAYS# by the operator's tool (tests/integration/test_outcomes.py). WORKER# is never read:
+# conditional writes offer, hold and release it (an offer takes a malformed one as free).
 PARSED_ELSEWHERE = {
+    RecordKind.WORKER,
     RecordKind.IDEMPOTENCY,
     RecordKind.GROUP_INDEX,
     RecordKind.REPLAY,
@@ -281,3 +287,22 @@ def test_an_evidence_word_this_version_does_not_know_is_read_as_none_and_the_bre
     item = {**breaker_item("BREAKER#q", opened), "evidence": {"S": "a-newer-word"}}
     read = breaker_from_item(item, now=1_800_000_100)
     assert (read.state, read.evidence, read.judged_until) == (State.OPEN, Evidence.NONE, 1_800_000_000)
+
+
+@robust
+@given(
+    st.builds(
+        DrainRecord,
+        rate=st.integers(1, 100_000),
+        phase=st.sampled_from(["climb", "steady"]),
+        fell_behind_at=st.integers(0, 100_000),
+        workers=st.integers(1, 200),
+        messages_left=st.integers(0, 10**8),
+        stepped_at=st.integers(0, NOW),
+        started_at=st.integers(0, NOW),
+        ended_at=st.integers(0, NOW),
+        version=st.integers(0, 10**6),
+    )
+)
+def test_a_drain_record_round_trips(record: DrainRecord) -> None:
+    assert drain_from_item(drain_item("DRAIN#d", record), now=NOW) == record

@@ -15,8 +15,16 @@ from botocore.exceptions import ClientError
 import sqs_redriver.runtime
 from sqs_redriver.cdk.access import TableAccess, redriver_table_access
 from sqs_redriver.core.breaker import Breaker, Canary
-from sqs_redriver.core.table import GroupAction, GroupMark, MessageRecord, Pause, RecordStatus, StateTable
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.core.table import (
+    DrainRecord,
+    GroupAction,
+    GroupMark,
+    MessageRecord,
+    Pause,
+    RecordStatus,
+    StateTable,
+)
+from sqs_redriver.protocol.keys import RecordKind, worker_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import idempotency_guard
@@ -98,6 +106,9 @@ def allowed(call: Call, grants: tuple[TableAccess, ...]) -> bool:
 
 
 CANARY = Canary(identities=("id-1",), verdict_at=2_000, sent_at=1_000)
+DRAIN = DrainRecord(
+    rate=50, phase="climb", fell_behind_at=0, workers=2, messages_left=10, stepped_at=1, started_at=1
+)
 RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SOURCES[1])
 # Every state table call of the re-drive function (runtime/run, act), with the keys it uses.
 LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
@@ -108,6 +119,15 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     ],
     "offer a continuation": lambda t: t.offer_continuation(SETTINGS.dlq_url, "token", stale_after=60),
     "take a continuation": lambda t: t.take_continuation(SETTINGS.dlq_url, "token"),
+    "load a large drain": lambda t: t.load_drain(SETTINGS.drain_key),
+    "save a large drain": lambda t: t.save_drain(SETTINGS.drain_key, DRAIN, expected_version=0),
+    "check a worker's batch": lambda t: [
+        t.load_fleet_view(RecordKind.BREAKER.key(url), SETTINGS.pause_key, SETTINGS.drain_key)
+        for url in SOURCES
+    ],
+    "offer a worker's lease": lambda t: t.offer_worker(worker_key(DLQ, 3), "token", expires_at=2_000),
+    "hold a worker's lease": lambda t: t.hold_worker(worker_key(DLQ, 3), "token", expires_at=2_000),
+    "release a worker's lease": lambda t: t.release_worker(worker_key(DLQ, 3), "token"),
     "load the sweep due": lambda t: t.load_sweep_due(SETTINGS.sweep_key),
     "save the sweep due": lambda t: t.save_sweep_due(SETTINGS.sweep_key, 2_000),
     "load the operator's pause": lambda t: t.load_pause(SETTINGS.pause_key),
@@ -138,6 +158,12 @@ FUNCTION_METHODS = {
     "save_breaker",
     "offer_continuation",
     "take_continuation",
+    "load_drain",
+    "save_drain",
+    "load_fleet_view",
+    "offer_worker",
+    "hold_worker",
+    "release_worker",
     "load_sweep_due",
     "save_sweep_due",
     "load_pause",

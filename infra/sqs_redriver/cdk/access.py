@@ -422,33 +422,42 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
     ``source_addresses``: what names each source's breaker: a source queue's URL, a dead-letter
     source's address (DeadLetterSource.address).
 
-    Its own records (breakers, sweep, run history, continuation slot, the operator's pause) by their
-    full keys, and its idempotency records (Powertools: get, conditional put, update, delete) by
-    their prefix; message records, the kit's records and the operator's group records by kind. It
-    never writes an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
+    Its own records (breakers, sweep, run history, continuation slot, a large drain's record, the
+    operator's pause) by their full keys, its large drains' worker leases and its idempotency
+    records (Powertools: get, conditional put, update, delete) by their prefix; message records,
+    the kit's records and the operator's group records by kind. It never writes an operator
+    record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
     breakers = tuple(RecordKind.BREAKER.key(address) for address in source_addresses)
     own = (*breakers, RecordKind.SWEEP.key(dlq_url), RecordKind.RUNS.key(dlq_url))
     continuation = RecordKind.CONTINUATION.key(dlq_url)
     idempotency = f"{RecordKind.IDEMPOTENCY.key(dlq_url)}#*"
+    pause, drain, workers = (
+        RecordKind.PAUSE.key(dlq_url),
+        RecordKind.DRAIN.key(dlq_url),
+        f"{RecordKind.WORKER.key(dlq_url)}#*",
+    )
     return (
-        TableAccess(
-            "dynamodb:GetItem",
-            (*own, RecordKind.PAUSE.key(dlq_url), f"{VERDICT_RECORD_PREFIX}*", idempotency),
-        ),
-        TableAccess("dynamodb:PutItem", (*own, continuation, idempotency)),
+        TableAccess("dynamodb:GetItem", (*own, pause, drain, f"{VERDICT_RECORD_PREFIX}*", idempotency)),
+        TableAccess("dynamodb:PutItem", (*own, continuation, drain, workers, idempotency)),
         TableAccess("dynamodb:UpdateItem", (idempotency,)),
-        TableAccess("dynamodb:DeleteItem", (continuation, idempotency)),
+        TableAccess("dynamodb:DeleteItem", (continuation, workers, idempotency)),
         TableAccess(
             "dynamodb:BatchGetItem",
-            tuple(
-                f"{prefix}*"
-                for prefix in (
-                    MESSAGE_RECORD_PREFIX,
-                    FAILURE_RECORD_PREFIX,
-                    RETRY_RECORD_PREFIX,
-                    PARK_RECORD_PREFIX,
-                )
+            (
+                *(
+                    f"{prefix}*"
+                    for prefix in (
+                        MESSAGE_RECORD_PREFIX,
+                        FAILURE_RECORD_PREFIX,
+                        RETRY_RECORD_PREFIX,
+                        PARK_RECORD_PREFIX,
+                    )
+                ),
+                # what a large drain's worker checks before each batch (runtime/workers.py)
+                *breakers,
+                pause,
+                drain,
             ),
         ),
         TableAccess("dynamodb:BatchWriteItem", (f"{MESSAGE_RECORD_PREFIX}*",)),

@@ -339,7 +339,8 @@ def _sources_variable(redriver: SqsRedriver) -> dict[str, str]:
 def build_redrive_function(
     redriver: SqsRedriver, function_props: lambda_.FunctionOptions | None
 ) -> lambda_.Function:
-    """The function (``RedriveFunction``): one run at a time, no retry but the next scheduled run.
+    """The function (``RedriveFunction``): at most MAX_WORKERS runs at a time, no retry but the next
+    scheduled run.
 
     ``function_props``: the user's further props, refused if they touch what the construct sets.
     """
@@ -355,9 +356,10 @@ def build_redrive_function(
         timeout=Duration.seconds(settings.redriver_timeout_seconds),
         memory_size=settings.redriver_memory_mb,
         layer=redriver.powertools_layer,
-        # One run at a time: the breaker and the per-message counts assume a single writer,
-        # and a duplicate EventBridge delivery then waits instead of overlapping.
-        reserved_concurrency=1,
+        # A large drain's workers (runtime/workers.py) are runs of this function: never more at once
+        # than MAX_WORKERS, whatever starts them. A DLQ of another kind drains in one chain: one run
+        # at a time, as with MAX_WORKERS 1 (a tick waits for the run before it).
+        reserved_concurrency=1 if redriver.dead_letter_sources else settings.max_workers,
     )
     # A failed run is retried by the next scheduled run, not immediately: an instant retry
     # would hit the same broken dependency and bypass the schedule's spacing.

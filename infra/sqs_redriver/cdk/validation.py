@@ -42,7 +42,7 @@ OWNED_FUNCTION_PROPS: Mapping[str, str] = {
     "runtime": "it runs the re-driver's own code, on the runtime the layers are built for",
     "timeout": "set it with settings=RedriverSettings(redriver_timeout_seconds=...)",
     "memory_size": "set it with settings=RedriverSettings(redriver_memory_mb=...)",
-    "reserved_concurrent_executions": "is 1: the breaker and the counts assume one run at a time",
+    "reserved_concurrent_executions": "set it with settings=RedriverSettings(max_workers=...)",
     "architecture": "is arm64: the Powertools and consumer kit layers are built for it",
     "role": _ROLE,
     "initial_policy": _ROLE,

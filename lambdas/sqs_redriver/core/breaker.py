@@ -258,6 +258,10 @@ class BreakerWriter:
         self.last_state: State | None = None
         self._newest: Breaker | None = None  # the last record this run wrote
 
+    @property
+    def key(self) -> str:
+        return self._key
+
     def save(self, after: Breaker, before: Breaker) -> bool:
         """Write ``after`` if the stored record is still ``before``; False when another run wrote
         first. An AWS error propagates."""

@@ -213,23 +213,29 @@ def _str(value: object) -> str:
 
 
 CONTINUATION_SOURCE = "sqs-redriver.continuation"
+RECORD_MAX_RATE = 1_000_000
+RECORD_MAX_WORKERS = 1_000
 
 
 @dataclass(frozen=True)
 class Resume:
-    """A run that follows another: the slot ``token`` it was offered, its place in the chain, and
-    whether the run before it had finished its slow start."""
+    """A run that follows another: the slot ``token`` it was offered, its place in the chain,
+    whether the run before it had finished its slow start, and which worker of a large drain it is
+    (``slot`` 0: the chain every drain has; 1 and up: the workers a fan-out added)."""
 
     token: str
     generation: int
     full_rate: bool
+    slot: int = 0
+    drain: bool = False  # the run is part of a large drain (runtime/workers.py)
 
     def to_event(self) -> dict[str, Any]:
-        return {
-            "id": self.token,
-            "source": CONTINUATION_SOURCE,
-            "detail": {"generation": self.generation, "full_rate": self.full_rate},
-        }
+        detail: dict[str, Any] = {"generation": self.generation, "full_rate": self.full_rate}
+        if self.slot:
+            detail["slot"] = self.slot
+        if self.drain:
+            detail["drain"] = True
+        return {"id": self.token, "source": CONTINUATION_SOURCE, "detail": detail}
 
     @staticmethod
     def from_event(event: Mapping[str, Any]) -> Resume | None:
@@ -238,9 +244,17 @@ class Resume:
             return None
         detail = event.get("detail") or {}
         generation, full_rate, token = detail.get("generation"), detail.get("full_rate"), event.get("id")
-        if not isinstance(token, str) or not isinstance(generation, int) or not isinstance(full_rate, bool):
+        slot, drain = detail.get("slot", 0), detail.get("drain", False)
+        if (
+            not isinstance(token, str)
+            or not isinstance(generation, int)
+            or not isinstance(full_rate, bool)
+            or type(slot) is not int
+            or not 0 <= slot < RECORD_MAX_WORKERS
+            or not isinstance(drain, bool)
+        ):
             raise ValueError(f"malformed continuation event: {dict(event)!r}")
-        return Resume(token=token, generation=generation, full_rate=full_rate)
+        return Resume(token=token, generation=generation, full_rate=full_rate, slot=slot, drain=drain)
 
 
 # Validated readers of one DynamoDB item's attributes: a value within its limits, or
@@ -878,6 +892,79 @@ def check_continuation(item: Item, *, now: int) -> None:
     epoch(item, "offered_at", key, now=now)
 
 
+def worker_item(key: str, token: str, *, now: int, expires_at: int) -> dict[str, Any]:
+    return {
+        "pk": {"S": key},
+        "token": {"S": token},
+        "offered_at": {"N": str(now)},
+        "expires_at": {"N": str(expires_at)},
+    }
+
+
+# A large drain's shared state (``DRAIN#<DLQ URL>``): written by the worker that steps its pace,
+# read by every worker before each batch and by the operator's tool.
+
+
+@dataclass(frozen=True)
+class DrainRecord:
+    """The pace (messages a second, all workers together; its phase and the rate the consumer last
+    fell behind at), the workers it wants, the DLQ's messages at the last step, and when."""
+
+    rate: int
+    phase: str
+    fell_behind_at: int
+    workers: int
+    messages_left: int
+    stepped_at: int
+    started_at: int
+    ended_at: int = 0  # when a worker found the DLQ empty (0: the drain goes on)
+    version: int = 0
+
+    @property
+    def going(self) -> bool:
+        return not self.ended_at
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """What a large drain's worker checks before each batch."""
+
+    breaker: Breaker
+    paused: bool
+    drain: DrainRecord | None
+
+
+DRAIN_NUMBERS = {
+    "rate": RECORD_MAX_RATE,
+    "fell_behind_at": RECORD_MAX_RATE,
+    "workers": RECORD_MAX_WORKERS,
+    "messages_left": MAX_COUNT * 1_000,
+}
+DRAIN_TIMES = ("stepped_at", "started_at", "ended_at")
+
+
+def drain_item(key: str, record: DrainRecord) -> dict[str, Any]:
+    numbers = {name: getattr(record, name) for name in (*DRAIN_NUMBERS, *DRAIN_TIMES, "version")}
+    return {
+        "pk": {"S": key},
+        "phase": {"S": record.phase},
+        **{name: {"N": str(value)} for name, value in numbers.items()},
+    }
+
+
+def drain_from_item(item: Item, *, now: int) -> DrainRecord:
+    """``CorruptRecord`` when a field is missing, mistyped or out of range."""
+    key = item_key(item)
+    numbers = {name: number(item, name, key, low=0, high=high) for name, high in DRAIN_NUMBERS.items()}
+    times = {name: epoch(item, name, key, now=now) for name in DRAIN_TIMES}
+    return DrainRecord(
+        phase=text(item, "phase", key, max_chars=16),
+        version=stored_version(item),
+        **numbers,
+        **times,
+    )
+
+
 def verdicts_from_item(item: Item) -> VerdictCounts:
     """The verdict counts; a counter never added is 0. ``CorruptRecord`` when one is mistyped or
     out of range."""
@@ -903,6 +990,7 @@ EMPTY_HISTORY = "read as an empty history; the next run's summary replaces it"
 ENTRY_SKIPPED = "entry skipped; the next run's summary drops it"
 SWEEP_DUE = "treated as absent: the retention sweep is due now"
 NO_VERDICTS = "read as no verdicts"
+NO_DRAIN = "read as no drain: the next pace step starts it over"
 
 
 # A stored version attribute that is not a valid one, as it was read (None: there was none).
@@ -1168,6 +1256,91 @@ class StateTable(DynamoTable):
             )
             is not None
         )
+
+    # A large drain's worker leases (``WORKER#<DLQ URL>#<n>``): offered by a fan-out, held by the
+    # worker's run, released at its end; a lease not held or freed in time expires.
+
+    def offer_worker(self, key: str, token: str, *, expires_at: int) -> bool:
+        """Offer the lease ``key`` to ``token``; False while another worker's offer or run holds it."""
+        now = self._now()
+        return (
+            self._write_if(
+                "PutItem (worker lease)",
+                self._client.put_item,
+                Item=worker_item(key, token, now=now, expires_at=expires_at),
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR expires_at < :now OR NOT attribute_type(expires_at, :number)"
+                ),
+                ExpressionAttributeValues={":now": {"N": str(now)}, ":number": {"S": "N"}},
+            )
+            is not None
+        )
+
+    def hold_worker(self, key: str, token: str, *, expires_at: int, successor: str | None = None) -> bool:
+        """Hold the lease ``token`` holds until ``expires_at``, for ``successor`` when given (its
+        continuation); False when the lease is not ``token``'s."""
+        return (
+            self._write_if(
+                "PutItem (worker lease)",
+                self._client.put_item,
+                Item=worker_item(key, successor or token, now=self._now(), expires_at=expires_at),
+                ConditionExpression="#token = :token",
+                ExpressionAttributeNames={"#token": "token"},
+                ExpressionAttributeValues={":token": {"S": token}},
+            )
+            is not None
+        )
+
+    def release_worker(self, key: str, token: str) -> None:
+        """Free the lease if ``token`` still holds it."""
+        self._write_if(
+            "DeleteItem (worker lease)",
+            self._client.delete_item,
+            Key={"pk": {"S": key}},
+            ConditionExpression="#token = :token",
+            ExpressionAttributeNames={"#token": "token"},
+            ExpressionAttributeValues={":token": {"S": token}},
+        )
+
+    # A large drain's shared state.
+
+    def load_drain(self, key: str) -> DrainRecord | None:
+        item = self._get_item(key)
+        return self._drain(item) if item else None
+
+    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int) -> bool:
+        """Write the drain's state if its version is still ``expected_version`` (0: none yet)."""
+        return (
+            self._write_if(
+                "PutItem (drain)",
+                self._client.put_item,
+                Item=drain_item(key, replace(record, version=expected_version + 1)),
+                ConditionExpression="attribute_not_exists(pk) OR version = :expected",
+                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
+            )
+            is not None
+        )
+
+    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
+        """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause and
+        the drain's state."""
+        items = {item_key(item): item for item in self._get_items([breaker_key, pause_key, drain_key])}
+        now = self._now()
+        breaker = Breaker()
+        if breaker_key in items:
+            try:
+                breaker = breaker_from_item(items[breaker_key], now=now)
+            except CorruptRecord as corrupt:
+                self._report(corrupt, BREAKER_READ_AS_CLOSED)
+        drain = self._drain(items[drain_key]) if drain_key in items else None
+        return FleetView(breaker=breaker, paused=pause_key in items, drain=drain)
+
+    def _drain(self, item: Item) -> DrainRecord | None:
+        try:
+            return drain_from_item(item, now=self._now())
+        except CorruptRecord as corrupt:
+            self._report(corrupt, NO_DRAIN)
+            return None
 
     # The retention sweep's due time.
 

@@ -108,6 +108,14 @@ class TokenBucket:
             self._tokens -= count
             return waited
 
+    def set_rate(self, rate: float) -> None:
+        """From now on, ``rate`` tokens a second (a large drain's worker takes its share of the pace)."""
+        if rate <= 0:
+            raise ValueError(f"rate must be > 0, got {rate}")
+        with self._lock:
+            self._refill()
+            self.rate = rate
+
     def _refill(self) -> None:
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)

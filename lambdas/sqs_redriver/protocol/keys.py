@@ -24,6 +24,9 @@ class RecordKind(StrEnum):
     RUNS = "RUNS#"  # <DLQ URL>: the re-driver's run history, its last runs' summaries
     SWEEP = "SWEEP#"  # <DLQ URL>: when the re-driver's next retention sweep is due
     CONTINUATION = "CONTINUATION#"  # <DLQ URL>: the re-driver's one pending continuation
+    # <DLQ URL>#<n>: the lease of a large drain's n-th worker (1 .. MAX_WORKERS - 1; the chain is the 0th)
+    WORKER = "WORKER#"
+    DRAIN = "DRAIN#"  # <DLQ URL>: a large drain's pace, the workers it wants and what the DLQ held
     # <DLQ URL>#<hash of the event id>: Powertools' idempotency records of the re-driver's
     # invocations (its grant allows the keys of its own DLQ alone)
     IDEMPOTENCY = "IDEMPOTENCY#"
@@ -105,3 +108,8 @@ def queue_key_from_arn(arn: str) -> str:
     """``account/name`` of a queue ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME)."""
     account, name = arn.split(":")[-2:]
     return f"{account}/{name}"
+
+
+def worker_key(dlq_url: str, slot: int) -> str:
+    """The lease record of a large drain's ``slot``-th worker (1 and up)."""
+    return RecordKind.WORKER.key(f"{dlq_url}#{slot}")

@@ -448,6 +448,33 @@ PACING_SETTINGS: tuple[Setting[Any], ...] = (
         meaning="batches in flight at once within a run",
     ),
     IntSetting(
+        "max_workers",
+        "MAX_WORKERS",
+        default=16,
+        low=1,
+        high=200,
+        meaning="re-drive workers (Lambda invocations) a large drain may run at once; also the "
+        "function's reserved concurrency; 1: one chain of runs",
+    ),
+    IntSetting(
+        "max_drain_rate",
+        "MAX_DRAIN_RATE",
+        default=5000,
+        low=1,
+        high=100_000,
+        meaning="the most re-drives a second a large drain's workers send together, however fast "
+        "the consumer takes them",
+    ),
+    IntSetting(
+        "fan_out_backlog",
+        "FAN_OUT_BACKLOG",
+        default=10_000,
+        low=1,
+        high=100_000_000,
+        meaning="DLQ messages from which a drain fans out to workers paced by the consumer's "
+        "backlog; below, one chain at MAX_REDRIVES_PER_SECOND",
+    ),
+    IntSetting(
         "source_backlog_limit",
         "SOURCE_BACKLOG_LIMIT",
         default=1000,

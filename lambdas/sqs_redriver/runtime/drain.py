@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.run import Part
     from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.slow_start import SlowStart
+    from sqs_redriver.runtime.workers import Fleet
 
 
 # The batch loop of a run (or of one parallel worker): receive, handle, until something says stop.
@@ -50,6 +51,7 @@ class _Drain:
     halt: threading.Event
     slow_start: SlowStart | None
     source: str | None
+    fleet: Fleet | None  # the large drain this run is a worker of
     breaker: Breaker  # as this drain left it so far
     tally: Tally = field(default_factory=Tally)
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
@@ -108,13 +110,15 @@ class BatchLoop:
             if mode is Mode.REDRIVE and self.settings.parallel_batches > 1:
                 return self._given_back(drain_in_parallel(self, breaker, part, remaining_ms, slow_start))
         halt, limit = share or (threading.Event(), part.limit)
-        drain = _Drain(mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, breaker)
+        drain = _Drain(
+            mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, part.fleet, breaker
+        )
         stop = StopReason.NONE
         while not stop:
             stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
             if not stop:
                 stop = self._batch(drain)
-        if stop.stops_every_worker:
+        if stop.stops_the_run:
             halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
         drained = DrainResult(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
         return drained if share is not None else self._given_back(drained)
@@ -180,7 +184,12 @@ class BatchLoop:
             return StopReason.PER_RUN_LIMIT
         if self._out_of_time(drain.remaining_ms):
             return StopReason.TIME_BUDGET
-        if drain.mode is Mode.REDRIVE and self._source_backlogged(drain.tally.received, drain.source):
+        if drain.mode is not Mode.REDRIVE:
+            return StopReason.NONE
+        if drain.fleet is not None:
+            # A large drain's worker: its pace keeps the source's backlog down, checked every batch.
+            return drain.fleet.check(drain.writer.key)
+        if self._source_backlogged(drain.tally.received, drain.source):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 

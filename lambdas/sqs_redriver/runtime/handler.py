@@ -68,7 +68,8 @@ def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
 
     @guard  # type: ignore[untyped-decorator]
     def run_once(event: dict[str, Any], remaining_ms: Any, function_name: str) -> dict[str, Any]:
-        report = redriver.run(remaining_ms, Resume.from_event(event))
+        start_worker = functools.partial(start_continuation, _lambda_client(), function_name)
+        report = redriver.run(remaining_ms, Resume.from_event(event), start_worker)
         if report.continue_with is not None:
             try:
                 start_continuation(_lambda_client(), function_name, report.continue_with)

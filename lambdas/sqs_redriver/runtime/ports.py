@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from sqs_redriver.core.sqs import BatchResult, Outgoing, RedriveWindow
-    from sqs_redriver.core.table import GroupMark, MessageRecord, Pause
+    from sqs_redriver.core.table import DrainRecord, FleetView, GroupMark, MessageRecord, Pause
     from sqs_redriver.protocol.failure import VerdictCounts
     from sqs_redriver.protocol.mark import Mark
     from sqs_redriver.runtime.consumer_health import QueueActivity, WatchedQueue
@@ -101,6 +101,23 @@ class ContinuationStore(Protocol):
         ...
 
 
+class DrainStore(Protocol):
+    """A large drain's shared record (``DRAIN#<DLQ URL>``) and its workers' leases
+    (``WORKER#<DLQ URL>#<n>``): runtime/workers.py."""
+
+    def load_drain(self, key: str) -> DrainRecord | None: ...
+
+    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int) -> bool: ...
+
+    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView: ...
+
+    def offer_worker(self, key: str, token: str, *, expires_at: int) -> bool: ...
+
+    def hold_worker(self, key: str, token: str, *, expires_at: int, successor: str | None = None) -> bool: ...
+
+    def release_worker(self, key: str, token: str) -> None: ...
+
+
 class SweepStore(Protocol):
     """When a re-driver's next retention sweep is due (``SWEEP#<DLQ URL>``)."""
 
@@ -153,7 +170,14 @@ class GroupMarkStore(Protocol):
 
 
 class RunRecords(
-    BreakerStore, PauseStore, ContinuationStore, SweepStore, RunHistoryStore, VerdictStore, Protocol
+    BreakerStore,
+    PauseStore,
+    ContinuationStore,
+    SweepStore,
+    RunHistoryStore,
+    VerdictStore,
+    DrainStore,
+    Protocol,
 ):
     """The record kinds one run's phases use; the runner hands each phase the one it needs. What
     only the operator's tool writes (``save_pause``, ``save_group_mark``, ``forget_marks``, ...) is

@@ -34,9 +34,10 @@ class StopReason(StrEnum):
     # It lets a probe through: re-drives held to a canary's worth (consumer_breaker.py)
     CONSUMER_BREAKER_PROBE = "consumer's breaker probing"
     CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
+    FEWER_WORKERS = "fewer workers wanted"  # a large drain's pace wants fewer workers than this slot
 
     @property
-    def stops_every_worker(self) -> bool:
+    def stops_the_run(self) -> bool:
         """A reason that ends the whole run, not only the loop that met it."""
         return self not in (StopReason.DLQ_EMPTY, StopReason.PER_RUN_LIMIT, StopReason.HALTED)
 

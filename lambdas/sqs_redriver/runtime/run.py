@@ -28,11 +28,12 @@ from sqs_redriver.runtime import canary
 from sqs_redriver.runtime.budget import out_of_time
 from sqs_redriver.runtime.consumer_breaker import ConsumerGate
 from sqs_redriver.runtime.consumer_health import health
-from sqs_redriver.runtime.continuation import Continuations
+from sqs_redriver.runtime.continuation import Continuations, continues
 from sqs_redriver.runtime.report import RunReport, StopReason, Tally, combine
 from sqs_redriver.runtime.retention import sweep_interval
 from sqs_redriver.runtime.routing import turn_order
 from sqs_redriver.runtime.slow_start import VERDICT_POLL_SECONDS, SlowStart, SlowStartRules
+from sqs_redriver.runtime.workers import is_worker
 
 if TYPE_CHECKING:
     import logging
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.drain import BatchLoop, DrainResult
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
     from sqs_redriver.runtime.settings import Settings
+    from sqs_redriver.runtime.workers import Drains, Fleet
 
 
 # The gate every part of a run passes first: the operator's pause, then the breaker, say what
@@ -101,12 +103,14 @@ class SlowStartProgress:
 @dataclass(frozen=True)
 class Part:
     """What one source's part of a run works with: the source (None: the only one), the writer of
-    its breaker, its slow start, and the room left of the run's per-run limit."""
+    its breaker, its slow start, the room left of the run's per-run limit, and the large drain the
+    run is a worker of (None: it is not)."""
 
     source: str | None
     writer: BreakerWriter
     slow_start: SlowStartProgress
     limit: int
+    fleet: Fleet | None = None
 
 
 @dataclass(frozen=True)
@@ -511,12 +515,14 @@ class Redriver:
         clock: Callable[[], float],
         sleep: Callable[[float], None],
         watch: ConsumerWatch,
+        drains: Drains,
         breaker_reader: ConsumerBreakerReader | None = None,
     ) -> None:
         """Composed by ``sqs_redriver.runtime.wiring.compose_redriver``; ``watch`` reads the source
-        queues' CloudWatch metrics once per run (the batch handler reads the same); ``breaker_reader``
-        reads the Powertools breakers targets keep (consumer_breaker.py). Each phase gets the
-        records it uses of ``state``."""
+        queues' CloudWatch metrics once per run (the batch handler reads the same); ``drains``
+        starts, ends and fans out large drains (workers.py); ``breaker_reader`` reads the
+        Powertools breakers targets keep (consumer_breaker.py). Each phase gets the records it uses
+        of ``state``."""
         self.settings = settings
         self.state = state
         self.log = logger
@@ -536,6 +542,7 @@ class Redriver:
         self.continuations = Continuations(
             state, dlq_url=settings.dlq_url, max_continuations=settings.max_continuations, logger=logger
         )
+        self.drains = drains
         self.breaker_reader = breaker_reader
         self.consumer_breakers = {
             source.address: source.breaker for source in settings.dead_letter_sources if source.breaker
@@ -544,27 +551,35 @@ class Redriver:
     def now(self) -> int:
         return int(self.clock())
 
-    def run(self, remaining_ms: Callable[[], int], resume: Resume | None = None) -> RunReport:
+    def run(
+        self,
+        remaining_ms: Callable[[], int],
+        resume: Resume | None = None,
+        start_worker: Callable[[Resume], None] | None = None,
+    ) -> RunReport:
         """Do one run; ``remaining_ms`` is the Lambda context's time left, ``resume`` the
-        continuation this run was started with (None for a scheduled tick). A DLQ shared by
-        several sources is handled source by source, each under its own breaker. A run that ran
-        (paused ones too) adds its summary to the run history."""
+        continuation this run was started with (None for a scheduled tick), ``start_worker`` starts
+        a large drain's worker (None: the run starts none). A DLQ shared by several sources is
+        handled source by source, each under its own breaker. A run that ran (paused ones too) adds
+        its summary to the run history."""
         started, settings = self.clock(), self.settings
         self.watch.begin_run()
-        if resume is not None and not self.continuations.take(resume):
+        if resume is not None and not self._take(resume):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
             breaker = self.state.load_breaker(settings.breaker_key)
             return RunReport(Mode.SKIP, breaker.state, stopped_because=StopReason.CONTINUATION_TAKEN)
+        fleet = self.drains.fleet(resume, start_worker)
         full_rate = resume is not None and resume.full_rate
         paused = paused_by_operator(self.state, settings.pause_key, self.log)
         parts: list[FinishedPart] = []
         for source in self._sources_in_turn(resume):
             room = settings.max_messages_per_run - sum(done.report.received for done in parts)
-            parts.append(self._part(source, room, remaining_ms, full_rate, paused))
+            parts.append(self._part(source, room, remaining_ms, full_rate, paused, fleet))
         urls = settings.source_queue_urls
         report = parts[0].report if len(urls) == 1 else combine([d.report for d in parts], urls[0])
-        report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
-        report = replace(report, continue_with=self.continuations.offer(report, resume))
+        if not is_worker(resume):  # the chain and the ticks guard retention; the workers drain
+            report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
+        report = replace(report, continue_with=self._next_run(report, resume, fleet))
         record_in_history(
             self.state,
             settings.runs_key,
@@ -579,7 +594,33 @@ class Redriver:
 
     def release_continuation(self, resume: Resume) -> None:
         """Free the slot of a continuation that could not be started, so the next run may offer."""
-        self.continuations.release(resume)
+        if is_worker(resume):
+            self.drains.release(resume)
+        else:
+            self.continuations.release(resume)
+
+    def _take(self, resume: Resume) -> bool:
+        """Take the slot this run was started in: the chain's, or a worker's lease."""
+        return self.drains.hold(resume) if is_worker(resume) else self.continuations.take(resume)
+
+    def _next_run(self, report: RunReport, resume: Resume | None, fleet: Fleet | None) -> Resume | None:
+        """The run that follows this one at once, if any: a worker's continuation in its own slot,
+        while the drain wants it; the chain's, in a large drain when the chain started or joined
+        one. A run that found the DLQ empty ends the drain it was part of."""
+        if fleet is not None and report.stopped_because is StopReason.DLQ_EMPTY:
+            self.drains.ended(fleet)
+        if resume is not None and fleet is not None and is_worker(resume):
+            wanted = fleet.last is not None and resume.slot < fleet.last.workers
+            limit = self.settings.max_continuations
+            goes_on = wanted and continues(report, generation=resume.generation, max_continuations=limit)
+            successor = replace(
+                resume, token=uuid.uuid4().hex, generation=resume.generation + 1, full_rate=report.full_rate
+            )
+            return self.drains.pass_on(resume, successor if goes_on else None)
+        offered = self.continuations.offer(report, resume)
+        if offered is None:
+            return None
+        return replace(offered, drain=fleet is not None or self.drains.starts(offered.generation - 1))
 
     def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
         """The sources whose parts this run does, in order: None (the only one) for one source;
@@ -612,19 +653,27 @@ class Redriver:
         return probing, min(limit, self.settings.canary_size)
 
     def _part(
-        self, source: str | None, limit: int, remaining_ms: Callable[[], int], full_rate: bool, paused: bool
+        self,
+        source: str | None,
+        limit: int,
+        remaining_ms: Callable[[], int],
+        full_rate: bool,
+        paused: bool,
+        fleet: Fleet | None,
     ) -> FinishedPart:
         """The run's work under one breaker, ``source``'s (None: the only source's): the gate, then
         the steps of each mode, from the gate's mode on, until one leads nowhere or the time
-        budget ends."""
+        budget ends. A large drain's worker only re-drives: probes and verdicts are the chain's."""
         key = RecordKind.BREAKER.key(source or self.settings.source_queue_url)
         writer = BreakerWriter(self.state, key, self.log)
         gate = pass_gate(self.state, writer, key, self.settings.breaker, self.now(), paused=paused)
         gate, limit = self._consumer_gate(source or self.settings.source_queue_url, gate, limit)
+        if fleet is not None and fleet.slot and gate.mode is not Mode.REDRIVE:
+            gate = replace(gate, mode=Mode.SKIP, stop=gate.stop or StopReason.BREAKER_OPEN)
         # Only a breaker CLOSED since the run before keeps its full rate: one that closes during
         # this run starts its re-drives slowly, whatever the other sources did.
         progress = SlowStartProgress(full_rate=full_rate and gate.mode is Mode.REDRIVE)
-        part = Part(source, writer, progress, max(limit, 0))
+        part = Part(source, writer, progress, max(limit, 0), fleet)
         steps = self.steps.by_mode()
         mode, worked = gate.mode, StepResult(Tally(), gate.breaker, gate.stop)
         for _ in range(MAX_STEPS):

@@ -77,6 +77,9 @@ class Settings:
     max_continuations: int = default("max_continuations")
     max_redrives_per_second: int = default("max_redrives_per_second")
     parallel_batches: int = default("parallel_batches")
+    max_workers: int = default("max_workers")
+    max_drain_rate: int = default("max_drain_rate")
+    fan_out_backlog: int = default("fan_out_backlog")
     source_backlog_limit: int = default("source_backlog_limit")
     record_every_redrive: bool = default("record_every_redrive")
     receive_wait_seconds: int = default("receive_wait_seconds")
@@ -104,6 +107,11 @@ class Settings:
     @property
     def pause_key(self) -> str:
         return RecordKind.PAUSE.key(self.dlq_url)
+
+    @property
+    def drain_key(self) -> str:
+        """A large drain's shared state: its pace and the workers it wants (runtime/workers.py)."""
+        return RecordKind.DRAIN.key(self.dlq_url)
 
     @property
     def runs_key(self) -> str:

@@ -35,6 +35,7 @@ from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender
 from sqs_redriver.runtime.routing import Routes
 from sqs_redriver.runtime.run import Redriver
+from sqs_redriver.runtime.workers import Drains
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,10 +87,22 @@ def compose_redriver(
         metrics=metrics,
     )
     routes = Routes(tuple(queue.url for queue in queues.sources))
+    # One batch may go at once; beyond that, re-drives flow at the configured rate (a large
+    # drain's worker: at its share of the drain's pace).
+    limiter = limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE)
     executor = _executor(settings, clients, queues, state, routes, limiter=limiter, logger=logger)
     watch = _consumer_watch(settings, clients, queues, clock=clock, logger=logger)
     planner = Planner(_plan_rules(settings, routes), rng or random.Random())
     loop = _batch_loop(settings, queues, state, routes, executor, watch, planner, clock=clock, logger=logger)
+    drains = Drains(
+        settings,
+        state=state,
+        dlq=queues.dlq,
+        sources=queues.sources,
+        limiter=limiter,
+        clock=clock,
+        logger=logger,
+    )
     return Redriver(
         settings,
         state=state,
@@ -98,6 +111,7 @@ def compose_redriver(
         clock=clock,
         sleep=sleep,
         watch=watch,
+        drains=drains,
         breaker_reader=_breaker_reader(settings, clients, logger),
     )
 
@@ -172,15 +186,14 @@ def _executor(
     state: StateTable,
     routes: Routes,
     *,
-    limiter: TokenBucket | None,
+    limiter: TokenBucket,
     logger: Any,
 ) -> Executor:
     """Re-drives to the sources and parking in the lot (and the archive, when a bucket is set)."""
     redrives = RedriveSender(
         sources=queues.sources,
         state=state,
-        # One batch may go at once; beyond that, re-drives flow at the configured rate.
-        limiter=limiter or TokenBucket(settings.max_redrives_per_second, burst=SQS_MAX_BATCH_SIZE),
+        limiter=limiter,
         routes=routes,
         fifo=settings.fifo,
         record_every_redrive=settings.record_every_redrive,

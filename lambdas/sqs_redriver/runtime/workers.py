@@ -1,0 +1,302 @@
+"""Workers: a large drain fans out to parallel invocations of the re-driver's own function, each
+draining the same DLQ at a share of one pace (runtime/pace.py).
+
+A drain starts when a chain of runs (its continuations) still finds ``FAN_OUT_BACKLOG`` messages
+in the DLQ: the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run of the drain (the
+chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other: it passes
+the breaker's gate and the operator's pause, and re-drives only while the breaker is CLOSED. Before
+each batch it reads the breaker, the pause and the drain's record in one BatchGetItem: a pause, a
+breaker that is no longer CLOSED, or fewer workers wanted than its slot stop it there, and its
+token bucket takes its share of the pace. Every ``CONTROL_SECONDS`` one of them (whichever writes the
+record first) steps the pace from the consumer's source queue, reads how many messages are left,
+and offers the slots the new width wants.
+
+A worker's slot is a lease (``WORKER#<DLQ URL>#<n>``): offered with a conditional write, so two
+fan-outs never start two workers in one slot; held by the worker's run until the Lambda timeout
+and the margin, so a worker that dies frees it for the next fan-out; passed to its continuation
+or released at its end. The function's reserved concurrency is MAX_WORKERS: no more runs than
+that ever run at once, whatever starts them."""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sqs_redriver.core.breaker import State
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import DrainRecord, Resume
+from sqs_redriver.protocol.keys import worker_key
+from sqs_redriver.runtime.pace import (
+    CONTROL_SECONDS,
+    Pace,
+    PaceLimits,
+    PacePhase,
+    next_pace,
+    resumed,
+    starting_pace,
+    worker_share,
+)
+from sqs_redriver.runtime.report import StopReason
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqs_redriver.core.transfer import TokenBucket
+    from sqs_redriver.runtime.ports import DrainStore, Queue, Target
+    from sqs_redriver.runtime.settings import Settings
+
+
+# What one worker surely re-drives a second (PARALLEL_BATCHES batches in flight; about 230 measured
+# at 20 ms an AWS call): the pace is split over enough workers that each can keep its share.
+WORKER_RATE = 150
+# No more workers than one for every this many messages left: the tail of a drain needs few.
+MESSAGES_PER_WORKER = 2_000
+# A worker's invocation waits in Lambda's queue at most max_event_age (10 minutes): an offer not
+# taken by then was lost, and its slot is free again.
+OFFER_SECONDS = 900
+
+
+def workers_wanted(rate: float, messages_left: int, max_workers: int) -> int:
+    """How many workers a drain runs: enough for the pace, few for a short tail, at most MAX_WORKERS."""
+    by_rate = math.ceil(rate / WORKER_RATE)
+    by_backlog = math.ceil(messages_left / MESSAGES_PER_WORKER)
+    return max(1, min(max_workers, by_rate, by_backlog))
+
+
+def fans_out(settings: Settings) -> bool:
+    """Whether this re-driver drains large backlogs in workers: more than one allowed, and SQS
+    sources (a DLQ of another kind has no source queue to pace by)."""
+    return settings.max_workers > 1 and not settings.dead_letter_sources
+
+
+def pace_limits(settings: Settings) -> PaceLimits:
+    return PaceLimits(
+        start_rate=settings.max_redrives_per_second,
+        max_rate=settings.max_drain_rate,
+        backlog_limit=settings.source_backlog_limit,
+    )
+
+
+def pace_of(record: DrainRecord) -> Pace:
+    phase = PacePhase.STEADY if record.phase == PacePhase.STEADY.value else PacePhase.CLIMB
+    return Pace(float(record.rate), phase, float(record.fell_behind_at))
+
+
+def with_pace(record: DrainRecord, pace: Pace) -> DrainRecord:
+    rate, fell_behind_at = max(1, round(pace.rate)), round(pace.fell_behind_at)
+    return replace(record, rate=rate, phase=pace.phase.value, fell_behind_at=fell_behind_at)
+
+
+def new_drain(settings: Settings, messages_left: int, now: int) -> DrainRecord:
+    """The record of a drain that starts now with ``messages_left`` in the DLQ: its pace starts at
+    the chain's rate and is stepped at its first batch."""
+    pace = starting_pace(pace_limits(settings))
+    record = DrainRecord(
+        rate=0, phase="", fell_behind_at=0, workers=1, messages_left=messages_left,
+        stepped_at=now - CONTROL_SECONDS, started_at=now,
+    )  # fmt: skip
+    return with_pace(record, pace)
+
+
+class Fleet:
+    """One run's place in a large drain: the check before each of its batches, the pace step when
+    one is due, and the fan-out to the width the pace wants."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        state: DrainStore,
+        dlq: Queue,
+        sources: list[Target],
+        limiter: TokenBucket,
+        start_worker: Callable[[Resume], None] | None,
+        slot: int,
+        clock: Callable[[], float],
+        logger: Any,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.dlq = dlq
+        self.sources = sources
+        self.limiter = limiter
+        self.start_worker = start_worker
+        self.slot = slot
+        self.clock = clock
+        self.log = logger
+        self.limits = pace_limits(settings)
+        self._lock = threading.Lock()  # one pace step at a time among the run's parallel batches
+        self.last: DrainRecord | None = None  # the drain as this run last read or wrote it
+
+    def check(self, breaker_key: str) -> StopReason:
+        """Before a batch: stop for a pause, a breaker no longer CLOSED, a drain that ended or wants
+        fewer workers than this slot; else take this worker's share of the pace (stepped if due)."""
+        view = self.state.load_fleet_view(breaker_key, self.settings.pause_key, self.settings.drain_key)
+        if view.paused:
+            return StopReason.PAUSED
+        if view.breaker.state is not State.CLOSED:
+            return StopReason.BREAKER_OPENED
+        drain = view.drain
+        if drain is None or not drain.going:
+            return StopReason.NONE  # another worker found the DLQ empty: this one finds out itself
+        if self.slot >= drain.workers:
+            return StopReason.FEWER_WORKERS
+        if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
+            drain = self.step(drain)
+        self.last = drain
+        self.limiter.set_rate(worker_share(drain.rate, drain.workers))
+        return StopReason.NONE
+
+    def step(self, drain: DrainRecord) -> DrainRecord:
+        """Step the pace from the consumer's source queue and fan out to the width it wants; the
+        drain as it stands after (another worker's step, when it wrote first)."""
+        with self._lock:
+            now = int(self.clock())
+            try:
+                visible = max((queue.backlog() for queue in self.sources), default=0)
+                left = self.dlq.backlog()
+            except AwsCallError as exc:
+                self.log.warning("pace not stepped: queue depth unknown", extra={"error": str(exc)})
+                return drain
+            pace = resumed(pace_of(drain), stepped_at=drain.stepped_at, now=now, limits=self.limits)
+            pace = next_pace(pace, visible, self.limits)
+            width = workers_wanted(pace.rate, left, self.settings.max_workers)
+            stepped = with_pace(replace(drain, workers=width, messages_left=left, stepped_at=now), pace)
+            if not self.state.save_drain(self.settings.drain_key, stepped, expected_version=drain.version):
+                return self.state.load_drain(self.settings.drain_key) or drain
+            self.log.info(
+                "drain paced",
+                extra={"rate": stepped.rate, "workers": width, "messages_left": left, "visible": visible},
+            )
+            self.fan_out(width, now)
+            return replace(stepped, version=drain.version + 1)
+
+    def fan_out(self, width: int, now: int) -> int:
+        """Offer every slot below ``width`` that no worker holds, and start a worker in each one
+        won; how many started."""
+        if self.start_worker is None:
+            return 0
+        started = 0
+        for slot in range(1, width):
+            key, token = worker_key(self.settings.dlq_url, slot), uuid.uuid4().hex
+            if not self.state.offer_worker(key, token, expires_at=now + OFFER_SECONDS):
+                continue
+            try:
+                self.start_worker(Resume(token=token, generation=0, full_rate=True, slot=slot, drain=True))
+            except AwsCallError as exc:
+                self.log.warning("worker not started", extra={"slot": slot, "error": str(exc)})
+                self.state.release_worker(key, token)
+                continue
+            started += 1
+        return started
+
+
+class Drains:
+    """A re-driver's large drains: when one starts and ends, a worker's lease from its run's start
+    to its end, and the Fleet each run of a drain works in."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        state: DrainStore,
+        dlq: Queue,
+        sources: list[Target],
+        limiter: TokenBucket,
+        clock: Callable[[], float],
+        logger: Any,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.dlq = dlq
+        self.sources = sources
+        self.limiter = limiter
+        self.clock = clock
+        self.log = logger
+
+    def fleet(self, resume: Resume | None, start_worker: Callable[[Resume], None] | None) -> Fleet | None:
+        """The Fleet of a run of a drain (None: the run is not part of one)."""
+        if resume is None or not resume.drain or not fans_out(self.settings):
+            return None
+        return Fleet(
+            self.settings,
+            state=self.state,
+            dlq=self.dlq,
+            sources=self.sources,
+            limiter=self.limiter,
+            start_worker=start_worker,
+            slot=resume.slot,
+            clock=self.clock,
+            logger=self.log,
+        )
+
+    def hold(self, resume: Resume) -> bool:
+        """A worker's run holds its lease until the Lambda timeout and the margin have passed;
+        False when the lease is not its own (a repeated or superseded start)."""
+        expires_at = int(self.clock()) + self.settings.dlq_visibility_timeout_seconds
+        return self.state.hold_worker(self._key(resume.slot), resume.token, expires_at=expires_at)
+
+    def pass_on(self, resume: Resume, successor: Resume | None) -> Resume | None:
+        """At a worker's end: hand its lease to ``successor`` (its continuation), or release it."""
+        key = self._key(resume.slot)
+        if successor is None:
+            self.state.release_worker(key, resume.token)
+            return None
+        expires_at = int(self.clock()) + OFFER_SECONDS
+        if not self.state.hold_worker(key, resume.token, expires_at=expires_at, successor=successor.token):
+            self.log.warning("worker lease lost: no continuation", extra={"slot": resume.slot})
+            return None
+        return successor
+
+    def release(self, resume: Resume) -> None:
+        """Free the lease of a worker that could not be started."""
+        self.state.release_worker(self._key(resume.slot), resume.token)
+
+    def starts(self, generation: int) -> bool:
+        """Whether a chain that goes on after its ``generation``-th run starts a drain: from its
+        second run on (a backlog more than one run drains), when the DLQ holds FAN_OUT_BACKLOG."""
+        if generation < 1 or not fans_out(self.settings):
+            return False
+        try:
+            left = self.dlq.backlog()
+            if left < self.settings.fan_out_backlog:
+                return False
+            stored = self.state.load_drain(self.settings.drain_key)
+            version = stored.version if stored is not None else 0
+            if stored is not None and stored.going:
+                return True  # a drain another run started: this chain joins it
+            started = new_drain(self.settings, left, int(self.clock()))
+            if not self.state.save_drain(self.settings.drain_key, started, expected_version=version):
+                return False
+        except AwsCallError as exc:
+            self.log.warning("no drain started: the chain goes on alone", extra={"error": str(exc)})
+            return False
+        self.log.info("large drain started", extra={"messages_left": left})
+        return True
+
+    def ended(self, fleet: Fleet) -> None:
+        """A run of the drain found the DLQ empty: the drain ends (its record says when)."""
+        drain = fleet.last
+        if drain is None or not drain.going:
+            return
+        now = int(self.clock())
+        try:
+            for _ in range(2):  # once more over a pace step another worker wrote meanwhile
+                finished = replace(drain, ended_at=now, messages_left=0, stepped_at=now)
+                if self.state.save_drain(self.settings.drain_key, finished, expected_version=drain.version):
+                    self.log.info("large drain ended: the DLQ is empty")
+                    return
+                drain = self.state.load_drain(self.settings.drain_key) or drain
+        except AwsCallError as exc:
+            self.log.warning("drain's end not recorded", extra={"error": str(exc)})
+
+    def _key(self, slot: int) -> str:
+        return worker_key(self.settings.dlq_url, slot)
+
+
+def is_worker(resume: Resume | None) -> bool:
+    """A run a fan-out started (slot 1 and up), not the chain's nor a tick's."""
+    return resume is not None and resume.slot > 0

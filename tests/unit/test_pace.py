@@ -1,0 +1,78 @@
+"""sqs_redriver.runtime.pace: a large drain's rate climbs while the consumer keeps up and falls as
+soon as it does not (pure)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sqs_redriver.runtime.pace import (
+    BACKLOG_FLOOR,
+    DECREASE,
+    MIN_RATE,
+    STALE_SECONDS,
+    Pace,
+    PaceLimits,
+    PacePhase,
+    keeps_up,
+    next_pace,
+    resumed,
+    seconds_to_empty,
+    starting_pace,
+)
+
+LIMITS = PaceLimits(start_rate=50, max_rate=5000, backlog_limit=1000)
+
+
+def test_the_pace_doubles_while_the_consumer_keeps_up_until_it_first_falls_behind() -> None:
+    pace = starting_pace(LIMITS)
+    rates = []
+    for _ in range(4):
+        pace = next_pace(pace, 0, LIMITS)
+        rates.append(pace.rate)
+
+    assert rates == [100, 200, 400, 800] and pace.phase is PacePhase.CLIMB
+
+
+def test_falling_behind_cuts_the_rate_and_the_climb_becomes_a_steady_step() -> None:
+    behind = next_pace(Pace(1600), visible=5000, limits=LIMITS)
+    after = next_pace(behind, visible=0, limits=LIMITS)
+
+    assert behind == Pace(1600 * DECREASE, PacePhase.STEADY, fell_behind_at=1600)
+    assert after.rate == behind.rate + 1600 * 0.05
+
+
+def test_the_allowance_is_half_a_second_of_the_pace_a_floor_and_the_back_pressure_limit() -> None:
+    assert keeps_up(BACKLOG_FLOOR, rate=1) and not keeps_up(BACKLOG_FLOOR + 1, rate=1)
+    assert keeps_up(500, rate=1000) and not keeps_up(501, rate=1000)
+    assert not keeps_up(1001, rate=4000, backlog_limit=1000)
+
+
+def test_a_pace_nobody_stepped_for_a_minute_starts_over() -> None:
+    fast = Pace(3000, PacePhase.STEADY, 3200)
+
+    assert resumed(fast, stepped_at=0, now=STALE_SECONDS, limits=LIMITS) is fast
+    assert resumed(fast, stepped_at=0, now=STALE_SECONDS + 1, limits=LIMITS) == starting_pace(LIMITS)
+
+
+def test_time_to_empty() -> None:
+    assert (seconds_to_empty(1000, 50), seconds_to_empty(0, 0), seconds_to_empty(5, 0)) == (20, 0, None)
+
+
+@given(
+    rate=st.floats(MIN_RATE, 5000),
+    phase=st.sampled_from(PacePhase),
+    fell=st.floats(0, 5000),
+    visible=st.integers(0, 10**7),
+)
+def test_the_pace_stays_within_its_limits_and_falls_whenever_the_consumer_is_behind(
+    rate: float, phase: PacePhase, fell: float, visible: int
+) -> None:
+    pace = Pace(rate, phase, fell)
+    after = next_pace(pace, visible, LIMITS)
+
+    assert MIN_RATE <= after.rate <= LIMITS.max_rate
+    if not keeps_up(visible, rate, LIMITS.backlog_limit):
+        assert after.rate <= max(MIN_RATE, rate) and after.phase is PacePhase.STEADY
+    else:
+        assert after.rate >= min(rate, LIMITS.max_rate)

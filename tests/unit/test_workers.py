@@ -1,0 +1,239 @@
+"""sqs_redriver.runtime.workers: how many workers a large drain runs, the check each makes before a
+batch, the pace step and fan-out, and a worker's lease from its start to its end (in-memory ports)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sqs_redriver.core.breaker import Breaker, Evidence
+from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.table import DrainRecord, Pause, Resume
+from sqs_redriver.core.transfer import TokenBucket
+from sqs_redriver.protocol.keys import worker_key
+from sqs_redriver.runtime.pace import CONTROL_SECONDS
+from sqs_redriver.runtime.report import StopReason
+from sqs_redriver.runtime.settings import Settings
+from sqs_redriver.runtime.workers import (
+    MESSAGES_PER_WORKER,
+    OFFER_SECONDS,
+    WORKER_RATE,
+    Drains,
+    Fleet,
+    new_drain,
+    workers_wanted,
+)
+from tests.support.fakes import FakeQueue, FakeStateStore, queue_url
+
+NOW = 1_000_000
+SETTINGS = Settings(
+    dlq_url=queue_url("dlq"),
+    source_queue_url=queue_url("orders"),
+    parking_lot_url=queue_url("lot"),
+    table_name="state",
+    max_workers=16,
+)
+KEY = SETTINGS.breaker_key
+
+
+class World:
+    """The ports one run of a drain works with, and the workers it started."""
+
+    def __init__(self, *, dlq_left: int = 500_000, visible: int = 0) -> None:
+        self.state = FakeStateStore(now=NOW)
+        self.dlq = FakeQueue("dlq", waiting=dlq_left)
+        self.source = FakeQueue("orders", waiting=visible)
+        self.limiter = TokenBucket(50, burst=10, clock=lambda: NOW, sleep=lambda _: None)
+        self.started: list[Resume] = []
+        self.clock = NOW
+
+    def fleet(self, slot: int = 0, *, start: bool = True) -> Fleet:
+        return Fleet(
+            SETTINGS,
+            state=self.state,
+            dlq=self.dlq,
+            sources=[self.source],
+            limiter=self.limiter,
+            start_worker=self.started.append if start else None,
+            slot=slot,
+            clock=lambda: self.clock,
+            logger=_Quiet(),
+        )
+
+    def drains(self) -> Drains:
+        return Drains(
+            SETTINGS,
+            state=self.state,
+            dlq=self.dlq,
+            sources=[self.source],
+            limiter=self.limiter,
+            clock=lambda: self.clock,
+            logger=_Quiet(),
+        )
+
+
+class _Quiet:
+    def info(self, *args: object, **kwargs: object) -> None: ...
+
+    def warning(self, *args: object, **kwargs: object) -> None: ...
+
+
+def test_the_width_follows_the_pace_the_backlog_and_the_setting() -> None:
+    assert workers_wanted(50, 10**6, 16) == 1
+    assert workers_wanted(WORKER_RATE * 4, 10**6, 16) == 4
+    assert workers_wanted(10**5, 10**6, 16) == 16
+    assert workers_wanted(10**5, MESSAGES_PER_WORKER * 3, 16) == 3
+    assert workers_wanted(10**5, 0, 16) == 1
+
+
+@given(st.floats(0, 10**6), st.integers(0, 10**9), st.integers(1, 200))
+def test_a_drain_always_has_one_worker_and_never_more_than_allowed(rate: float, left: int, most: int) -> None:
+    assert 1 <= workers_wanted(rate, left, most) <= most
+
+
+def test_a_pause_stops_a_worker_before_its_next_batch() -> None:
+    world = World()
+    world.state.drain = new_drain(SETTINGS, 500_000, NOW)
+    world.state.pause = Pause("incident", "oncall", NOW)
+
+    assert world.fleet(3).check(KEY) is StopReason.PAUSED
+
+
+def test_a_breaker_another_worker_opened_stops_this_one_before_its_next_batch() -> None:
+    world = World()
+    world.state.drain = new_drain(SETTINGS, 500_000, NOW)
+    world.state.breaker = Breaker().opened(NOW, Evidence.VERDICTS)
+
+    assert world.fleet(3).check(KEY) is StopReason.BREAKER_OPENED
+
+
+def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), workers=3, stepped_at=NOW)
+
+    assert world.fleet(3).check(KEY) is StopReason.FEWER_WORKERS
+    assert world.fleet(2).check(KEY) is StopReason.NONE
+
+
+def test_a_due_step_climbs_the_pace_fans_out_and_gives_each_worker_its_share() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=800, stepped_at=NOW - CONTROL_SECONDS)
+
+    assert world.fleet(0).check(KEY) is StopReason.NONE
+
+    drain = world.state.drain
+    assert drain is not None and (drain.rate, drain.workers, drain.stepped_at) == (1600, 11, NOW)
+    assert [r.slot for r in world.started] == list(range(1, 11))
+    assert all(r.drain and r.full_rate and r.generation == 0 for r in world.started)
+    assert world.limiter.rate == pytest.approx(1600 / 11)
+    assert world.state.leases[worker_key(SETTINGS.dlq_url, 1)][1] == NOW + OFFER_SECONDS
+
+
+def test_a_consumer_behind_cuts_the_pace_and_the_width() -> None:
+    world = World(visible=5_000)
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=1600, workers=11, stepped_at=NOW - 10)
+
+    world.fleet(0).check(KEY)
+
+    assert world.state.drain is not None and (world.state.drain.rate, world.state.drain.workers) == (960, 7)
+
+
+def test_overlapping_fan_outs_never_start_two_workers_in_one_slot() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=1600, workers=11, stepped_at=NOW)
+    first, second = world.fleet(0), world.fleet(5)
+
+    started = first.fan_out(11, NOW) + second.fan_out(11, NOW)
+
+    assert started == 10 and sorted(r.slot for r in world.started) == list(range(1, 11))
+
+
+def test_the_slot_of_a_worker_that_died_is_offered_again_once_its_lease_expired() -> None:
+    world = World()
+    key = worker_key(SETTINGS.dlq_url, 1)
+    world.state.leases[key] = ("dead", NOW + 10)
+    fleet = world.fleet(0)
+
+    assert fleet.fan_out(2, NOW) == 0
+    world.state.now = NOW + 11
+    assert fleet.fan_out(2, NOW + 11) == 1 and world.state.leases[key][0] != "dead"
+
+
+def test_a_worker_that_cannot_be_started_frees_its_slot() -> None:
+    world = World()
+
+    def refuse(resume: Resume) -> None:
+        raise AwsCallError("Invoke throttled")
+
+    fleet = world.fleet(0)
+    fleet.start_worker = refuse
+
+    assert fleet.fan_out(3, NOW) == 0 and world.state.leases == {}
+
+
+def test_two_steps_at_once_write_one_pace() -> None:
+    world = World()
+    stored = replace(new_drain(SETTINGS, 500_000, NOW), rate=400, stepped_at=NOW - CONTROL_SECONDS)
+    world.state.drain = stored
+    first, second = world.fleet(0), world.fleet(2)
+
+    first.step(stored)
+    after = second.step(stored)  # read before the first wrote: its write loses, it reads the winner's
+
+    assert after == world.state.drain and (after.rate, after.version) == (800, 1)
+
+
+def test_a_worker_holds_its_lease_and_hands_it_to_its_continuation_or_releases_it() -> None:
+    world = World()
+    drains, key = world.drains(), worker_key(SETTINGS.dlq_url, 4)
+    world.state.leases[key] = ("t-1", NOW + OFFER_SECONDS)
+    resume = Resume("t-1", generation=0, full_rate=True, slot=4, drain=True)
+
+    assert drains.hold(resume)
+    assert world.state.leases[key] == ("t-1", NOW + SETTINGS.dlq_visibility_timeout_seconds)
+    assert not drains.hold(replace(resume, token="t-other"))
+
+    successor = replace(resume, token="t-2", generation=1)
+    assert drains.pass_on(resume, successor) == successor and world.state.leases[key][0] == "t-2"
+    assert drains.pass_on(successor, None) is None and key not in world.state.leases
+
+
+def test_a_chain_starts_a_drain_from_its_second_run_on_a_large_backlog_only() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog)
+
+    assert not world.drains().starts(generation=0)
+    assert world.state.drain is None
+    assert world.drains().starts(generation=1)
+    assert world.state.drain is not None and world.state.drain.going
+    assert world.drains().starts(generation=5)  # a drain going on: joined
+
+
+def test_a_small_backlog_never_starts_a_drain() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
+
+    assert not world.drains().starts(generation=3) and world.state.drain is None
+
+
+def test_one_worker_allowed_never_fans_out() -> None:
+    world = World()
+    drains = world.drains()
+    drains.settings = replace(SETTINGS, max_workers=1)
+
+    assert not drains.starts(generation=3)
+    assert drains.fleet(Resume("t", 1, True, drain=True), None) is None
+
+
+def test_the_drain_ends_when_a_run_finds_the_dlq_empty() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW)
+    fleet = world.fleet(0)
+    fleet.check(KEY)
+    world.clock = NOW + 30
+
+    world.drains().ended(fleet)
+
+    drain = world.state.drain
+    assert isinstance(drain, DrainRecord) and (drain.ended_at, drain.messages_left) == (NOW + 30, 0)
