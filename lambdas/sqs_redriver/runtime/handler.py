@@ -83,6 +83,14 @@ def build_runtime(settings: Settings) -> tuple[IdempotencyConfig, Any]:
 
 
 def _publish(report: RunReport) -> dict[str, Any]:
+    """The run's metrics and its summary, logged and returned."""
+    _add_metrics(report)
+    summary = _summary(report)
+    logger.info("run finished", extra=summary)
+    return summary
+
+
+def _add_metrics(report: RunReport) -> None:
     for name, value in (
         ("Redriven", report.redriven),
         ("Parked", report.parked),
@@ -99,6 +107,14 @@ def _publish(report: RunReport) -> dict[str, Any]:
     metrics.add_metric(
         name="BreakerState", unit=MetricUnit.Count, value=BREAKER_STATE_VALUE[report.breaker_state]
     )
+    drain = report.drain
+    if drain is not None:  # a large drain's worker: where the drain stands (runtime/workers.py)
+        metrics.add_metric(name="DrainRate", unit=MetricUnit.CountPerSecond, value=drain.rate)
+        metrics.add_metric(name="DrainWorkers", unit=MetricUnit.Count, value=drain.workers)
+        metrics.add_metric(name="DrainMessagesLeft", unit=MetricUnit.Count, value=drain.messages_left)
+
+
+def _summary(report: RunReport) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "mode": report.mode.value,
         "breaker_state": report.breaker_state.value,
@@ -115,6 +131,12 @@ def _publish(report: RunReport) -> dict[str, Any]:
         "breaker_transitions": report.breaker_transitions,
         "continued": report.continue_with is not None,
     }
+    if (drain := report.drain) is not None:
+        summary["drain"] = {
+            "rate": drain.rate,
+            "workers": drain.workers,
+            "messages_left": drain.messages_left,
+        }
     if report.parts:
         # A shared DLQ with a breaker per source: breaker_state above is the worst of them.
         summary["sources"] = [
@@ -130,7 +152,6 @@ def _publish(report: RunReport) -> dict[str, Any]:
             }
             for part in report.parts
         ]
-    logger.info("run finished", extra=summary)
     return summary
 
 

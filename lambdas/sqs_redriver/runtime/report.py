@@ -12,7 +12,7 @@ from sqs_redriver.core.breaker import Mode, State
 
 if TYPE_CHECKING:
     from sqs_redriver.core.message import Tracked
-    from sqs_redriver.core.table import Resume
+    from sqs_redriver.core.table import DrainRecord, Resume
 
 
 class StopReason(StrEnum):
@@ -97,6 +97,8 @@ class RunReport:
     # run's parts (one per source, in the order they ran).
     source: str | None = None
     parts: tuple[RunReport, ...] = ()
+    # The large drain the run was a worker of, as the run last saw it (None: it was not one).
+    drain: DrainRecord | None = None
 
     @property
     def by_source(self) -> tuple[RunReport, ...]:

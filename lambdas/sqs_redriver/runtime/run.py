@@ -580,6 +580,8 @@ class Redriver:
         if not is_worker(resume):  # the chain and the ticks guard retention; the workers drain
             report = replace(report, tally=report.tally + self.sweep.sweep_if_due(parts, remaining_ms))
         report = replace(report, continue_with=self._next_run(report, resume, fleet))
+        if fleet is not None:
+            report = replace(report, drain=fleet.last)
         record_in_history(
             self.state,
             settings.runs_key,
