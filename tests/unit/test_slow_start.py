@@ -15,6 +15,7 @@ from sqs_redriver.runtime.slow_start import (
     Phase,
     SlowStart,
     SlowStartRules,
+    judge_recent,
     judge_trial,
     seconds_until_allowed,
     time_allowance,
@@ -230,3 +231,17 @@ def test_a_slow_start_still_in_its_trial_is_not_at_full_rate() -> None:
     start.settle(start.admit(never).room, 3)
 
     assert not start.at_full_rate
+
+
+def test_a_consumer_that_breaks_after_thousands_of_successes_trips_on_the_failures_since_the_last_read() -> (
+    None
+):
+    before = VerdictCounts(ok=5_000)
+
+    assert judge_recent(VerdictCounts(ok=5_001, transient=3), before, policy=POLICY)
+    assert not judge_recent(VerdictCounts(ok=5_040, transient=3), before, policy=POLICY)  # 3 of 43
+    assert not judge_recent(VerdictCounts(ok=5_000, transient=2), before, policy=POLICY)  # too few
+
+
+def test_counts_read_lower_than_before_say_nothing() -> None:
+    assert not judge_recent(VerdictCounts(), VerdictCounts(ok=10, transient=10), policy=POLICY)

@@ -53,6 +53,18 @@ def judge_trial(verdicts: VerdictCounts, *, trial_sent: int, policy: BreakerPoli
     return TrialResult()
 
 
+def judge_recent(now: VerdictCounts, before: VerdictCounts, *, policy: BreakerPolicy) -> bool:
+    """At full rate: whether the verdicts that came in since the last read (``before``) say the
+    consumer broke (the breaker's ratio rule over them alone). Over the whole run's, a consumer that
+    broke after thousands of successes would trip only after as many failures."""
+    recent = VerdictCounts(
+        ok=max(0, now.ok - before.ok),
+        transient=max(0, now.transient - before.transient),
+        terminal=max(0, now.terminal - before.terminal),
+    )
+    return ratio_failed(verdict_outcome(recent), policy)
+
+
 def verdict_outcome(verdicts: VerdictCounts) -> RunOutcome:
     """The consumer kit's verdicts as the breaker's failure signal."""
     return RunOutcome(
@@ -91,8 +103,8 @@ VERDICT_POLL_SECONDS = 1.0
 MIN_SLEEP_SECONDS = 0.01
 
 
-# In FULL phase the verdicts are read again after this many re-drives: a consumer that breaks
-# mid-drain trips the breaker within a few batches.
+# In FULL phase the verdicts are read again after this many re-drives, and those that came in since
+# the read before are judged: a consumer that breaks mid-drain trips the breaker within a few batches.
 VERDICT_CHECK_EVERY = 50
 
 
@@ -197,7 +209,9 @@ class SlowStart:
             return Admission(SQS_MAX_BATCH_SIZE, None), 0
         if self.sent - self._checked_at_sent >= VERDICT_CHECK_EVERY:
             self._checked_at_sent = self.sent
-            if self._read_verdicts().trip:
+            before, self.verdicts = self.verdicts, self.state.load_verdicts(self.verdict_key)
+            self.tripped = judge_recent(self.verdicts, before, policy=self.rules.breaker)
+            if self.tripped:
                 return Admission(0, None, trip=True), 0
         self.reserved += SQS_MAX_BATCH_SIZE
         return Admission(SQS_MAX_BATCH_SIZE, self._tag(trial=False)), 0
