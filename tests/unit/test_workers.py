@@ -201,20 +201,18 @@ def test_a_worker_holds_its_lease_and_hands_it_to_its_continuation_or_releases_i
     assert drains.pass_on(successor, None) is None and key not in world.state.leases
 
 
-def test_a_chain_starts_a_drain_from_its_second_run_on_a_large_backlog_only() -> None:
+def test_a_chain_that_goes_on_over_a_large_backlog_starts_a_drain_or_joins_the_one_going() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog)
 
-    assert not world.drains().starts(generation=0)
-    assert world.state.drain is None
-    assert world.drains().starts(generation=1)
+    assert world.drains().starts()
     assert world.state.drain is not None and world.state.drain.going
-    assert world.drains().starts(generation=5)  # a drain going on: joined
+    assert world.drains().starts() and world.state.drain.version == 1  # joined, not started again
 
 
 def test_a_small_backlog_never_starts_a_drain() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
 
-    assert not world.drains().starts(generation=3) and world.state.drain is None
+    assert not world.drains().starts() and world.state.drain is None
 
 
 def test_one_worker_allowed_never_fans_out() -> None:
@@ -222,7 +220,7 @@ def test_one_worker_allowed_never_fans_out() -> None:
     drains = world.drains()
     drains.settings = replace(SETTINGS, max_workers=1)
 
-    assert not drains.starts(generation=3)
+    assert not drains.starts()
     assert drains.fleet(Resume("t", 1, True, drain=True), None) is None
 
 

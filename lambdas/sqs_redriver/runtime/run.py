@@ -622,7 +622,7 @@ class Redriver:
         offered = self.continuations.offer(report, resume)
         if offered is None:
             return None
-        return replace(offered, drain=fleet is not None or self.drains.starts(offered.generation - 1))
+        return replace(offered, drain=fleet is not None or self.drains.starts())
 
     def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
         """The sources whose parts this run does, in order: None (the only one) for one source;

@@ -255,10 +255,10 @@ class Drains:
         """Free the lease of a worker that could not be started."""
         self.state.release_worker(self._key(resume.slot), resume.token)
 
-    def starts(self, generation: int) -> bool:
-        """Whether a chain that goes on after its ``generation``-th run starts a drain: from its
-        second run on (a backlog more than one run drains), when the DLQ holds FAN_OUT_BACKLOG."""
-        if generation < 1 or not fans_out(self.settings):
+    def starts(self) -> bool:
+        """Whether a chain that goes on (its run stopped on its time or limit, with progress) starts
+        a drain, or joins one: when the DLQ still holds FAN_OUT_BACKLOG messages."""
+        if not fans_out(self.settings):
             return False
         try:
             left = self.dlq.backlog()
