@@ -302,7 +302,8 @@ def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> Non
             "Action": ["sqs:GetQueueAttributes", "sqs:SendMessage"],
             "Resource": [arn_of(q) for q in redriver.source_queues],
         },
-        # the operator is the table's trusted writer: any record, item by item, no Scan, no Query
+        # the operator is the table's trusted writer: any record (status reads a large drain's
+        # DRAIN#<DLQ URL>), item by item, no Scan, no Query
         {"Action": OPERATOR_TABLE_ACTIONS, "Resource": arn_of(redriver.state_table)},
         {"Action": "cloudformation:DescribeStacks", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},

@@ -28,6 +28,10 @@ from sqs_redriver.cdk.monitoring import (
     BREAKER_TRANSITION_MESSAGE,
     BREAKER_TRANSITIONS_TITLE,
     CONTINUATIONS,
+    DRAIN_MESSAGES_LEFT,
+    DRAIN_RATE,
+    DRAIN_TITLE,
+    DRAIN_WORKERS,
     RUN_COUNTS,
     RUN_PROBLEMS,
     alarm_retention_seconds,
@@ -188,6 +192,43 @@ def test_the_dlq_age_graph_marks_the_alarm_threshold_and_the_retention(default_t
     assert [a["value"] for a in age["properties"]["annotations"]["horizontal"]] == [13 * DAY, 14 * DAY]
 
 
+def test_a_large_drain_s_row_plots_its_pace_and_workers_highest_and_messages_left_lowest(
+    default_template: Template,
+) -> None:
+    widgets = [
+        w
+        for w in dashboard_body(default_template)["widgets"]
+        if w["properties"].get("title", "").startswith(DRAIN_TITLE)
+    ]
+
+    plotted = [tuple(metric) for widget in widgets for metric in widget["properties"]["metrics"]]
+    service = ("service", "dlq-redriver:SqsSmartRedriver/Redriver")
+    assert plotted == [
+        (METRICS_NAMESPACE, name, *service, {"stat": statistic})
+        for name, statistic in (
+            (DRAIN_RATE, "Maximum"),
+            (DRAIN_WORKERS, "Maximum"),
+            (DRAIN_MESSAGES_LEFT, "Minimum"),
+        )
+    ]
+    limits = [[a["label"] for a in w["properties"]["annotations"]["horizontal"]] for w in widgets]
+    assert limits == [["MAX_DRAIN_RATE"], ["MAX_WORKERS"], ["FAN_OUT_BACKLOG: workers above"]]
+    assert [w["width"] for w in widgets] == [8, 8, 8] and len({w["y"] for w in widgets}) == 1  # one row
+
+
+def test_a_re_driver_that_never_fans_out_has_no_drain_row() -> None:
+    stack = cdk.Stack(cdk.App(), "OneChain")
+    SqsRedriver.from_queue_arns(
+        stack,
+        "Redriver",
+        source_queue_arn=SOURCE_ARN,
+        dead_letter_queue_arn=DLQ_ARN,
+        settings=RedriverSettings(max_workers=1),
+    )
+
+    assert not [t for t in widget_titles(Template.from_stack(stack)) if t.startswith(DRAIN_TITLE)]
+
+
 def test_grant_consumer_puts_the_consumers_errors_on_the_dashboard(
     default_template: Template, default_stack: RedriverStack
 ) -> None:
@@ -243,9 +284,8 @@ def test_the_breaker_transitions_query_reads_the_fields_the_breaker_writer_logs(
 def test_the_metric_names_are_the_ones_the_handler_publishes() -> None:
     source = HANDLER.read_text()
 
-    missing = [
-        n for n in (*RUN_COUNTS, *RUN_PROBLEMS, CONTINUATIONS, BREAKER_STATE) if f'"{n}"' not in source
-    ]
+    names = (*RUN_COUNTS, *RUN_PROBLEMS, CONTINUATIONS, BREAKER_STATE, DRAIN_RATE, DRAIN_WORKERS)
+    missing = [n for n in (*names, DRAIN_MESSAGES_LEFT) if f'"{n}"' not in source]
     assert missing == []
     assert "State.OPEN: 2" in source and "State.HALF_OPEN: 1" in source
 

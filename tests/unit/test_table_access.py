@@ -1,5 +1,6 @@
 """The re-drive function's table grant against the calls its state table adapter really makes:
-every call the Lambda makes is allowed, every grant is used, and the operator's writes are not."""
+every call the Lambda makes is allowed, every grant is used, and the operator's writes are not; and
+what the operator's ``status`` reads, against the operator's grant."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
-from sqs_redriver.cdk.access import TableAccess, redriver_table_access
+from sqs_redriver.cdk.access import OPERATOR_TABLE_ACTIONS, TableAccess, redriver_table_access
+from sqs_redriver.console.status import read_status
+from sqs_redriver.console.tool import Deployment
 from sqs_redriver.core.breaker import Breaker, Canary
 from sqs_redriver.core.table import (
     DrainRecord,
@@ -265,3 +268,27 @@ def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
 
     # a new call: add it to LAMBDA_USES, and its grant to infra/sqs_redriver/cdk/access.py
     assert called == FUNCTION_METHODS
+
+
+# --- what the operator's tool reads ---------------------------------------------------------------
+
+
+class QuietQueues:
+    """SQS and CloudWatch answering ``status`` with empty queues and no datapoint."""
+
+    def get_queue_attributes(self, **_request: Any) -> dict[str, Any]:
+        return {"Attributes": {}}
+
+    def get_metric_statistics(self, **_request: Any) -> dict[str, Any]:
+        return {"Datapoints": []}
+
+
+def test_what_status_reads_of_the_table_the_operator_s_grant_allows() -> None:
+    client, quiet = RecordingClient(), QuietQueues()
+    deployment = Deployment("orders", DLQ, SOURCES, SETTINGS.parking_lot_url, SETTINGS.table_name)
+    table = StateTable(SETTINGS.table_name, client, ttl_seconds=60, clock=lambda: 1_000)  # type: ignore[arg-type]
+
+    read_status(deployment, sqs=quiet, cloudwatch=quiet, table=table, now=1_000)
+
+    assert ("dynamodb:GetItem", (RecordKind.DRAIN.key(DLQ),)) in client.calls  # a large drain's progress
+    assert {action for action, _keys in client.calls} <= set(OPERATOR_TABLE_ACTIONS)

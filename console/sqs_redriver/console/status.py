@@ -1,21 +1,109 @@
-"""``status``: the breakers, the pause, the queues, the DLQ's time to expiry and the last runs."""
+"""``status``: the breakers, the pause, the queues, the DLQ's time to expiry, a large drain's
+progress and the last runs."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqs_redriver.console.aws import QueueDepth, oldest_age_seconds, queue_depth
-from sqs_redriver.console.safe_text import when
+from sqs_redriver.console.safe_text import duration, inert_str, when
 from sqs_redriver.console.tool import Deployment
 from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, State
 from sqs_redriver.core.errors import AwsCallError
-from sqs_redriver.core.table import Pause, RunSummary, StateTable
+from sqs_redriver.core.table import DrainRecord, Pause, RunSummary, StateTable
 from sqs_redriver.protocol.keys import RecordKind
 
 # The re-driver parks messages this long before their retention ends (EXPIRY_MARGIN_SECONDS's
 # default); the tool warns from the same point.
 EXPIRY_WARNING_SECONDS = 86_400
+# A drain whose pace no worker stepped for this long was interrupted (the breaker, a pause, the
+# schedule): its pace starts over at the start rate when it resumes (runtime/pace.py STALE_SECONDS).
+DRAIN_STALE_SECONDS = 60
+
+
+class DrainState(StrEnum):
+    GOING = "going"
+    INTERRUPTED = "interrupted"  # going, but no worker stepped its pace for DRAIN_STALE_SECONDS
+    ENDED = "ended"  # a worker found the DLQ empty
+
+
+@dataclass(frozen=True)
+class DrainProgress:
+    """Where a large drain stands at ``at``: its record (``DRAIN#<DLQ URL>``, as the core parsed
+    it), which says what the DLQ held and the pace at the last step."""
+
+    record: DrainRecord
+    at: int
+
+    @property
+    def state(self) -> DrainState:
+        if not self.record.going:
+            return DrainState.ENDED
+        return DrainState.INTERRUPTED if self.stepped_ago > DRAIN_STALE_SECONDS else DrainState.GOING
+
+    @property
+    def stepped_ago(self) -> int:
+        """Seconds since the last step (0 for a worker whose clock runs ahead of the tool's)."""
+        return max(0, self.at - self.record.stepped_at)
+
+    @property
+    def seconds_to_empty(self) -> int | None:
+        """The messages left at the current rate, in whole seconds; None unless the drain is going
+        (an interrupted one starts over slower) and moves."""
+        if self.state is not DrainState.GOING:
+            return None
+        left, rate = self.record.messages_left, self.record.rate
+        if left <= 0:
+            return 0
+        return math.ceil(left / rate) if rate > 0 else None
+
+    def rows(self) -> list[tuple[str, str]]:
+        """What the terminal and the page show, a (label, text) per line; inert."""
+        record = self.record
+        return [
+            ("state", self._state_text()),
+            ("messages left", f"{record.messages_left:,} in the DLQ as of {duration(self.stepped_ago)} ago"),
+            ("rate", f"{record.rate:,} msg/s, all workers together (phase {inert_str(record.phase)})"),
+            ("workers wanted", str(record.workers)),
+            ("time to empty", self._time_to_empty_text()),
+            ("started", when(record.started_at, self.at)),
+        ]
+
+    def _state_text(self) -> str:
+        state = self.state
+        if state is DrainState.ENDED:
+            return f"ended {when(self.record.ended_at, self.at)}: the DLQ was empty"
+        if state is DrainState.INTERRUPTED:
+            return (
+                f"interrupted: no worker stepped its pace for {duration(self.stepped_ago)} (the breaker, "
+                "a pause or the schedule); when it resumes, the pace starts over at the start rate"
+            )
+        return "going"
+
+    def _time_to_empty_text(self) -> str:
+        seconds, state = self.seconds_to_empty, self.state
+        if seconds is not None:
+            return f"{duration(seconds)} at this rate"
+        return "nothing moves (rate 0)" if state is DrainState.GOING else f"- ({state.value})"
+
+    def to_dict(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "state": self.state.value,
+            "messages_left": record.messages_left,
+            "rate": record.rate,
+            "phase": record.phase,
+            "fell_behind_at": record.fell_behind_at,
+            "workers": record.workers,
+            "seconds_to_empty": self.seconds_to_empty,
+            "stepped_at": record.stepped_at,
+            "stepped_seconds_ago": self.stepped_ago,
+            "started_at": record.started_at,
+            "ended_at": record.ended_at or None,
+        }
 
 
 @dataclass(frozen=True)
@@ -31,6 +119,8 @@ class Status:
     parking_lot: QueueDepth
     dlq_oldest_age_seconds: int | None
     runs: list[RunSummary]
+    # The latest large drain (None: there has been none, or its record is corrupt: logged).
+    drain: DrainProgress | None = None
     # What became of the latest replay, edit or group retry, in one line (outcomes.latest_line).
     latest_replay: str | None = None
     # Why the DLQ's oldest age is unknown, when CloudWatch refused or failed to say.
@@ -100,6 +190,7 @@ class Status:
                 "parking_lot": _depth(self.parking_lot),
             },
             "runs": [run.to_dict() for run in self.runs],
+            "drain": None if self.drain is None else self.drain.to_dict(),
             "latest_replay": self.latest_replay,
             "problems": self.problems,
         }
@@ -112,6 +203,7 @@ def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: Sta
         oldest, age_unread = oldest_age_seconds(cloudwatch, dlq.name, now), None
     except AwsCallError as exc:  # the queues and the breakers are still worth showing
         oldest, age_unread = None, str(exc)
+    drain = table.load_drain(RecordKind.DRAIN.key(deployment.dlq_url))
     return Status(
         deployment=deployment,
         at=now,
@@ -124,6 +216,7 @@ def read_status(deployment: Deployment, *, sqs: Any, cloudwatch: Any, table: Sta
         parking_lot=queue_depth(sqs, deployment.parking_lot_url),
         dlq_oldest_age_seconds=oldest,
         runs=[RunSummary.from_dict(run) for run in table.load_runs(RecordKind.RUNS.key(deployment.dlq_url))],
+        drain=None if drain is None else DrainProgress(drain, now),
         age_unread=age_unread,
     )
 

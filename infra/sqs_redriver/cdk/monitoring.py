@@ -6,8 +6,9 @@ The re-driver's own metrics are Powertools EMF (``METRICS_NAMESPACE``, one metri
 the single dimension Powertools adds, ``service`` (``functions.service_name``); the queues' and the
 function's are AWS's.
 
-The dashboard's rows, 24 units wide: the DLQ and the parking lot; the runs and the breaker; the
-re-drive function and the source queues (or each dead-letter source of another kind: a function's
+The dashboard's rows, 24 units wide: the DLQ and the parking lot; the runs and the breaker; a
+large drain's pace, workers and messages left (a re-driver that fans out to workers); the re-drive
+function and the source queues (or each dead-letter source of another kind: a function's
 errors and throttles, a rule's failed invocations, a topic's failed notifications); the breaker's
 latest transitions from the function's logs; the operator's latest actions from the audit trail
 (SqsRedriver adds them); then a row per consumer that grant_consumer names.
@@ -146,6 +147,10 @@ RUN_PROBLEMS = ("RunErrors", "Unparkable", "Unarchived")
 BREAKER_STATE = "BreakerState"
 CONTINUATIONS = "Continuations"
 BREAKER_HALF_OPEN, BREAKER_OPEN = 1, 2  # handler.BREAKER_STATE_VALUE
+# What a large drain's worker publishes with its run's (RunReport.drain): the pace of all its
+# workers together (messages a second), the workers it wants, the DLQ's messages at its last step.
+DRAIN_RATE, DRAIN_WORKERS, DRAIN_MESSAGES_LEFT = "DrainRate", "DrainWorkers", "DrainMessagesLeft"
+DRAIN_TITLE = "Large drain"
 PERIOD = Duration.minutes(5)
 
 
@@ -447,6 +452,8 @@ def build_dashboard(dashboard: cw.Dashboard, title: str, watched: Watched) -> No
         cw.TextWidget(markdown=f"# SQS re-driver {title}", width=24, height=1), *_queue_row(watched)
     )
     dashboard.add_widgets(*_run_row(watched))
+    if fans_out(watched):
+        dashboard.add_widgets(*_drain_row(watched))
     dashboard.add_widgets(*_function_row(watched))
     function = watched.function
     if isinstance(function, lambda_.Function):
@@ -491,6 +498,43 @@ def _run_row(watched: Watched) -> list[cw.IWidget]:
             y_max=BREAKER_OPEN,
         ),
         _graph("Run problems", [metric(name, "Sum") for name in (*RUN_PROBLEMS, CONTINUATIONS)]),
+    ]
+
+
+def fans_out(watched: Watched) -> bool:
+    """Whether the re-driver drains a large backlog in workers (runtime/workers.py fans_out): more
+    than one allowed, and SQS sources (a DLQ of another kind has no source queue to pace by)."""
+    return watched.settings.max_workers > 1 and not watched.dead_letter_sources
+
+
+def _drain_row(watched: Watched) -> list[cw.IWidget]:
+    """A large drain's progress, per period: the highest pace and workers, the fewest messages left
+    (the latest, while the DLQ drains)."""
+    settings = watched.settings
+
+    def metric(name: str, statistic: str) -> cw.Metric:
+        return run_metric(watched.service, name, statistic)
+
+    return [
+        _graph(
+            f"{DRAIN_TITLE}: rate (messages/s, all workers together)",
+            [metric(DRAIN_RATE, "Maximum")],
+            annotations=[cw.HorizontalAnnotation(value=settings.max_drain_rate, label="MAX_DRAIN_RATE")],
+        ),
+        _graph(
+            f"{DRAIN_TITLE}: workers wanted",
+            [metric(DRAIN_WORKERS, "Maximum")],
+            annotations=[cw.HorizontalAnnotation(value=settings.max_workers, label="MAX_WORKERS")],
+        ),
+        _graph(
+            f"{DRAIN_TITLE}: messages left in the DLQ",
+            [metric(DRAIN_MESSAGES_LEFT, "Minimum")],
+            annotations=[
+                cw.HorizontalAnnotation(
+                    value=settings.fan_out_backlog, label="FAN_OUT_BACKLOG: workers above"
+                )
+            ],
+        ),
     ]
 
 

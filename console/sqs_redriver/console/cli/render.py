@@ -15,7 +15,7 @@ from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.inventory import Group, Inspected, Where, source_label
 from sqs_redriver.console.replay import MoveReport
 from sqs_redriver.console.safe_text import age, clipped, duration, inert, inert_str, when
-from sqs_redriver.console.status import Status
+from sqs_redriver.console.status import DrainProgress, DrainState, Status
 from sqs_redriver.console.tool import SAMPLE_ID_CHARS
 from sqs_redriver.core.breaker import State
 from sqs_redriver.core.table import GroupMark
@@ -25,6 +25,7 @@ LAST_RUNS_SHOWN = 5
 # What `show` prints of a dead letter's payload (--json gives it whole).
 PAYLOAD_SHOWN_CHARS = 4_000
 QUEUE_LABEL = {Where.DLQ: "DLQ", Where.PARKING_LOT: "lot"}
+DRAIN_STYLE = {DrainState.GOING: "green", DrainState.INTERRUPTED: "yellow", DrainState.ENDED: ""}
 
 
 def as_json(data: Any) -> str:
@@ -58,6 +59,8 @@ def status_view(status: Status) -> RenderableType:
         )
     parts.append(breakers)
     parts.append(_queues(status))
+    if status.drain is not None:
+        parts.append(drain_view(status.drain))
     if status.runs:
         parts.append(_runs(status, now))
     if status.latest_replay:
@@ -88,6 +91,16 @@ def _queues(status: Status) -> Table:
 
 def _depth_cells(depth: QueueDepth, role: str) -> list[RenderableType]:
     return [inert(depth.name), role, str(depth.visible), str(depth.in_flight), str(depth.delayed)]
+
+
+def drain_view(progress: DrainProgress) -> Table:
+    """The latest large drain: going, interrupted or ended; messages left, rate, workers, time to empty."""
+    table = Table(title="Large drain", show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for label, text in progress.rows():
+        table.add_row(label, inert(text, style=DRAIN_STYLE[progress.state] if label == "state" else ""))
+    return table
 
 
 def _runs(status: Status, now: int) -> Table:
