@@ -181,6 +181,21 @@ def test_the_delay_is_the_exponential_step_with_equal_jitter_capped_at_900(
         assert low <= redrive.delay_seconds <= high
 
 
+def test_a_large_drain_delays_a_re_drive_only_by_what_is_left_of_its_step() -> None:
+    waited = marked(1, last_at=NOW - 3_600)  # its step (60-120 s) long over
+    recent = marked(1, last_at=NOW - 30)  # 30 s into it
+    tracking = track([waited, recent], {}, NOW)
+    state = BatchState(Mode.REDRIVE, Breaker(), Tally(received=2), NOW, drain=True)
+
+    delays = {
+        r.tracked.message.message_id: r.delay_seconds
+        for r in Planner(rules(), random.Random(7)).plan(tracking, state).redrive
+    }
+
+    assert delays[waited.message_id] == 0
+    assert 30 <= delays[recent.message_id] <= 90
+
+
 def test_returned_counts_messages_redriven_since_the_breaker_last_changed() -> None:
     breaker = Breaker(changed_at=NOW - 100)
     batch = [

@@ -205,10 +205,13 @@ class BatchHandler:
         writer: BreakerWriter,
         tag: VerdictTag | None = None,
         source: str | None = None,
+        *,
+        drain: bool = False,
     ) -> PlannedBatch | HandledBatch:
         """Decide one batch and move the breaker as the plan says, before anything is sent.
         ``so_far`` includes this batch's receive; ``tag`` tags its re-drives for the consumer kit's
-        verdicts; ``source`` is the source whose part of the run this is (None: all of them). AWS
+        verdicts; ``source`` is the source whose part of the run this is (None: all of them);
+        ``drain``: a batch of a large drain's worker. AWS
         errors of the planning reads propagate; a probe that could not be claimed ends the batch
         here, handled (stop AWS_ERROR)."""
         now = int(self.clock())
@@ -227,7 +230,7 @@ class BatchHandler:
         breaker, errors = self._hear_returns(tracking.unique, breaker, writer, source)
         retention = self.retention()
         signals = self.watch.for_failures(breaker, tracking.unique)
-        state = BatchState(mode, breaker, so_far, now, groups, tag, retention, source, signals)
+        state = BatchState(mode, breaker, so_far, now, groups, tag, retention, source, signals, drain)
         plan = self.planner.plan(tracking, state)
         seen = rejected + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
         if plan.open_breaker:

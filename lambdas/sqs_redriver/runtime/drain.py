@@ -153,7 +153,14 @@ class BatchLoop:
             if not batch:
                 return StopReason.DLQ_EMPTY
             planned = self.handler.plan(
-                batch, drain.mode, drain.breaker, drain.tally, drain.writer, tag, drain.source
+                batch,
+                drain.mode,
+                drain.breaker,
+                drain.tally,
+                drain.writer,
+                tag,
+                drain.source,
+                drain=drain.fleet is not None,
             )
             if isinstance(planned, HandledBatch):  # stopped before anything was sent
                 handled = planned

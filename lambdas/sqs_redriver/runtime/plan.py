@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, RunOutcome, trips_now
 from sqs_redriver.core.table import ParkCause
+from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime import backoff, canary, fifo
 from sqs_redriver.runtime.consumer_health import ConsumerSignal, Judged, judge
 from sqs_redriver.runtime.parking import (
@@ -147,6 +148,10 @@ class BatchState:
     source: str | None = None
     # What the source queues' metrics say about their consumers, by source URL (none: not read).
     signals: Mapping[str, ConsumerSignal] = field(default_factory=dict)
+    # A batch of a large drain (runtime/workers.py): a re-drive is delayed only by what is left of
+    # its backoff step, so the consumer answers the pace at once (a backlog's messages have waited
+    # their step out in the DLQ).
+    drain: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,7 +291,7 @@ class Planner:
         # The trial tests the consumer now: like canaries, its messages go with no delay.
         trial = state.tag is not None and state.tag.trial
         redrive = tuple(
-            Redrive(t, 0 if trial else self._delay_for(t), state.tag)
+            Redrive(t, 0 if trial else self._delay_for(t, state), state.tag)
             for t in due.messages
             if t.message_id not in waits
         )
@@ -299,9 +304,10 @@ class Planner:
             return seconds
         return capped_hold(tracked, seconds, state.retention, now=state.now)
 
-    def _delay_for(self, tracked: Tracked) -> int:
+    def _delay_for(self, tracked: Tracked, state: BatchState) -> int:
         """No delay for what waited out its backoff in the DLQ: all of FIFO's (they refuse
-        DelaySeconds), and standard steps past 900 s."""
+        DelaySeconds), and standard steps past 900 s; in a large drain, only what is left of the
+        step since the message's last re-drive (or its send)."""
         rules = self.rules
         base, cap = rules.base_delay_seconds, rules.max_delay_seconds
         if (
@@ -310,6 +316,9 @@ class Planner:
             or backoff.waits_in_dlq(tracked, base_seconds=base, max_seconds=cap)
         ):
             return 0
+        if state.drain:
+            due = backoff.due_at(tracked, now=state.now, base_seconds=base, max_seconds=cap)
+            return min(max(0, due - state.now), SQS_MAX_DELAY_SECONDS)
         return backoff.redrive_delay(tracked.mark.count + 1, base_seconds=base, max_seconds=cap, rng=self.rng)
 
     def _probe(self, base: BatchPlan, due: Due, _: BatchState) -> BatchPlan:
