@@ -235,3 +235,10 @@ def test_the_drain_ends_when_a_run_finds_the_dlq_empty() -> None:
 
     drain = world.state.drain
     assert isinstance(drain, DrainRecord) and (drain.ended_at, drain.messages_left) == (NOW + 30, 0)
+
+
+def test_a_run_outside_a_drain_re_drives_at_the_chains_rate_whatever_the_environment_took_before() -> None:
+    world = World()
+    world.limiter.set_rate(900)
+
+    assert world.drains().fleet(None, None) is None and world.limiter.rate == SETTINGS.max_redrives_per_second
