@@ -138,7 +138,7 @@ def test_a_consumer_behind_cuts_the_pace_and_the_width() -> None:
 
     world.fleet(0).check(KEY)
 
-    assert world.state.drain is not None and (world.state.drain.rate, world.state.drain.workers) == (960, 7)
+    assert world.state.drain is not None and (world.state.drain.rate, world.state.drain.workers) == (1120, 8)
 
 
 def test_overlapping_fan_outs_never_start_two_workers_in_one_slot() -> None:

@@ -22,7 +22,7 @@ CONTROL_SECONDS = 5
 LAG_SECONDS = 0.5
 # ... or this many messages, whatever the pace (one event source mapping batch or two).
 BACKLOG_FLOOR = 20
-DECREASE = 0.6
+DECREASE = 0.7  # CUBIC's
 STEADY_STEP = 0.05  # a STEADY step adds this share of the rate the consumer last fell behind at
 MIN_RATE = 1.0
 # A pace no worker stepped for this long was interrupted (the breaker, a pause, the schedule): the
