@@ -75,7 +75,13 @@ class Clock:
 
 
 def slow_start(
-    state: FakeStateStore, clock: Clock, *, verdicts: bool = True, wait: int = 20, full_rate: bool = False
+    state: FakeStateStore,
+    clock: Clock,
+    *,
+    verdicts: bool = True,
+    wait: int = 20,
+    full_rate: bool = False,
+    drain: bool = False,
 ) -> SlowStart:
     rules = SlowStartRules(
         consumer_verdicts=verdicts,
@@ -92,6 +98,7 @@ def slow_start(
         sleep=clock.sleep,
         logger=logging.getLogger(),
         full_rate=full_rate,
+        drain=drain,
     )
 
 
@@ -245,3 +252,14 @@ def test_a_consumer_that_breaks_after_thousands_of_successes_trips_on_the_failur
 
 def test_counts_read_lower_than_before_say_nothing() -> None:
     assert not judge_recent(VerdictCounts(), VerdictCounts(ok=10, transient=10), policy=POLICY)
+
+
+def test_a_large_drains_re_drives_come_straight_back_at_their_first_failure_and_a_chains_do_not() -> None:
+    clock = Clock()
+    chain = slow_start(FakeStateStore(), clock, full_rate=True)
+    worker = slow_start(FakeStateStore(), clock, full_rate=True, drain=True)
+
+    chain_tag, worker_tag = chain.admit(never).tag, worker.admit(never).tag
+
+    assert chain_tag is not None and not chain_tag.probe and not chain_tag.trial
+    assert worker_tag is not None and worker_tag.probe and not worker_tag.trial  # delayed as any re-drive

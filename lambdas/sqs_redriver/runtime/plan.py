@@ -50,6 +50,15 @@ class VerdictTag:
 
     verdict_key: str
     trial: bool = False
+    # A large drain's re-drive (not awaited, delayed as any): its first failure goes straight back
+    # to the DLQ too, so a consumer that broke mid-drain gets each message once, not maxReceiveCount
+    # times, before every worker has stopped.
+    first_failure_back: bool = False
+
+    @property
+    def probe(self) -> bool:
+        """Whether the kit sends the re-drive's first failure back to the DLQ (the mark's probe flag)."""
+        return self.trial or self.first_failure_back
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ class RedriveSender:
             r.tracked.mark.after_redrive(
                 books.now,
                 verdict_key=r.tag.verdict_key if r.tag else None,
-                probe=bool(r.tag and r.tag.trial),
+                probe=r.tag is not None and r.tag.probe,
             )
             for r in redrives
         ]
@@ -85,7 +85,7 @@ class RedriveSender:
         letter of another service goes as what its target gets: the event a function was invoked
         with, not the record of its failure (its count is in the table)."""
         return [
-            delivered(str(index), r.tracked.message.dead_letter, probe=r.tag is not None and r.tag.trial)
+            delivered(str(index), r.tracked.message.dead_letter, probe=r.tag is not None and r.tag.probe)
             if r.tracked.message.dead_letter is not None
             else outgoing(
                 str(index),

@@ -365,6 +365,7 @@ class ModeSteps:
             sleep=self.sleep,
             logger=self.log,
             full_rate=part.slow_start.full_rate,
+            drain=part.fleet is not None,
         )
         drained = self.loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start)
         part.slow_start.full_rate = slow_start.at_full_rate

@@ -140,8 +140,11 @@ class SlowStart:
         sleep: Callable[[float], None],
         logger: Any,
         full_rate: bool = False,
+        drain: bool = False,
     ) -> None:
-        """``full_rate``: the run follows one that finished its slow start, so it starts at full rate."""
+        """``full_rate``: the run follows one that finished its slow start, so it starts at full rate;
+        ``drain``: the run is a large drain's worker (its re-drives' first failures come straight back)."""
+        self.drain = drain
         self.rules = rules
         self.verdict_key = verdict_key
         self.state = state
@@ -214,7 +217,7 @@ class SlowStart:
             if self.tripped:
                 return Admission(0, None, trip=True), 0
         self.reserved += SQS_MAX_BATCH_SIZE
-        return Admission(SQS_MAX_BATCH_SIZE, self._tag(trial=False)), 0
+        return Admission(SQS_MAX_BATCH_SIZE, VerdictTag(self.verdict_key, first_failure_back=self.drain)), 0
 
     def _trial(self) -> tuple[Admission | None, float]:
         volume = max(self.rules.breaker.minimum_volume, 1)
