@@ -17,7 +17,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export CDK_HOME := $(CURDIR)/.cdk-home
 
-.PHONY: install browser dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-cost bench-venv readme clean
+.PHONY: install browser dist test checks suite conformance localstack-venv lint synth deploy destroy demo bench bench-recovery bench-cost bench-million bench-venv readme clean
 
 install: $(STAMP)
 
@@ -124,11 +124,20 @@ demo: $(STAMP)
 # DRAIN_ARGS="--drain-sizes 1200 3000 --json", and the operator's tool on a parking lot,
 # OPERATOR_ARGS="--lot-sizes 200 1000 --replay-rate 50 --json", and SQS's own redrive (StartMessageMoveTask)
 # in the situations where it and this re-driver part ways, MOVE_TASK_ARGS="--scenarios early poison --json";
-# and what a deployment costs a month: make bench-cost COST_ARGS="--dead-letters 0 10000 1000000"
+# and what a deployment costs a month: make bench-cost COST_ARGS="--dead-letters 0 10000 1000000";
+# and a million dead letters: make bench-million MILLION_ARGS="--scenarios fast slow" WORKERS_ARGS="--workers 1 4 16"
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(ARGS)
 	$(MAKE) --no-print-directory bench-recovery
 	$(MAKE) --no-print-directory bench-cost
+	$(MAKE) --no-print-directory bench-million
+
+# A million dead letters drained by the default stack's workers, in simulated time (bench.million:
+# the re-driver's pace, width, slow start and breaker over a model of SQS and the consumer), then the
+# move rate of 1, 4 and 16 real workers side by side on one moto server (bench.workers).
+bench-million: $(STAMP)
+	$(BIN)/python -m bench.million $(MILLION_ARGS)
+	$(BIN)/python -m bench.workers $(WORKERS_ARGS)
 
 # docs/cost.md's table: the default stack's resources, a measured idle run, the published prices.
 bench-cost: $(STAMP)
