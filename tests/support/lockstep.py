@@ -1,7 +1,7 @@
 """Parallel workers in a fixed order: a thread pool whose workers run one at a time and hand over
 at every AWS call, in turn.
 
-The re-driver drains with several worker threads (``sqs_redriver.runtime.drain``). Which thread reaches
+The re-driver drains with several threads (``sqs_redriver.runtime.batch_loop``). Which thread reaches
 which AWS call first is up to the OS scheduler, so "fail the 35th call" names a different call, or
 none, from one run to the next, and more so on a busy machine. With ``Lockstep`` in place of the
 pool, exactly one worker runs at any moment: it runs until its next AWS call, hands the turn to the
@@ -25,7 +25,7 @@ from unittest import mock
 
 from local_aws.clients import ClientProxy
 
-POOL = "sqs_redriver.runtime.drain.ThreadPoolExecutor"
+POOL = "sqs_redriver.runtime.batch_loop.ThreadPoolExecutor"
 # A turn that never comes is a deadlock (a lock held across an AWS call), not a slow machine: fail
 # with the threads named instead of hanging the suite. A bound for a hang, far above any run's wait.
 DEADLOCK_SECONDS = 600.0

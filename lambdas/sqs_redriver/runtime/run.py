@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 
     from sqs_redriver.core.breaker import BreakerStore
     from sqs_redriver.core.table import Resume
+    from sqs_redriver.runtime.batch_loop import BatchLoop, LoopResult
     from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
-    from sqs_redriver.runtime.drain import BatchLoop, DrainResult
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
     from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.workers import Drains, Fleet
@@ -367,11 +367,11 @@ class ModeSteps:
             full_rate=part.slow_start.full_rate,
             drain=part.fleet is not None,
         )
-        drained = self.loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start)
+        drained = self.loop.run(Mode.REDRIVE, breaker, part, remaining_ms, slow_start)
         part.slow_start.full_rate = slow_start.at_full_rate
         return self._end_redrives(drained, slow_start, part)
 
-    def _end_redrives(self, drained: DrainResult, slow_start: SlowStart, part: Part) -> StepResult:
+    def _end_redrives(self, drained: LoopResult, slow_start: SlowStart, part: Part) -> StepResult:
         """What the re-drives' returns, errors and verdicts make of the breaker."""
         verdicts, tally = slow_start.verdicts, drained.tally
         outcome = RunOutcome(
@@ -396,7 +396,7 @@ class ModeSteps:
             return heard
         if self._probe_outlasts_run(part, remaining_ms):
             return StepResult(Tally(), breaker, StopReason.TIME_BUDGET)
-        drained = self.loop.drain(Mode.PROBE, breaker, part, remaining_ms)
+        drained = self.loop.run(Mode.PROBE, breaker, part, remaining_ms)
         step = StepResult(drained.tally, drained.breaker, drained.stop)
         if drained.stop is not StopReason.CANARY_SENT:
             return step
@@ -419,7 +419,7 @@ class ModeSteps:
         heard = self.judge.hear(StepResult(Tally(), breaker), part.writer, part.source)
         if heard.breaker is not breaker:
             return heard
-        drained = self.loop.drain(Mode.VERDICT, breaker, part, remaining_ms)
+        drained = self.loop.run(Mode.VERDICT, breaker, part, remaining_ms)
         step = StepResult(drained.tally, drained.breaker, drained.stop)
         if drained.breaker.state is not State.HALF_OPEN or drained.tally.errors:
             return step
@@ -487,7 +487,7 @@ class RetentionSweep:
         try:
             if now < self.sweeps.load_sweep_due(key) or self._out_of_time(remaining_ms):
                 return tally
-            drained = self.loop.drain(Mode.SWEEP, first.gate.breaker, every_source, remaining_ms)
+            drained = self.loop.run(Mode.SWEEP, first.gate.breaker, every_source, remaining_ms)
             tally = drained.tally
             if drained.stop is StopReason.DLQ_EMPTY:  # else unfinished: the next run sweeps again
                 self.sweeps.save_sweep_due(key, now + sweep_interval(settings.expiry_margin_seconds))

@@ -26,10 +26,10 @@ from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import BatchHandler, Executor
+from sqs_redriver.runtime.batch_loop import BatchLoop
 from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
 from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
-from sqs_redriver.runtime.drain import BatchLoop
 from sqs_redriver.runtime.parking import Parker
 from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender

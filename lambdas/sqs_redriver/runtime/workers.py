@@ -133,7 +133,8 @@ class Fleet:
 
     def check(self, breaker_key: str) -> StopReason:
         """Before a batch: stop for a pause, a breaker no longer CLOSED, a drain that ended or wants
-        fewer workers than this slot; else take this worker's share of the pace (stepped if due)."""
+        fewer workers than this slot (stepped first if due: a step may leave this slot out); else
+        take this worker's share of the pace."""
         view = self.state.load_fleet_view(breaker_key, self.settings.pause_key, self.settings.drain_key)
         if view.paused:
             return StopReason.PAUSED
@@ -142,10 +143,10 @@ class Fleet:
         drain = view.drain
         if drain is None or not drain.going:
             return StopReason.NONE  # another worker found the DLQ empty: this one finds out itself
-        if self.slot >= drain.workers:
-            return StopReason.FEWER_WORKERS
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
+        if self.slot >= drain.workers:
+            return StopReason.FEWER_WORKERS
         self.last = drain
         self.limiter.set_rate(worker_share(drain.rate, drain.workers))
         return StopReason.NONE

@@ -1,5 +1,5 @@
-"""The drain: the batch loop of one part of a run in one mode, in parallel workers when
-re-driving, stopped by the DLQ, the per-run limit, the time budget, back-pressure, the breaker or an
+"""The batch loop of one part of a run in one mode, in parallel batches when re-driving, stopped by
+the DLQ, the per-run limit, the time budget, back-pressure, the breaker, a large drain's check or an
 AWS error; what it received but did not act on is given back at the end."""
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.workers import Fleet
 
 
-# The batch loop of a run (or of one parallel worker): receive, handle, until something says stop.
+# The batch loop of a run (or of one of its parallel batches): receive, handle, until something says stop.
 
 
 @dataclass(frozen=True)
-class DrainResult:
+class LoopResult:
     tally: Tally
     breaker: Breaker  # as this loop left it
     stop: StopReason
@@ -41,8 +41,9 @@ class DrainResult:
 
 
 @dataclass
-class _Drain:
-    """One drain's terms (mode, limit, time, breaker writer, halt, slow start, source) and its progress."""
+class _Loop:
+    """One loop's terms (mode, limit, time, breaker writer, halt, slow start, source, large drain)
+    and its progress."""
 
     mode: Mode
     limit: int
@@ -52,7 +53,7 @@ class _Drain:
     slow_start: SlowStart | None
     source: str | None
     fleet: Fleet | None  # the large drain this run is a worker of
-    breaker: Breaker  # as this drain left it so far
+    breaker: Breaker  # as this loop left it so far
     tally: Tally = field(default_factory=Tally)
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
     may_hide: bool = False
@@ -67,7 +68,7 @@ class _Drain:
 
 class BatchLoop:
     """Takes DLQ batches for one part of a run and hands each to the batch handler, in
-    ``PARALLEL_BATCHES`` workers when re-driving; what it received but did not act on is given
+    ``PARALLEL_BATCHES`` threads when re-driving; what it received but did not act on is given
     back before it returns."""
 
     def __init__(
@@ -89,7 +90,7 @@ class BatchLoop:
         self.settings = settings
         self.log = logger
 
-    def drain(
+    def run(
         self,
         mode: Mode,
         breaker: Breaker,
@@ -98,105 +99,105 @@ class BatchLoop:
         slow_start: SlowStart | None = None,
         *,
         share: tuple[threading.Event, int] | None = None,
-    ) -> DrainResult:
+    ) -> LoopResult:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
-        holds, the breaker opens, AWS fails or another worker halts the run. In REDRIVE mode the
+        holds, the breaker opens, AWS fails or another thread halts the run. In REDRIVE mode the
         ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
         With ``part.source`` (a shared DLQ, a breaker per source) only that source's messages are
         acted on and its queue alone gives back-pressure; the others' are held and given back.
-        ``share``: the halt event and share of the limit of one of several parallel workers."""
+        ``share``: the halt event and share of the limit of one of several parallel threads."""
         if share is None:
-            self.watch.heard_for(breaker)  # read before any worker starts: they share it
+            self.watch.heard_for(breaker)  # read before any thread starts: they share it
             if mode is Mode.REDRIVE and self.settings.parallel_batches > 1:
-                return self._given_back(drain_in_parallel(self, breaker, part, remaining_ms, slow_start))
+                return self._given_back(run_in_parallel(self, breaker, part, remaining_ms, slow_start))
         halt, limit = share or (threading.Event(), part.limit)
-        drain = _Drain(
+        loop = _Loop(
             mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, part.fleet, breaker
         )
         stop = StopReason.NONE
         while not stop:
-            stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(drain)
+            stop = StopReason.HALTED if halt.is_set() else self._stop_before_batch(loop)
             if not stop:
-                stop = self._batch(drain)
+                stop = self._batch(loop)
         if stop.stops_the_run:
-            halt.set()  # the breaker opened, AWS failed, time or back-pressure: every worker stops
-        drained = DrainResult(drain.tally, drain.breaker, stop, drain.held, drain.may_hide)
+            halt.set()  # the breaker opened, AWS failed, time or back-pressure: every thread stops
+        drained = LoopResult(loop.tally, loop.breaker, stop, loop.held, loop.may_hide)
         return drained if share is not None else self._given_back(drained)
 
-    def _given_back(self, drained: DrainResult) -> DrainResult:
-        """Give back what the drain received but did not act on; its errors join the tally."""
+    def _given_back(self, drained: LoopResult) -> LoopResult:
+        """Give back what the loop received but did not act on; its errors join the tally."""
         released = Tally(errors=self.executor.release(drained.held))
         return replace(drained, tally=drained.tally + released, held={})
 
-    def _batch(self, drain: _Drain) -> StopReason:
+    def _batch(self, loop: _Loop) -> StopReason:
         """Take and handle one batch, as large as the slow start admits (when there is one); the
         reason to stop after it (NONE: go on)."""
-        slow_start, room, tag = drain.slow_start, batch_size(drain.tally.received, drain.limit), None
+        slow_start, room, tag = loop.slow_start, batch_size(loop.tally.received, loop.limit), None
         admitted = redriven = 0
         try:
             if slow_start is not None:
                 admission = slow_start.admit(
-                    lambda: drain.halt.is_set() or self._out_of_time(drain.remaining_ms)
+                    lambda: loop.halt.is_set() or self._out_of_time(loop.remaining_ms)
                 )
                 admitted = admission.room
                 if admission.trip:
-                    return self._trip(drain)
+                    return self._trip(loop)
                 if not admission.room:
-                    return StopReason.HALTED if drain.halt.is_set() else StopReason.TIME_BUDGET
+                    return StopReason.HALTED if loop.halt.is_set() else StopReason.TIME_BUDGET
                 room, tag = min(room, admission.room), admission.tag
             batch = self.dlq.receive(
                 room,
                 wait_seconds=self.settings.receive_wait_seconds,
                 visibility_timeout=self.settings.dlq_visibility_timeout_seconds,
             )
-            drain.tally += Tally(received=len(batch))
+            loop.tally += Tally(received=len(batch))
             if not batch:
                 return StopReason.DLQ_EMPTY
             planned = self.handler.plan(
                 batch,
-                drain.mode,
-                drain.breaker,
-                drain.tally,
-                drain.writer,
+                loop.mode,
+                loop.breaker,
+                loop.tally,
+                loop.writer,
                 tag,
-                drain.source,
-                drain=drain.fleet is not None,
+                loop.source,
+                drain=loop.fleet is not None,
             )
             if isinstance(planned, HandledBatch):  # stopped before anything was sent
                 handled = planned
             else:
                 executed = self.executor.execute(planned.plan, planned.now)
-                handled = self.handler.settle(planned, executed, drain.writer)
+                handled = self.handler.settle(planned, executed, loop.writer)
             redriven = handled.tally.redriven
         except AwsCallError as exc:
             self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
-            drain.tally += Tally(errors=1)
+            loop.tally += Tally(errors=1)
             return StopReason.AWS_ERROR
         finally:
             if slow_start is not None and admitted:
                 slow_start.settle(admitted, redriven)
-        drain.add(handled)
+        loop.add(handled)
         return handled.stop
 
-    def _trip(self, drain: _Drain) -> StopReason:
+    def _trip(self, loop: _Loop) -> StopReason:
         """The consumer kit's verdicts say the consumer is broken: open the breaker."""
         self.log.warning("the consumer kit's verdicts say the consumer is broken: opening the circuit")
-        opened = drain.breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
-        drain.breaker, errors = drain.writer.transition(drain.breaker, opened)
-        drain.tally += Tally(errors=errors)
+        opened = loop.breaker.opened(int(self.handler.clock()), Evidence.VERDICTS)
+        loop.breaker, errors = loop.writer.transition(loop.breaker, opened)
+        loop.tally += Tally(errors=errors)
         return StopReason.BREAKER_OPENED
 
-    def _stop_before_batch(self, drain: _Drain) -> StopReason:
-        if limit_reached(drain.tally.received, drain.limit):
+    def _stop_before_batch(self, loop: _Loop) -> StopReason:
+        if limit_reached(loop.tally.received, loop.limit):
             return StopReason.PER_RUN_LIMIT
-        if self._out_of_time(drain.remaining_ms):
+        if self._out_of_time(loop.remaining_ms):
             return StopReason.TIME_BUDGET
-        if drain.mode is not Mode.REDRIVE:
+        if loop.mode is not Mode.REDRIVE:
             return StopReason.NONE
-        if drain.fleet is not None:
+        if loop.fleet is not None:
             # A large drain's worker: its pace keeps the source's backlog down, checked every batch.
-            return drain.fleet.check(drain.writer.key)
-        if self._source_backlogged(drain.tally.received, drain.source):
+            return loop.fleet.check(loop.writer.key)
+        if self._source_backlogged(loop.tally.received, loop.source):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 
@@ -228,38 +229,38 @@ class BatchLoop:
 
 # REDRIVE with several batches in flight at once, so the rate limit is reachable at real AWS
 # latency. SQS hands each message to one receive, the breaker writes are conditional, and the
-# workers share the client, the rate limit and the run's limit (a share each).
+# threads share the client, the rate limit and the run's limit (a share each).
 
 
-def drain_in_parallel(
+def run_in_parallel(
     loop: BatchLoop,
     breaker: Breaker,
     part: Part,
     remaining_ms: Callable[[], int],
     slow_start: SlowStart | None,
-) -> DrainResult:
-    """Each worker keeps its own tally and breaker copy, merged at the end. When one opens the
+) -> LoopResult:
+    """Each thread keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
     next batch."""
-    workers = loop.settings.parallel_batches
+    threads = loop.settings.parallel_batches
     halt = threading.Event()
-    share = -(-part.limit // workers)
+    share = -(-part.limit // threads)
 
-    def work() -> DrainResult:
+    def work() -> LoopResult:
         try:
-            return loop.drain(Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share))
+            return loop.run(Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share))
         except BaseException:
-            halt.set()  # this worker died: the others stop before their next batch
+            halt.set()  # this thread died: the others stop before their next batch
             raise
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(work) for _ in range(workers)]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = [pool.submit(work) for _ in range(threads)]
         results = [future.result() for future in futures]
     return merge(results)
 
 
-def merge(results: list[DrainResult]) -> DrainResult:
-    """The run's result from its workers': the first reason that is not the end of a share, and
+def merge(results: list[LoopResult]) -> LoopResult:
+    """The run's result from its threads': the first reason that is not the end of a share, and
     the breaker record with the highest version."""
     tally = Tally()
     held: dict[str, str] = {}
@@ -268,7 +269,7 @@ def merge(results: list[DrainResult]) -> DrainResult:
         held.update(result.held)
     reasons = [r.stop for r in results]
     stop = next((r for r in reasons if r not in (StopReason.DLQ_EMPTY, StopReason.HALTED)), reasons[0])
-    return DrainResult(
+    return LoopResult(
         tally=tally,
         breaker=max((r.breaker for r in results), key=lambda b: b.version),
         stop=stop,
