@@ -137,7 +137,7 @@ bench: $(STAMP) $(BENCH_STAMP)
 # move rate of 1, 4 and 16 real workers side by side on one moto server (bench.workers).
 bench-million: $(STAMP)
 	$(BIN)/python -m bench.million $(MILLION_ARGS)
-	$(BIN)/python -m bench.workers $(WORKERS_ARGS)
+	$(BIN)/python -m bench.workers $(or $(WORKERS_ARGS),--latency-ms 20 200)
 
 # docs/cost.md's table: the default stack's resources, a measured idle run, the published prices.
 bench-cost: $(STAMP)
