@@ -64,6 +64,9 @@ class Outcome:
     lost: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # A large drain's case (tests/integration/test_large_drain_faults.py): the runs it played, the
+    # chain's and its workers' (0: a faulted run of the suite above).
+    drain_runs: int = 0
 
 
 # Every outcome of the session, for the figures printed at its end (conftest).
@@ -71,19 +74,36 @@ FIGURES: list[Outcome] = []
 
 
 def figures_line() -> str:
-    single = Counter(o.fault for o in FIGURES if " + " not in o.fault and not o.fault.startswith("none"))
-    parallel = sum(1 for o in FIGURES if o.parallel_batches > 1)
-    long_holds = sum(1 for o in FIGURES if o.long_holds)
+    """The figures of the session: a line for the faulted runs, one for the large drains' cases."""
+    runs = [o for o in FIGURES if not o.drain_runs]
+    drains = [o for o in FIGURES if o.drain_runs]
+    return "\n".join(([_runs_line(runs)] if runs else []) + ([_drains_line(drains)] if drains else []))
+
+
+def _runs_line(outcomes: list[Outcome]) -> str:
+    single = Counter(o.fault for o in outcomes if " + " not in o.fault and not o.fault.startswith("none"))
+    parallel = sum(1 for o in outcomes if o.parallel_batches > 1)
+    long_holds = sum(1 for o in outcomes if o.long_holds)
     return (
-        f"fault injection: {len(FIGURES)} faulted runs, {parallel} of them with parallel batches, "
+        f"fault injection: {len(outcomes)} faulted runs, {parallel} of them with parallel batches, "
         f"{long_holds} with long holds; "
         f"{sum(single.values())} with one fault, the rest with schedules of 2-3 or none; "
-        f"{sum(o.messages for o in FIGURES)} messages, "
-        f"{sum(len(o.lost) for o in FIGURES)} lost, {sum(len(o.duplicates) for o in FIGURES)} duplicates "
+        f"{sum(o.messages for o in outcomes)} messages, "
+        f"{sum(len(o.lost) for o in outcomes)} lost, {sum(len(o.duplicates) for o in outcomes)} duplicates "
         f"(each after a send whose delete did not happen); one-fault runs by kind: "
         f"{dict(sorted(single.items()))}; planned faults that fired: "
-        f"{sum(o.fired for o in FIGURES)} of {sum(o.planned for o in FIGURES)} (a schedule's later "
+        f"{sum(o.fired for o in outcomes)} of {sum(o.planned for o in outcomes)} (a schedule's later "
         f"ones may not)"
+    )
+
+
+def _drains_line(outcomes: list[Outcome]) -> str:
+    return (
+        f"large-drain fault injection: {len(outcomes)} drains ({', '.join(o.fault for o in outcomes)}), "
+        f"{sum(o.drain_runs for o in outcomes)} runs of chains and workers, "
+        f"{sum(o.messages for o in outcomes)} messages, {sum(len(o.lost) for o in outcomes)} lost, "
+        f"{sum(len(o.duplicates) for o in outcomes)} duplicates "
+        f"(each sent by a worker lost before its delete)"
     )
 
 
