@@ -114,7 +114,8 @@ def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
     world = World()
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), workers=3, stepped_at=NOW)
 
-    assert world.fleet(3).check(KEY) is StopReason.FEWER_WORKERS
+    leaving = world.fleet(3)
+    assert leaving.check(KEY) is StopReason.FEWER_WORKERS and leaving.last == world.state.drain
     assert world.fleet(2).check(KEY) is StopReason.NONE
 
 
@@ -213,6 +214,13 @@ def test_a_small_backlog_never_starts_a_drain() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
 
     assert not world.drains().starts() and world.state.drain is None
+
+
+def test_a_chain_joins_the_drain_going_on_whatever_is_left_so_that_its_runs_end_it() -> None:
+    world = World(dlq_left=5)
+    world.state.drain = new_drain(SETTINGS, 500_000, NOW)
+
+    assert world.drains().starts()
 
 
 def test_one_worker_allowed_never_fans_out() -> None:

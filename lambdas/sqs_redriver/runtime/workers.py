@@ -145,9 +145,9 @@ class Fleet:
             return StopReason.NONE  # another worker found the DLQ empty: this one finds out itself
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
+        self.last = drain
         if self.slot >= drain.workers:
             return StopReason.FEWER_WORKERS
-        self.last = drain
         self.limiter.set_rate(worker_share(drain.rate, drain.workers))
         return StopReason.NONE
 
@@ -259,18 +259,19 @@ class Drains:
         self.state.release_worker(self._key(resume.slot), resume.token)
 
     def starts(self) -> bool:
-        """Whether a chain that goes on (its run stopped on its time or limit, with progress) starts
-        a drain, or joins one: when the DLQ still holds FAN_OUT_BACKLOG messages."""
+        """Whether a chain that goes on (its run stopped on its time or limit, with progress) joins
+        the drain going on, whatever is left (its runs end it when they find the DLQ empty), or
+        starts one when the DLQ still holds FAN_OUT_BACKLOG messages."""
         if not fans_out(self.settings):
             return False
         try:
+            stored = self.state.load_drain(self.settings.drain_key)
+            if stored is not None and stored.going:
+                return True
             left = self.dlq.backlog()
             if left < self.settings.fan_out_backlog:
                 return False
-            stored = self.state.load_drain(self.settings.drain_key)
             version = stored.version if stored is not None else 0
-            if stored is not None and stored.going:
-                return True  # a drain another run started: this chain joins it
             started = new_drain(self.settings, left, int(self.clock()))
             if not self.state.save_drain(self.settings.drain_key, started, expected_version=version):
                 return False
