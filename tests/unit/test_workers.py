@@ -250,3 +250,15 @@ def test_a_run_outside_a_drain_re_drives_at_the_chains_rate_whatever_the_environ
     world.limiter.set_rate(900)
 
     assert world.drains().fleet(None, None) is None and world.limiter.rate == SETTINGS.max_redrives_per_second
+
+
+def test_a_runs_parallel_batches_step_the_pace_once() -> None:
+    world = World()
+    stored = replace(new_drain(SETTINGS, 500_000, NOW), rate=400, stepped_at=NOW - CONTROL_SECONDS)
+    world.state.drain = stored
+    fleet = world.fleet(0)
+
+    first = fleet.step(stored)
+    second = fleet.step(stored)  # a batch that read the record before the first step
+
+    assert second is first and world.state.calls.count("save_drain") == 1

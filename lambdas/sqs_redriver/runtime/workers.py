@@ -153,27 +153,34 @@ class Fleet:
 
     def step(self, drain: DrainRecord) -> DrainRecord:
         """Step the pace from the consumer's source queue and fan out to the width it wants; the
-        drain as it stands after (another worker's step, when it wrote first)."""
+        drain as it stands after (another worker's step, when it wrote first). The run's parallel
+        batches step it once: one that waited for another's step takes that one."""
         with self._lock:
-            now = int(self.clock())
-            try:
-                visible = max((queue.backlog() for queue in self.sources), default=0)
-                left = self.dlq.backlog()
-            except AwsCallError as exc:
-                self.log.warning("pace not stepped: queue depth unknown", extra={"error": str(exc)})
-                return drain
-            pace = resumed(pace_of(drain), stepped_at=drain.stepped_at, now=now, limits=self.limits)
-            pace = next_pace(pace, visible, self.limits)
-            width = workers_wanted(pace.rate, left, self.settings.max_workers)
-            stepped = with_pace(replace(drain, workers=width, messages_left=left, stepped_at=now), pace)
-            if not self.state.save_drain(self.settings.drain_key, stepped, expected_version=drain.version):
-                return self.state.load_drain(self.settings.drain_key) or drain
-            self.log.info(
-                "drain paced",
-                extra={"rate": stepped.rate, "workers": width, "messages_left": left, "visible": visible},
-            )
-            self.fan_out(width, now)
-            return replace(stepped, version=drain.version + 1)
+            if self.last is not None and self.last.version > drain.version:
+                return self.last
+            self.last = self._step_now(drain)
+            return self.last
+
+    def _step_now(self, drain: DrainRecord) -> DrainRecord:
+        now = int(self.clock())
+        try:
+            visible = max((queue.backlog() for queue in self.sources), default=0)
+            left = self.dlq.backlog()
+        except AwsCallError as exc:
+            self.log.warning("pace not stepped: queue depth unknown", extra={"error": str(exc)})
+            return drain
+        pace = resumed(pace_of(drain), stepped_at=drain.stepped_at, now=now, limits=self.limits)
+        pace = next_pace(pace, visible, self.limits)
+        width = workers_wanted(pace.rate, left, self.settings.max_workers)
+        stepped = with_pace(replace(drain, workers=width, messages_left=left, stepped_at=now), pace)
+        if not self.state.save_drain(self.settings.drain_key, stepped, expected_version=drain.version):
+            return self.state.load_drain(self.settings.drain_key) or drain
+        self.log.info(
+            "drain paced",
+            extra={"rate": stepped.rate, "workers": width, "messages_left": left, "visible": visible},
+        )
+        self.fan_out(width, now)
+        return replace(stepped, version=drain.version + 1)
 
     def fan_out(self, width: int, now: int) -> int:
         """Offer every slot below ``width`` that no worker holds, and start a worker in each one
