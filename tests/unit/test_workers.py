@@ -247,9 +247,10 @@ def test_the_drain_ends_when_a_run_finds_the_dlq_empty() -> None:
 
 def test_a_run_outside_a_drain_re_drives_at_the_chains_rate_whatever_the_environment_took_before() -> None:
     world = World()
+    drains = world.drains()
     world.limiter.set_rate(900)
 
-    assert world.drains().fleet(None, None) is None and world.limiter.rate == SETTINGS.max_redrives_per_second
+    assert drains.fleet(None, None) is None and world.limiter.rate == SETTINGS.max_redrives_per_second
 
 
 def test_a_runs_parallel_batches_step_the_pace_once() -> None:

@@ -222,14 +222,15 @@ class Drains:
         self.dlq = dlq
         self.sources = sources
         self.limiter = limiter
+        self.chain_rate = limiter.rate  # MAX_REDRIVES_PER_SECOND, unless a test or bench set its own
         self.clock = clock
         self.log = logger
 
     def fleet(self, resume: Resume | None, start_worker: Callable[[Resume], None] | None) -> Fleet | None:
-        """The Fleet of a run of a drain (None: the run is not part of one, and re-drives at
-        MAX_REDRIVES_PER_SECOND, whatever share of a pace its execution environment last took)."""
+        """The Fleet of a run of a drain (None: the run is not part of one, and re-drives at the
+        chain's rate, whatever share of a pace its execution environment last took)."""
         if resume is None or not resume.drain or not fans_out(self.settings):
-            self.limiter.set_rate(self.settings.max_redrives_per_second)
+            self.limiter.set_rate(self.chain_rate)
             return None
         return Fleet(
             self.settings,
