@@ -92,3 +92,48 @@ def test_no_continuation_when_turned_off(aws: Aws, clock: FakeClock) -> None:
     redriver = make_redriver(aws, make_settings(aws, max_messages_per_run=10, max_continuations=0), clock)
 
     assert redriver.run(REMAINING).continue_with is None
+
+
+def test_a_tick_beside_a_chains_run_never_starts_a_second_chain(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 40)
+    settings = make_settings(aws, max_messages_per_run=10)
+    redriver = make_redriver(aws, settings, clock)
+    pending = redriver.run(REMAINING).continue_with
+    assert pending is not None
+    # The continuation's run has started (it holds the slot) when a tick runs beside it.
+    assert redriver.state.take_continuation(settings.dlq_url, pending.token, hold_seconds=960)
+
+    tick = redriver.run(REMAINING)
+    chain = redriver.run(REMAINING, pending)
+
+    assert tick.redriven == 10 and tick.continue_with is None
+    assert chain.redriven == 10 and chain.continue_with is not None
+
+
+def test_the_slot_of_a_chains_run_that_died_is_free_once_its_hold_expired(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 40)
+    settings = make_settings(aws, max_messages_per_run=10)
+    redriver = make_redriver(aws, settings, clock)
+    died = redriver.run(REMAINING).continue_with
+    assert died is not None
+    hold = settings.dlq_visibility_timeout_seconds
+    assert redriver.state.take_continuation(settings.dlq_url, died.token, hold_seconds=hold)
+
+    blocked = redriver.run(REMAINING)
+    clock.advance(hold + 1)
+    after = redriver.run(REMAINING)
+
+    assert blocked.continue_with is None and after.continue_with is not None
+
+
+def test_a_chains_run_that_does_not_go_on_frees_its_slot(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 15)
+    redriver = make_redriver(aws, make_settings(aws, max_messages_per_run=10), clock)
+    first = redriver.run(REMAINING).continue_with
+
+    last = redriver.run(REMAINING, first)
+    fill_dlq(aws, 20)
+    tick = redriver.run(REMAINING)
+
+    assert last.stopped_because == "DLQ empty" and last.continue_with is None
+    assert tick.continue_with is not None

@@ -192,19 +192,23 @@ class FakeStateStore:
         self.calls.append("load_pause")
         return self.pause
 
-    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
+    def offer_continuation(
+        self, key: str, token: str, *, stale_after: int, holder: str | None = None
+    ) -> bool:
         self.calls.append("offer_continuation")
-        if self.continuation_token is not None:
+        if self.continuation_token is not None and self.continuation_token != holder:
             return False
         self.continuation_token = token
         return True
 
-    def take_continuation(self, key: str, token: str) -> bool:
+    def take_continuation(self, key: str, token: str, *, hold_seconds: int) -> bool:
         self.calls.append("take_continuation")
-        if self.continuation_token != token:
-            return False
-        self.continuation_token = None
-        return True
+        return self.continuation_token == token
+
+    def release_continuation(self, key: str, token: str) -> None:
+        self.calls.append("release_continuation")
+        if self.continuation_token == token:
+            self.continuation_token = None
 
     def load_drain(self, key: str) -> DrainRecord | None:
         self.calls.append("load_drain")

@@ -121,7 +121,8 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
         for url in SOURCES
     ],
     "offer a continuation": lambda t: t.offer_continuation(SETTINGS.dlq_url, "token", stale_after=60),
-    "take a continuation": lambda t: t.take_continuation(SETTINGS.dlq_url, "token"),
+    "take a continuation": lambda t: t.take_continuation(SETTINGS.dlq_url, "token", hold_seconds=60),
+    "release a continuation": lambda t: t.release_continuation(SETTINGS.dlq_url, "token"),
     "load a large drain": lambda t: t.load_drain(SETTINGS.drain_key),
     "save a large drain": lambda t: t.save_drain(SETTINGS.drain_key, DRAIN, expected_version=0),
     "check a worker's batch": lambda t: [
@@ -161,6 +162,7 @@ FUNCTION_METHODS = {
     "save_breaker",
     "offer_continuation",
     "take_continuation",
+    "release_continuation",
     "load_drain",
     "save_drain",
     "load_fleet_view",

@@ -1212,26 +1212,35 @@ class StateTable(DynamoTable):
 
     # The continuation slot, offered and taken with conditional writes.
 
-    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
-        """Take the one pending-continuation slot of ``key`` for ``token``; False when another
-        run's continuation holds it and is not yet ``stale_after`` seconds old (lost, then). A
-        corrupt slot (no token, an offer time missing, mistyped or from the future) is taken."""
+    def offer_continuation(
+        self, key: str, token: str, *, stale_after: int, holder: str | None = None
+    ) -> bool:
+        """Take the one continuation slot of ``key`` for ``token``; False while another run's
+        continuation is pending or runs (its offer or hold has not expired: then it was lost). The
+        run that holds the slot (``holder``) hands it to its own continuation. A corrupt slot (no
+        token, times missing, mistyped or from the future) is taken."""
         now = self._now()
+        condition = (
+            "attribute_not_exists(pk) OR expires_at < :now OR offered_at > :future"
+            " OR NOT attribute_type(expires_at, :number) OR NOT attribute_type(offered_at, :number)"
+            " OR NOT attribute_type(#token, :string)"
+        )
+        values = {
+            ":now": {"N": str(now)},
+            ":future": {"N": str(now + MAX_CLOCK_SKEW_SECONDS)},
+            ":number": {"S": "N"},
+            ":string": {"S": "S"},
+        }
+        if holder is not None:
+            condition += " OR #token = :holder"
+            values[":holder"] = {"S": holder}
         written = self._write_if(
             "PutItem (continuation)",
             self._client.put_item,
             Item=continuation_item(key, token, now=now, stale_after=stale_after),
-            ConditionExpression=(
-                "attribute_not_exists(pk) OR offered_at < :stale OR offered_at > :future"
-                " OR NOT attribute_type(offered_at, :number) OR NOT attribute_type(#token, :string)"
-            ),
+            ConditionExpression=condition,
             ExpressionAttributeNames={"#token": "token"},
-            ExpressionAttributeValues={
-                ":stale": {"N": str(now - stale_after)},
-                ":future": {"N": str(now + MAX_CLOCK_SKEW_SECONDS)},
-                ":number": {"S": "N"},
-                ":string": {"S": "S"},
-            },
+            ExpressionAttributeValues=values,
             ReturnValues="ALL_OLD",
         )
         if written is None:
@@ -1243,18 +1252,31 @@ class StateTable(DynamoTable):
                 self._report(corrupt, CONTINUATION_TAKEN_OVER)
         return True
 
-    def take_continuation(self, key: str, token: str) -> bool:
-        """Free the slot if ``token`` still holds it; False for a continuation already taken."""
+    def take_continuation(self, key: str, token: str, *, hold_seconds: int) -> bool:
+        """The run started with ``token`` holds the slot for ``hold_seconds`` (its Lambda timeout
+        and the margin): no other run may offer a continuation while it runs. False for a
+        continuation already taken or superseded."""
         return (
             self._write_if(
-                "DeleteItem (continuation)",
-                self._client.delete_item,
-                Key={"pk": {"S": RecordKind.CONTINUATION.key(key)}},
+                "PutItem (continuation)",
+                self._client.put_item,
+                Item=continuation_item(key, token, now=self._now(), stale_after=hold_seconds),
                 ConditionExpression="#token = :token",
                 ExpressionAttributeNames={"#token": "token"},
                 ExpressionAttributeValues={":token": {"S": token}},
             )
             is not None
+        )
+
+    def release_continuation(self, key: str, token: str) -> None:
+        """Free the slot if ``token`` still holds it (its run does not go on, or its start failed)."""
+        self._write_if(
+            "DeleteItem (continuation)",
+            self._client.delete_item,
+            Key={"pk": {"S": RecordKind.CONTINUATION.key(key)}},
+            ConditionExpression="#token = :token",
+            ExpressionAttributeNames={"#token": "token"},
+            ExpressionAttributeValues={":token": {"S": token}},
         )
 
     # A large drain's worker leases (``WORKER#<DLQ URL>#<n>``): offered by a fan-out, held by the

@@ -42,53 +42,61 @@ def _part_continues(part: RunReport) -> bool:
 
 
 # Lambda keeps a queued continuation at most the function's max_event_age (10 minutes, set by the
-# construct) while runs hold its one concurrency: an offer older than this was lost, and another run
-# may offer again (a late one that still arrives finds another token and does nothing).
+# construct): an offer older than this was lost, and another run may offer again (a late one that
+# still arrives finds another token and does nothing).
 CONTINUATION_STALE_SECONDS = 900
 
 
 class Continuations:
-    """The pending-continuation slot of one re-driver: at most one continuation is ever pending."""
+    """The continuation slot of one re-driver's chain: at most one continuation is ever pending or
+    running, so a tick that runs beside a chain's run never starts a second chain."""
 
-    def __init__(self, slot: ContinuationStore, *, dlq_url: str, max_continuations: int, logger: Any) -> None:
+    def __init__(
+        self, slot: ContinuationStore, *, dlq_url: str, max_continuations: int, hold_seconds: int, logger: Any
+    ) -> None:
         self.slot = slot
         self.dlq_url = dlq_url
         self.max_continuations = max_continuations
+        self.hold_seconds = hold_seconds  # a run's Lambda timeout and the margin
         self.log = logger
 
     def take(self, resume: Resume) -> bool:
-        """Take the slot for the run ``resume`` started; False when it was taken already."""
-        return self.slot.take_continuation(self.dlq_url, resume.token)
+        """Hold the slot for the run ``resume`` started; False when it was taken already."""
+        return self.slot.take_continuation(self.dlq_url, resume.token, hold_seconds=self.hold_seconds)
 
     def offer(self, report: RunReport, resume: Resume | None) -> Resume | None:
-        """The run to start now, if draining goes on."""
+        """The run to start now, if draining goes on; a run that held the slot and does not go on
+        frees it."""
         generation = resume.generation if resume is not None else 0
         if not continues(report, generation=generation, max_continuations=self.max_continuations):
+            if resume is not None:
+                self.release(resume)
             return None
         token = uuid.uuid4().hex
+        holder = resume.token if resume is not None else None
         try:
             offered = self.slot.offer_continuation(
-                self.dlq_url, token, stale_after=CONTINUATION_STALE_SECONDS
+                self.dlq_url, token, stale_after=CONTINUATION_STALE_SECONDS, holder=holder
             )
         except AwsCallError as exc:
             self.log.warning("no continuation: the next tick goes on", extra={"error": str(exc)})
             return None
         if not offered:
-            self.log.info("a continuation is already pending")
+            self.log.info("a continuation is already pending or running")
             return None
         return Resume(token=token, generation=generation + 1, full_rate=report.full_rate)
 
     def release(self, resume: Resume) -> None:
-        """Free the slot of a continuation that could not be started, so the next run may offer."""
+        """Free the slot ``resume``'s token holds: its run does not go on, or its start failed."""
         try:
-            self.slot.take_continuation(self.dlq_url, resume.token)
+            self.slot.release_continuation(self.dlq_url, resume.token)
         except AwsCallError as exc:
-            self.log.warning("continuation slot not freed: it goes stale", extra={"error": str(exc)})
+            self.log.warning("continuation slot not freed: it expires", extra={"error": str(exc)})
 
 
 def start_continuation(client: Any, function_name: str, resume: Resume) -> None:
-    """Invoke ``function_name`` with the continuation event (InvocationType Event: Lambda queues
-    it, and with reserved concurrency 1 retries it as soon as the current run has returned)."""
+    """Invoke ``function_name`` with the continuation event (InvocationType Event: Lambda queues it,
+    and retries it a second later while the function's reserved concurrency is all in use)."""
     try:
         client.invoke(
             FunctionName=function_name,

@@ -90,14 +90,21 @@ class PauseStore(Protocol):
 
 
 class ContinuationStore(Protocol):
-    """The one pending-continuation slot of a re-driver (``CONTINUATION#<DLQ URL>``)."""
+    """The one continuation slot of a re-driver's chain (``CONTINUATION#<DLQ URL>``): offered, held
+    by the run it started, handed on or released."""
 
-    def offer_continuation(self, key: str, token: str, *, stale_after: int) -> bool:
-        """Take the one pending-continuation slot for ``token``; False when another holds it."""
+    def offer_continuation(
+        self, key: str, token: str, *, stale_after: int, holder: str | None = None
+    ) -> bool:
+        """Offer the slot to ``token``; False while another run's continuation is pending or runs."""
         ...
 
-    def take_continuation(self, key: str, token: str) -> bool:
-        """Free the slot if ``token`` holds it; False for a continuation already taken."""
+    def take_continuation(self, key: str, token: str, *, hold_seconds: int) -> bool:
+        """Hold the slot offered to ``token`` while its run runs; False when it is not ``token``'s."""
+        ...
+
+    def release_continuation(self, key: str, token: str) -> None:
+        """Free the slot if ``token`` still holds it."""
         ...
 
 

@@ -541,7 +541,11 @@ class Redriver:
         )
         self.sweep = RetentionSweep(settings, sweeps=state, loop=loop, clock=clock, logger=logger)
         self.continuations = Continuations(
-            state, dlq_url=settings.dlq_url, max_continuations=settings.max_continuations, logger=logger
+            state,
+            dlq_url=settings.dlq_url,
+            max_continuations=settings.max_continuations,
+            hold_seconds=settings.dlq_visibility_timeout_seconds,
+            logger=logger,
         )
         self.drains = drains
         self.breaker_reader = breaker_reader
