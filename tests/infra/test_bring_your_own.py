@@ -348,7 +348,7 @@ def test_function_props_keep_the_constructs_limits(built: Built) -> None:
     ) == (
         120,
         256,
-        16,
+        17,
     )
     assert built.function["TracingConfig"] == {"Mode": "Active"}
 

@@ -156,7 +156,7 @@ def test_redrive_function_runtime_and_limits(template: Template) -> None:
             "Architectures": ["arm64"],
             "MemorySize": 256,
             "Timeout": 120,
-            "ReservedConcurrentExecutions": 16,
+            "ReservedConcurrentExecutions": 17,
             "TracingConfig": {"Mode": "Active"},
             "LoggingConfig": {"LogFormat": "JSON", "LogGroup": Match.any_value()},
             "Layers": [f"{{{{resolve:ssm:{powertools_layer_parameter()}}}}}"],

@@ -42,9 +42,9 @@ from sqs_redriver.core.breaker import BreakerPolicy, Evidence, State
 from sqs_redriver.core.table import DrainRecord, Pause, Resume, StateTable
 from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import RecordKind, worker_key
-from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS, SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime import workers
-from sqs_redriver.runtime.pace import CONTROL_SECONDS, STALE_SECONDS
+from sqs_redriver.runtime.pace import CONTROL_SECONDS
 from sqs_redriver.runtime.report import RunReport, StopReason
 from sqs_redriver.runtime.run import Redriver
 from sqs_redriver.runtime.settings import Settings
@@ -444,7 +444,7 @@ def test_a_worker_whose_own_pace_step_leaves_its_slot_out_stops_before_its_batch
     world.play_until(lambda: {1, 2, 3} <= world.pending_slots())  # four workers wanted
     # Lambda held the invocations over a minute (throttled): the pace is stale, and its next step
     # starts over at the chain's rate, two workers' worth
-    world.frozen.tick(STALE_SECONDS + 1)
+    world.frozen.tick(DRAIN_STALE_SECONDS + 1)
 
     report = world.play(world.take(slot=3))
 

@@ -214,11 +214,11 @@ class FakeStateStore:
         self.calls.append("load_drain")
         return self.drain
 
-    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int) -> bool:
+    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int | None) -> bool:
         self.calls.append("save_drain")
-        if (self.drain.version if self.drain else 0) != expected_version:
+        if expected_version is not None and (self.drain.version if self.drain else 0) != expected_version:
             return False
-        self.drain = replace(record, version=expected_version + 1)
+        self.drain = replace(record, version=(expected_version or 0) + 1)
         return True
 
     def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from sqs_redriver.console.cli.render import drain_view
-from sqs_redriver.console.status import DRAIN_STALE_SECONDS, DrainProgress, DrainState
+from sqs_redriver.console.status import DrainProgress, DrainState
 from sqs_redriver.core.table import DrainRecord
-from sqs_redriver.runtime.pace import STALE_SECONDS
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 
 NOW = 1_800_000_000
 GOING = DrainRecord(
@@ -42,10 +42,6 @@ def rendered(drain: DrainProgress) -> str:
     output = console.file.getvalue()  # type: ignore[attr-defined]
     assert isinstance(output, str)
     return output
-
-
-def test_the_tool_calls_a_drain_interrupted_when_the_runtime_starts_its_pace_over() -> None:
-    assert DRAIN_STALE_SECONDS == STALE_SECONDS
 
 
 def test_a_drain_stepped_within_the_stale_time_is_going() -> None:

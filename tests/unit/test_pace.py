@@ -6,18 +6,18 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 from sqs_redriver.runtime.pace import (
     BACKLOG_FLOOR,
     DECREASE,
     MIN_RATE,
-    STALE_SECONDS,
     Pace,
     PaceLimits,
     PacePhase,
     keeps_up,
     next_pace,
     resumed,
-    seconds_to_empty,
+    stalled,
     starting_pace,
 )
 
@@ -51,12 +51,21 @@ def test_the_allowance_is_half_a_second_of_the_pace_a_floor_and_the_back_pressur
 def test_a_pace_nobody_stepped_for_a_minute_starts_over() -> None:
     fast = Pace(3000, PacePhase.STEADY, 3200)
 
-    assert resumed(fast, stepped_at=0, now=STALE_SECONDS, limits=LIMITS) is fast
-    assert resumed(fast, stepped_at=0, now=STALE_SECONDS + 1, limits=LIMITS) == starting_pace(LIMITS)
+    assert resumed(fast, stepped_at=0, now=DRAIN_STALE_SECONDS, limits=LIMITS) == fast
+    assert resumed(fast, stepped_at=0, now=DRAIN_STALE_SECONDS + 1, limits=LIMITS) == starting_pace(LIMITS)
 
 
-def test_time_to_empty() -> None:
-    assert (seconds_to_empty(1000, 50), seconds_to_empty(0, 0), seconds_to_empty(5, 0)) == (20, 0, None)
+def test_a_stored_pace_over_max_drain_rate_is_brought_within_it() -> None:
+    lowered = PaceLimits(start_rate=50, max_rate=500)
+
+    assert resumed(Pace(5000), stepped_at=0, now=1, limits=lowered).rate == 500
+
+
+def test_a_drain_stalls_on_a_backlog_over_the_limit_at_two_steps_that_did_not_shrink() -> None:
+    assert stalled(1500, 1500, backlog_limit=1000) and stalled(1200, 4000, backlog_limit=1000)
+    assert not stalled(6000, 1500, backlog_limit=1000)  # shrinking: the cut pace works
+    assert not stalled(900, 4000, backlog_limit=1000)  # over at one step only
+    assert not stalled(10**6, 10**6, backlog_limit=0)  # back-pressure off
 
 
 @given(

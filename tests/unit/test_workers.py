@@ -14,6 +14,7 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Pause, Resume
 from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import worker_key
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 from sqs_redriver.runtime.pace import CONTROL_SECONDS
 from sqs_redriver.runtime.report import StopReason
 from sqs_redriver.runtime.settings import Settings
@@ -59,6 +60,7 @@ class World:
             limiter=self.limiter,
             start_worker=self.started.append if start else None,
             slot=slot,
+            chain_rate=SETTINGS.max_redrives_per_second,
             clock=lambda: self.clock,
             logger=_Quiet(),
         )
@@ -99,7 +101,7 @@ def test_a_pause_stops_a_worker_before_its_next_batch() -> None:
     world.state.drain = new_drain(SETTINGS, 500_000, NOW)
     world.state.pause = Pause("incident", "oncall", NOW)
 
-    assert world.fleet(3).check(KEY) is StopReason.PAUSED
+    assert world.fleet(3).check(KEY, at_full_rate=True) is StopReason.PAUSED
 
 
 def test_a_breaker_another_worker_opened_stops_this_one_before_its_next_batch() -> None:
@@ -107,7 +109,7 @@ def test_a_breaker_another_worker_opened_stops_this_one_before_its_next_batch() 
     world.state.drain = new_drain(SETTINGS, 500_000, NOW)
     world.state.breaker = Breaker().opened(NOW, Evidence.VERDICTS)
 
-    assert world.fleet(3).check(KEY) is StopReason.BREAKER_OPENED
+    assert world.fleet(3).check(KEY, at_full_rate=True) is StopReason.BREAKER_OPENED
 
 
 def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
@@ -115,15 +117,18 @@ def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), workers=3, stepped_at=NOW)
 
     leaving = world.fleet(3)
-    assert leaving.check(KEY) is StopReason.FEWER_WORKERS and leaving.last == world.state.drain
-    assert world.fleet(2).check(KEY) is StopReason.NONE
+    assert (
+        leaving.check(KEY, at_full_rate=True) is StopReason.FEWER_WORKERS
+        and leaving.last == world.state.drain
+    )
+    assert world.fleet(2).check(KEY, at_full_rate=True) is StopReason.NONE
 
 
 def test_a_due_step_climbs_the_pace_fans_out_and_gives_each_worker_its_share() -> None:
     world = World()
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=800, stepped_at=NOW - CONTROL_SECONDS)
 
-    assert world.fleet(0).check(KEY) is StopReason.NONE
+    assert world.fleet(0).check(KEY, at_full_rate=True) is StopReason.NONE
 
     drain = world.state.drain
     assert drain is not None and (drain.rate, drain.workers, drain.stepped_at) == (1600, 11, NOW)
@@ -137,7 +142,7 @@ def test_a_consumer_behind_cuts_the_pace_and_the_width() -> None:
     world = World(visible=5_000)
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=1600, workers=11, stepped_at=NOW - 10)
 
-    world.fleet(0).check(KEY)
+    world.fleet(0).check(KEY, at_full_rate=True)
 
     assert world.state.drain is not None and (world.state.drain.rate, world.state.drain.workers) == (1120, 8)
 
@@ -205,22 +210,39 @@ def test_a_worker_holds_its_lease_and_hands_it_to_its_continuation_or_releases_i
 def test_a_chain_that_goes_on_over_a_large_backlog_starts_a_drain_or_joins_the_one_going() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog)
 
-    assert world.drains().starts()
+    assert world.drains().joins_or_starts()
     assert world.state.drain is not None and world.state.drain.going
-    assert world.drains().starts() and world.state.drain.version == 1  # joined, not started again
+    assert world.drains().joins_or_starts() and world.state.drain.version == 1  # joined, not started again
 
 
 def test_a_small_backlog_never_starts_a_drain() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
 
-    assert not world.drains().starts() and world.state.drain is None
+    assert not world.drains().joins_or_starts() and world.state.drain is None
 
 
 def test_a_chain_joins_the_drain_going_on_whatever_is_left_so_that_its_runs_end_it() -> None:
     world = World(dlq_left=5)
-    world.state.drain = new_drain(SETTINGS, 500_000, NOW)
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW)
 
-    assert world.drains().starts()
+    assert world.drains().joins_or_starts()
+
+
+def test_a_drain_left_behind_by_runs_outside_it_ends_instead_of_being_joined() -> None:
+    world = World(dlq_left=5)
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW - DRAIN_STALE_SECONDS - 1)
+
+    assert not world.drains().joins_or_starts()
+    assert world.state.drain is not None and not world.state.drain.going
+
+
+def test_an_interrupted_drain_over_a_large_backlog_is_joined_and_its_pace_starts_over() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog)
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=3000, stepped_at=NOW - 600)
+
+    assert world.drains().joins_or_starts()
+    world.fleet(0).check(KEY, at_full_rate=True)
+    assert world.state.drain.rate == 2 * SETTINGS.max_redrives_per_second
 
 
 def test_one_worker_allowed_never_fans_out() -> None:
@@ -228,7 +250,7 @@ def test_one_worker_allowed_never_fans_out() -> None:
     drains = world.drains()
     drains.settings = replace(SETTINGS, max_workers=1)
 
-    assert not drains.starts()
+    assert not drains.joins_or_starts()
     assert drains.fleet(Resume("t", 1, True, drain=True), None) is None
 
 
@@ -236,10 +258,10 @@ def test_the_drain_ends_when_a_run_finds_the_dlq_empty() -> None:
     world = World()
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW)
     fleet = world.fleet(0)
-    fleet.check(KEY)
+    fleet.check(KEY, at_full_rate=True)
     world.clock = NOW + 30
 
-    world.drains().ended(fleet)
+    world.drains().end(fleet.last)
 
     drain = world.state.drain
     assert isinstance(drain, DrainRecord) and (drain.ended_at, drain.messages_left) == (NOW + 30, 0)
@@ -263,3 +285,39 @@ def test_a_runs_parallel_batches_step_the_pace_once() -> None:
     second = fleet.step(stored)  # a batch that read the record before the first step
 
     assert second is first and world.state.calls.count("save_drain") == 1
+
+
+def test_a_consumer_that_does_not_bring_its_backlog_down_stops_every_worker() -> None:
+    world = World(visible=SETTINGS.source_backlog_limit + 500)
+    world.state.drain = replace(
+        new_drain(SETTINGS, 500_000, NOW),
+        rate=400,
+        stepped_at=NOW - CONTROL_SECONDS,
+        source_visible=SETTINGS.source_backlog_limit + 200,
+    )
+
+    assert world.fleet(2).check(KEY, at_full_rate=True) is StopReason.SOURCE_BACKLOG
+
+
+def test_a_run_with_no_drain_going_or_in_its_slow_start_goes_at_the_chains_rate_and_back_pressure() -> None:
+    world = World()
+    world.limiter.set_rate(900)
+    fleet = world.fleet(0)
+
+    assert fleet.check(KEY, at_full_rate=True) is StopReason.NONE and not fleet.pacing
+    assert world.limiter.rate == SETTINGS.max_redrives_per_second
+
+    world.state.drain = replace(
+        new_drain(SETTINGS, 500_000, NOW), rate=3000, stepped_at=NOW - CONTROL_SECONDS
+    )
+    assert fleet.check(KEY, at_full_rate=False) is StopReason.NONE and not fleet.pacing
+    assert world.state.drain.rate == 3000  # not stepped: the run's slow start is not over
+
+
+def test_a_stored_pace_is_kept_within_max_drain_rate() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=90_000, workers=10, stepped_at=NOW)
+    fleet = world.fleet(0)
+
+    assert fleet.check(KEY, at_full_rate=True) is StopReason.NONE and fleet.pacing
+    assert world.limiter.rate == SETTINGS.max_drain_rate / 10

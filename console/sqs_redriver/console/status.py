@@ -15,13 +15,11 @@ from sqs_redriver.core.breaker import SILENT_PROBES_LIMIT, Breaker, State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Pause, RunSummary, StateTable
 from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 
 # The re-driver parks messages this long before their retention ends (EXPIRY_MARGIN_SECONDS's
 # default); the tool warns from the same point.
 EXPIRY_WARNING_SECONDS = 86_400
-# A drain whose pace no worker stepped for this long was interrupted (the breaker, a pause, the
-# schedule): its pace starts over at the start rate when it resumes (runtime/pace.py STALE_SECONDS).
-DRAIN_STALE_SECONDS = 60
 
 
 class DrainState(StrEnum):

@@ -37,7 +37,7 @@ from constructs import Construct, IConstruct
 
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.validation import function_options
-from sqs_redriver.protocol.settings import RESOURCE_ENV, URL_SEPARATOR
+from sqs_redriver.protocol.settings import RESOURCE_ENV, URL_SEPARATOR, redriver_concurrency
 from sqs_redriver.protocol.sources import sources_json
 
 if TYPE_CHECKING:
@@ -339,8 +339,8 @@ def _sources_variable(redriver: SqsRedriver) -> dict[str, str]:
 def build_redrive_function(
     redriver: SqsRedriver, function_props: lambda_.FunctionOptions | None
 ) -> lambda_.Function:
-    """The function (``RedriveFunction``): at most MAX_WORKERS runs at a time, no retry but the next
-    scheduled run.
+    """The function (``RedriveFunction``): a large drain's workers and a tick at a time (one run
+    for a re-driver that does not fan out), no retry but the next scheduled run.
 
     ``function_props``: the user's further props, refused if they touch what the construct sets.
     """
@@ -356,10 +356,12 @@ def build_redrive_function(
         timeout=Duration.seconds(settings.redriver_timeout_seconds),
         memory_size=settings.redriver_memory_mb,
         layer=redriver.powertools_layer,
-        # A large drain's workers (runtime/workers.py) are runs of this function: never more at once
-        # than MAX_WORKERS, whatever starts them. A DLQ of another kind drains in one chain: one run
-        # at a time, as with MAX_WORKERS 1 (a tick waits for the run before it).
-        reserved_concurrency=1 if redriver.dead_letter_sources else settings.max_workers,
+        # A large drain's workers (runtime/workers.py) are runs of this function, one a lease: at most
+        # MAX_WORKERS of them, and one more for the schedule's tick. A re-driver that does not fan
+        # out runs one at a time (a tick waits for the run before it).
+        reserved_concurrency=redriver_concurrency(
+            settings.max_workers, dead_letter_sources=bool(redriver.dead_letter_sources)
+        ),
     )
     # A failed run is retried by the next scheduled run, not immediately: an instant retry
     # would hit the same broken dependency and bypass the schedule's spacing.

@@ -40,6 +40,7 @@ from sqs_redriver.cdk.dead_letters import AttachedSource
 from sqs_redriver.cdk.functions import METRICS_NAMESPACE, acknowledge, service_name
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.protocol.limits import SQS_DEFAULT_RETENTION_SECONDS
+from sqs_redriver.protocol.settings import fans_out
 from sqs_redriver.protocol.sources import SourceKind
 
 if TYPE_CHECKING:
@@ -294,9 +295,10 @@ def _function_alarms(function: lambda_.IFunction) -> dict[str, AlarmRule]:
             events_dropped(function),
             threshold=1,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
-            description="Lambda dropped a tick or a continuation (throttled past its 10-minute age, or "
-            "a failed run): runs are being lost. Throttles alone are normal, a continuation waits "
-            "for the run before it (reserved concurrency 1).",
+            description="Lambda dropped a tick, a continuation or a drain's worker (throttled past its "
+            "10-minute age, or a failed run): runs are being lost. Throttles alone are normal: a "
+            "run waits while the function's reserved concurrency is in use (MAX_WORKERS + 1 with "
+            "a large drain, whose workers fill MAX_WORKERS of it).",
         ),
     }
 
@@ -452,7 +454,7 @@ def build_dashboard(dashboard: cw.Dashboard, title: str, watched: Watched) -> No
         cw.TextWidget(markdown=f"# SQS re-driver {title}", width=24, height=1), *_queue_row(watched)
     )
     dashboard.add_widgets(*_run_row(watched))
-    if fans_out(watched):
+    if fans_out(watched.settings.max_workers, dead_letter_sources=bool(watched.dead_letter_sources)):
         dashboard.add_widgets(*_drain_row(watched))
     dashboard.add_widgets(*_function_row(watched))
     function = watched.function
@@ -499,12 +501,6 @@ def _run_row(watched: Watched) -> list[cw.IWidget]:
         ),
         _graph("Run problems", [metric(name, "Sum") for name in (*RUN_PROBLEMS, CONTINUATIONS)]),
     ]
-
-
-def fans_out(watched: Watched) -> bool:
-    """Whether the re-driver drains a large backlog in workers (runtime/workers.py fans_out): more
-    than one allowed, and SQS sources (a DLQ of another kind has no source queue to pace by)."""
-    return watched.settings.max_workers > 1 and not watched.dead_letter_sources
 
 
 def _drain_row(watched: Watched) -> list[cw.IWidget]:

@@ -213,8 +213,8 @@ def _str(value: object) -> str:
 
 
 CONTINUATION_SOURCE = "sqs-redriver.continuation"
-RECORD_MAX_RATE = 1_000_000
-RECORD_MAX_WORKERS = 1_000
+RECORD_MAX_RATE = 100_000  # MAX_DRAIN_RATE's highest
+RECORD_MAX_WORKERS = 200  # MAX_WORKERS' highest
 
 
 @dataclass(frozen=True)
@@ -908,7 +908,8 @@ def worker_item(key: str, token: str, *, now: int, expires_at: int) -> dict[str,
 @dataclass(frozen=True)
 class DrainRecord:
     """The pace (messages a second, all workers together; its phase and the rate the consumer last
-    fell behind at), the workers it wants, the DLQ's messages at the last step, and when."""
+    fell behind at), the workers it wants, the DLQ's messages and the source queue's visible ones at
+    the last step (and at the step before), and when."""
 
     rate: int
     phase: str
@@ -918,6 +919,8 @@ class DrainRecord:
     stepped_at: int
     started_at: int
     ended_at: int = 0  # when a worker found the DLQ empty (0: the drain goes on)
+    source_visible: int = 0
+    source_visible_before: int = 0
     version: int = 0
 
     @property
@@ -934,11 +937,13 @@ class FleetView:
     drain: DrainRecord | None
 
 
-DRAIN_NUMBERS = {
-    "rate": RECORD_MAX_RATE,
-    "fell_behind_at": RECORD_MAX_RATE,
-    "workers": RECORD_MAX_WORKERS,
-    "messages_left": MAX_COUNT * 1_000,
+DRAIN_NUMBERS = {  # name: (low, high)
+    "rate": (1, RECORD_MAX_RATE),
+    "fell_behind_at": (0, RECORD_MAX_RATE),
+    "workers": (1, RECORD_MAX_WORKERS),
+    "messages_left": (0, MAX_COUNT * 1_000),
+    "source_visible": (0, MAX_COUNT * 1_000),
+    "source_visible_before": (0, MAX_COUNT * 1_000),
 }
 DRAIN_TIMES = ("stepped_at", "started_at", "ended_at")
 
@@ -955,7 +960,9 @@ def drain_item(key: str, record: DrainRecord) -> dict[str, Any]:
 def drain_from_item(item: Item, *, now: int) -> DrainRecord:
     """``CorruptRecord`` when a field is missing, mistyped or out of range."""
     key = item_key(item)
-    numbers = {name: number(item, name, key, low=0, high=high) for name, high in DRAIN_NUMBERS.items()}
+    numbers = {
+        name: number(item, name, key, low=low, high=high) for name, (low, high) in DRAIN_NUMBERS.items()
+    }
     times = {name: epoch(item, name, key, now=now) for name in DRAIN_TIMES}
     return DrainRecord(
         phase=text(item, "phase", key, max_chars=16),
@@ -1330,18 +1337,23 @@ class StateTable(DynamoTable):
         item = self._get_item(key)
         return self._drain(item) if item else None
 
-    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int) -> bool:
-        """Write the drain's state if its version is still ``expected_version`` (0: none yet)."""
-        return (
-            self._write_if(
-                "PutItem (drain)",
-                self._client.put_item,
-                Item=drain_item(key, replace(record, version=expected_version + 1)),
-                ConditionExpression="attribute_not_exists(pk) OR version = :expected",
-                ExpressionAttributeValues={":expected": {"N": str(expected_version)}},
-            )
-            is not None
+    def save_drain(self, key: str, record: DrainRecord, *, expected_version: int | None) -> bool:
+        """Write the drain's state if its version is still ``expected_version``; None: over what is
+        there (nothing, or a record that could not be read)."""
+        version = expected_version or 0
+        condition: dict[str, Any] = {}
+        if expected_version is not None:
+            condition = {
+                "ConditionExpression": "attribute_not_exists(pk) OR version = :expected",
+                "ExpressionAttributeValues": {":expected": {"N": str(expected_version)}},
+            }
+        written = self._write_if(
+            "PutItem (drain)",
+            self._client.put_item,
+            Item=drain_item(key, replace(record, version=version + 1)),
+            **condition,
         )
+        return written is not None
 
     def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
         """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause and

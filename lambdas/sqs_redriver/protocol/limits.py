@@ -173,3 +173,7 @@ RECORD_MAX_RUNS = 100
 
 # How far ahead the next retention sweep may be due: half the longest EXPIRY_MARGIN_SECONDS (7 days).
 RECORD_MAX_SWEEP_AHEAD_SECONDS = 7 * 86_400 // 2
+
+# A large drain nobody stepped for this long was interrupted (the breaker, a pause, the schedule):
+# its pace starts over, and the tool shows it so.
+DRAIN_STALE_SECONDS = 60

@@ -393,6 +393,19 @@ def dlq_visibility_timeout(redriver_timeout_seconds: int) -> int:
     return redriver_timeout_seconds + DLQ_VISIBILITY_MARGIN_SECONDS
 
 
+def fans_out(max_workers: int, *, dead_letter_sources: bool) -> bool:
+    """Whether a re-driver drains large backlogs in workers: more than one allowed, and SQS sources
+    (a DLQ of another kind has no source queue to pace by)."""
+    return max_workers > 1 and not dead_letter_sources
+
+
+def redriver_concurrency(max_workers: int, *, dead_letter_sources: bool) -> int:
+    """The re-drive function's reserved concurrency: a large drain's workers and one more for the
+    schedule's tick (never throttled past its event age by a drain at full width); one run at a
+    time for a re-driver that does not fan out."""
+    return max_workers + 1 if fans_out(max_workers, dead_letter_sources=dead_letter_sources) else 1
+
+
 PACING_SETTINGS: tuple[Setting[Any], ...] = (
     IntSetting(
         "slow_start_seconds",

@@ -195,11 +195,24 @@ class BatchLoop:
         if loop.mode is not Mode.REDRIVE:
             return StopReason.NONE
         if loop.fleet is not None:
-            # A large drain's worker: its pace keeps the source's backlog down, checked every batch.
-            return loop.fleet.check(loop.writer.key)
+            stop = self._fleet_check(loop)
+            if stop or loop.fleet.pacing:  # its pace keeps the source's backlog down
+                return stop
         if self._source_backlogged(loop.tally.received, loop.source):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
+
+    def _fleet_check(self, loop: _Loop) -> StopReason:
+        """A large drain's check before a batch (workers.py); an AWS error stops the run as one in
+        a batch would."""
+        assert loop.fleet is not None
+        at_full_rate = loop.slow_start is None or loop.slow_start.at_full_rate
+        try:
+            return loop.fleet.check(loop.writer.key, at_full_rate=at_full_rate)
+        except AwsCallError as exc:
+            self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
+            loop.tally += Tally(errors=1)
+            return StopReason.AWS_ERROR
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)

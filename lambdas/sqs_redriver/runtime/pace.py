@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
+
 # A pace step every CONTROL_SECONDS: long enough for a change of rate to show in the source queue.
 CONTROL_SECONDS = 5
 # The consumer keeps up while its source queue holds at most this many seconds of the pace visible.
@@ -25,9 +27,6 @@ BACKLOG_FLOOR = 20
 DECREASE = 0.7  # CUBIC's
 STEADY_STEP = 0.05  # a STEADY step adds this share of the rate the consumer last fell behind at
 MIN_RATE = 1.0
-# A pace no worker stepped for this long was interrupted (the breaker, a pause, the schedule): the
-# consumer it measured may be another now, so the next step starts over at the start rate.
-STALE_SECONDS = 60
 
 
 class PacePhase(StrEnum):
@@ -75,15 +74,20 @@ def starting_pace(limits: PaceLimits) -> Pace:
 
 
 def resumed(pace: Pace, *, stepped_at: int, now: int, limits: PaceLimits) -> Pace:
-    """The pace to step from: the stored one, or the start when nobody stepped it for STALE_SECONDS."""
-    return starting_pace(limits) if now - stepped_at > STALE_SECONDS else pace
+    """The pace to step from: the stored one (within MAX_DRAIN_RATE, which may have been lowered
+    since), or the start when nobody stepped it for DRAIN_STALE_SECONDS (the consumer it measured
+    may be another now)."""
+    if now - stepped_at > DRAIN_STALE_SECONDS:
+        return starting_pace(limits)
+    return replace(pace, rate=min(max(pace.rate, MIN_RATE), limits.max_rate))
 
 
-def seconds_to_empty(messages_left: int, rate: float) -> float | None:
-    """At the current rate, how long the DLQ takes to empty (None: nothing moves)."""
-    if messages_left <= 0:
-        return 0.0
-    return messages_left / rate if rate > 0 else None
+def stalled(visible_before: int, visible: int, backlog_limit: int) -> bool:
+    """Back-pressure for a drain: its source queue held more than SOURCE_BACKLOG_LIMIT visible at two
+    steps in a row, and no fewer at the second: its consumer does not take its backlog down even at
+    the cut pace (stopped or stuck, not failing, so the breaker stays CLOSED)."""
+    over = visible > backlog_limit and visible_before > backlog_limit
+    return bool(backlog_limit) and over and visible >= visible_before
 
 
 def worker_share(rate: float, workers: int) -> float:

@@ -587,16 +587,17 @@ class Redriver:
         report = replace(report, continue_with=self._next_run(report, resume, fleet))
         if fleet is not None:
             report = replace(report, drain=fleet.last)
-        record_in_history(
-            self.state,
-            settings.runs_key,
-            report,
-            started=started,
-            ended=self.clock(),
-            continuation=resume is not None,
-            source_queue_url=settings.source_queue_url,
-            logger=self.log,
-        )
+        if not is_worker(resume):  # a drain's workers are its status, not lines of the history
+            record_in_history(
+                self.state,
+                settings.runs_key,
+                report,
+                started=started,
+                ended=self.clock(),
+                continuation=resume is not None,
+                source_queue_url=settings.source_queue_url,
+                logger=self.log,
+            )
         return report
 
     def release_continuation(self, resume: Resume) -> None:
@@ -614,10 +615,12 @@ class Redriver:
         """The run that follows this one at once, if any: a worker's continuation in its own slot,
         while the drain wants it; the chain's, in a large drain when the chain started or joined
         one. A run that found the DLQ empty ends the drain it was part of."""
-        if fleet is not None and report.stopped_because is StopReason.DLQ_EMPTY:
-            self.drains.ended(fleet)
+        drain = fleet.last if fleet is not None else None
+        if report.stopped_because is StopReason.DLQ_EMPTY:
+            self.drains.end(drain)
+        in_drain = drain is not None and drain.going
         if resume is not None and fleet is not None and is_worker(resume):
-            wanted = fleet.last is not None and resume.slot < fleet.last.workers
+            wanted = in_drain and drain is not None and resume.slot < drain.workers
             limit = self.settings.max_continuations
             goes_on = wanted and continues(report, generation=resume.generation, max_continuations=limit)
             successor = replace(
@@ -627,7 +630,7 @@ class Redriver:
         offered = self.continuations.offer(report, resume)
         if offered is None:
             return None
-        return replace(offered, drain=fleet is not None or self.drains.starts())
+        return replace(offered, drain=in_drain or self.drains.joins_or_starts())
 
     def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
         """The sources whose parts this run does, in order: None (the only one) for one source;

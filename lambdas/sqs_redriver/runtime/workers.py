@@ -29,6 +29,8 @@ from sqs_redriver.core.breaker import State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Resume
 from sqs_redriver.protocol.keys import worker_key
+from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
+from sqs_redriver.protocol.settings import fans_out
 from sqs_redriver.runtime.pace import (
     CONTROL_SECONDS,
     Pace,
@@ -36,6 +38,7 @@ from sqs_redriver.runtime.pace import (
     PacePhase,
     next_pace,
     resumed,
+    stalled,
     starting_pace,
     worker_share,
 )
@@ -66,10 +69,9 @@ def workers_wanted(rate: float, messages_left: int, max_workers: int) -> int:
     return max(1, min(max_workers, by_rate, by_backlog))
 
 
-def fans_out(settings: Settings) -> bool:
-    """Whether this re-driver drains large backlogs in workers: more than one allowed, and SQS
-    sources (a DLQ of another kind has no source queue to pace by)."""
-    return settings.max_workers > 1 and not settings.dead_letter_sources
+def drains_in_workers(settings: Settings) -> bool:
+    """Whether this re-driver drains large backlogs in workers (``protocol.settings.fans_out``)."""
+    return fans_out(settings.max_workers, dead_letter_sources=bool(settings.dead_letter_sources))
 
 
 def pace_limits(settings: Settings) -> PaceLimits:
@@ -115,6 +117,7 @@ class Fleet:
         limiter: TokenBucket,
         start_worker: Callable[[Resume], None] | None,
         slot: int,
+        chain_rate: float,
         clock: Callable[[], float],
         logger: Any,
     ) -> None:
@@ -125,30 +128,38 @@ class Fleet:
         self.limiter = limiter
         self.start_worker = start_worker
         self.slot = slot
+        self.chain_rate = chain_rate
         self.clock = clock
         self.log = logger
         self.limits = pace_limits(settings)
         self._lock = threading.Lock()  # one pace step at a time among the run's parallel batches
         self.last: DrainRecord | None = None  # the drain as this run last read or wrote it
+        self.pacing = False  # the last check gave this run its share of a pace going on
 
-    def check(self, breaker_key: str) -> StopReason:
-        """Before a batch: stop for a pause, a breaker no longer CLOSED, a drain that ended or wants
-        fewer workers than this slot (stepped first if due: a step may leave this slot out); else
-        take this worker's share of the pace."""
+    def check(self, breaker_key: str, *, at_full_rate: bool) -> StopReason:
+        """Before a batch: stop for a pause, a breaker no longer CLOSED, a source backlog the cut
+        pace does not bring down, or a width below this slot (stepped first if due: a step may
+        leave this slot out); else take this worker's share of the pace. With no drain going (it
+        ended, or its record is gone), or in the run's slow start, the run goes at the chain's rate
+        and back-pressure (``pacing`` False)."""
+        self.pacing = False
         view = self.state.load_fleet_view(breaker_key, self.settings.pause_key, self.settings.drain_key)
         if view.paused:
             return StopReason.PAUSED
         if view.breaker.state is not State.CLOSED:
             return StopReason.BREAKER_OPENED
-        drain = view.drain
-        if drain is None or not drain.going:
-            return StopReason.NONE  # another worker found the DLQ empty: this one finds out itself
+        drain = self.last = view.drain
+        if drain is None or not drain.going or not at_full_rate:
+            self.limiter.set_rate(self.chain_rate)
+            return StopReason.NONE
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
-        self.last = drain
+        if stalled(drain.source_visible_before, drain.source_visible, self.settings.source_backlog_limit):
+            return StopReason.SOURCE_BACKLOG
         if self.slot >= drain.workers:
             return StopReason.FEWER_WORKERS
-        self.limiter.set_rate(worker_share(drain.rate, drain.workers))
+        self.limiter.set_rate(worker_share(min(drain.rate, self.limits.max_rate), drain.workers))
+        self.pacing = True
         return StopReason.NONE
 
     def step(self, drain: DrainRecord) -> DrainRecord:
@@ -172,7 +183,15 @@ class Fleet:
         pace = resumed(pace_of(drain), stepped_at=drain.stepped_at, now=now, limits=self.limits)
         pace = next_pace(pace, visible, self.limits)
         width = workers_wanted(pace.rate, left, self.settings.max_workers)
-        stepped = with_pace(replace(drain, workers=width, messages_left=left, stepped_at=now), pace)
+        looked = replace(
+            drain,
+            workers=width,
+            messages_left=left,
+            stepped_at=now,
+            source_visible=visible,
+            source_visible_before=drain.source_visible,
+        )
+        stepped = with_pace(looked, pace)
         if not self.state.save_drain(self.settings.drain_key, stepped, expected_version=drain.version):
             return self.state.load_drain(self.settings.drain_key) or drain
         self.log.info(
@@ -190,13 +209,17 @@ class Fleet:
         started = 0
         for slot in range(1, width):
             key, token = worker_key(self.settings.dlq_url, slot), uuid.uuid4().hex
-            if not self.state.offer_worker(key, token, expires_at=now + OFFER_SECONDS):
+            try:
+                if not self.state.offer_worker(key, token, expires_at=now + OFFER_SECONDS):
+                    continue
+            except AwsCallError as exc:
+                self.log.warning("slot not offered", extra={"slot": slot, "error": str(exc)})
                 continue
             try:
                 self.start_worker(Resume(token=token, generation=0, full_rate=True, slot=slot, drain=True))
             except AwsCallError as exc:
                 self.log.warning("worker not started", extra={"slot": slot, "error": str(exc)})
-                self.state.release_worker(key, token)
+                release_quietly(self.state, key, token, self.log)
                 continue
             started += 1
         return started
@@ -229,7 +252,7 @@ class Drains:
     def fleet(self, resume: Resume | None, start_worker: Callable[[Resume], None] | None) -> Fleet | None:
         """The Fleet of a run of a drain (None: the run is not part of one, and re-drives at the
         chain's rate, whatever share of a pace its execution environment last took)."""
-        if resume is None or not resume.drain or not fans_out(self.settings):
+        if resume is None or not resume.drain or not drains_in_workers(self.settings):
             self.limiter.set_rate(self.chain_rate)
             return None
         return Fleet(
@@ -240,6 +263,7 @@ class Drains:
             limiter=self.limiter,
             start_worker=start_worker,
             slot=resume.slot,
+            chain_rate=self.chain_rate,
             clock=self.clock,
             logger=self.log,
         )
@@ -254,44 +278,60 @@ class Drains:
         """At a worker's end: hand its lease to ``successor`` (its continuation), or release it."""
         key = self._key(resume.slot)
         if successor is None:
-            self.state.release_worker(key, resume.token)
+            release_quietly(self.state, key, resume.token, self.log)
             return None
         expires_at = int(self.clock()) + OFFER_SECONDS
-        if not self.state.hold_worker(key, resume.token, expires_at=expires_at, successor=successor.token):
+        try:
+            passed = self.state.hold_worker(
+                key, resume.token, expires_at=expires_at, successor=successor.token
+            )
+        except AwsCallError as exc:
+            self.log.warning("worker lease not passed on: it expires", extra={"error": str(exc)})
+            return None
+        if not passed:
             self.log.warning("worker lease lost: no continuation", extra={"slot": resume.slot})
             return None
         return successor
 
     def release(self, resume: Resume) -> None:
         """Free the lease of a worker that could not be started."""
-        self.state.release_worker(self._key(resume.slot), resume.token)
+        release_quietly(self.state, self._key(resume.slot), resume.token, self.log)
 
-    def starts(self) -> bool:
-        """Whether a chain that goes on (its run stopped on its time or limit, with progress) joins
-        the drain going on, whatever is left (its runs end it when they find the DLQ empty), or
-        starts one when the DLQ still holds FAN_OUT_BACKLOG messages."""
-        if not fans_out(self.settings):
+    def joins_or_starts(self) -> bool:
+        """Whether a chain that goes on (its run stopped on its time or limit, with progress) is a
+        run of a drain: one going on, or one it starts while the DLQ holds FAN_OUT_BACKLOG. A drain
+        nobody stepped for DRAIN_STALE_SECONDS, left with fewer, was emptied by runs outside it:
+        it ends now."""
+        if not drains_in_workers(self.settings):
             return False
         try:
             stored = self.state.load_drain(self.settings.drain_key)
-            if stored is not None and stored.going:
+            now = int(self.clock())
+            if stored is not None and stored.going and now - stored.stepped_at <= DRAIN_STALE_SECONDS:
                 return True
             left = self.dlq.backlog()
+            if stored is not None and stored.going:
+                if left >= self.settings.fan_out_backlog:
+                    return True  # interrupted: its next step starts the pace over
+                self.end(stored)
+                return False
             if left < self.settings.fan_out_backlog:
                 return False
-            version = stored.version if stored is not None else 0
-            started = new_drain(self.settings, left, int(self.clock()))
-            if not self.state.save_drain(self.settings.drain_key, started, expected_version=version):
+            # None: over a record that could not be read (the next step would never write it)
+            version = stored.version if stored is not None else None
+            if not self.state.save_drain(
+                self.settings.drain_key, new_drain(self.settings, left, now), expected_version=version
+            ):
                 return False
         except AwsCallError as exc:
-            self.log.warning("no drain started: the chain goes on alone", extra={"error": str(exc)})
+            self.log.warning("no drain joined or started: the chain goes on alone", extra={"error": str(exc)})
             return False
         self.log.info("large drain started", extra={"messages_left": left})
         return True
 
-    def ended(self, fleet: Fleet) -> None:
-        """A run of the drain found the DLQ empty: the drain ends (its record says when)."""
-        drain = fleet.last
+    def end(self, drain: DrainRecord | None) -> None:
+        """The drain ends (its record says when): a run of it found the DLQ empty, or it was left
+        behind."""
         if drain is None or not drain.going:
             return
         now = int(self.clock())
@@ -312,3 +352,11 @@ class Drains:
 def is_worker(resume: Resume | None) -> bool:
     """A run a fan-out started (slot 1 and up), not the chain's nor a tick's."""
     return resume is not None and resume.slot > 0
+
+
+def release_quietly(state: DrainStore, key: str, token: str, logger: Any) -> None:
+    """Free a lease; one that cannot be freed expires."""
+    try:
+        state.release_worker(key, token)
+    except AwsCallError as exc:
+        logger.warning("worker lease not freed: it expires", extra={"error": str(exc)})
