@@ -59,8 +59,10 @@ def simulated_redriver(
 
 class Invocations:
     """When Lambda invokes the re-driver: at each tick of its schedule; and a run's continuation
-    right after the run (Lambda queues the asynchronous invocation, is throttled while the run
-    holds the function's one concurrency, and retries it a second later)."""
+    right after the run (Lambda queues the asynchronous invocation and starts it about a second
+    later). The world plays one run at a time: a tick due during a run starts when it returns (in
+    Lambda it may run beside it; the chain's held slot keeps it from starting a second chain). A
+    large drain's workers are not played here (bench/million_model.py)."""
 
     def __init__(self, clock: SimulatedClock, schedule_seconds: int) -> None:
         self._clock = clock
@@ -80,8 +82,7 @@ class Invocations:
 
     def returned(self, report: RunReport, *, scheduled: bool) -> None:
         """A run returned: its continuation follows it; a scheduled run's missed ticks are dropped
-        (throttled and retried while it held the function's one concurrency, they come down to
-        this one run, not a burst of catch-up runs)."""
+        (they come down to this one run, not a burst of catch-up runs)."""
         if report.continue_with is not None:
             self._continuation = report.continue_with
             self._continuation_at_ms = self._clock.now_ms + CONTINUATION_START_MS

@@ -9,12 +9,12 @@ follow the simulated clock. In the world:
   settings on the simulated clock, invoked every schedule period (``rate(5 minutes)``: 300 s) with a time
   budget that counts down on the simulated clock. Its waits (its ``sleep``, the rate limiter's,
   the long poll of an empty receive) advance the world, so the consumer runs while it waits. A run
-  that hands over a continuation is followed by it a second later, as Lambda retries an
-  asynchronous invocation it throttled (the function's concurrency is 1). Its
-  batches run in one worker (``parallel_batches=1``): a wait moves the clock at once, so with
-  parallel workers one that waits (polling verdicts every second) moved the clock by minutes while
-  another was still mid-batch in real time (seen: a trial batch starved for a whole run). In
-  simulated time parallel workers add no throughput: the rate limiter and the clock decide;
+  that hands over a continuation is followed by it a second later, as Lambda starts an
+  asynchronous invocation; the world plays one run at a time. Its batches run in one thread
+  (``parallel_batches=1``): a wait moves the clock at once, so with parallel batches one that
+  waits (polling verdicts every second) moved the clock by minutes while another was still
+  mid-batch in real time (seen: a trial batch starved for a whole run). In simulated time parallel
+  batches add no throughput: the rate limiter and the clock decide;
 - **the consumer**, played as the SQS event source mapping plays it
   (local_aws.simulated_event_source): one poller receives up to the
   mapping's batch size with all attributes, invokes the consumer, deletes the messages not listed
@@ -181,9 +181,8 @@ class World:
                 self._redriver_run(self._invocations.take())
 
     def sleep(self, seconds: float) -> None:
-        """The re-driver waits: the world moves on (the consumer runs, no schedule tick fires: a
-        run is in progress and the function's concurrency is 1). Waits that overlap in parallel
-        workers end together."""
+        """The re-driver waits: the world moves on (the consumer runs, no schedule tick fires: the
+        world plays one run at a time). Waits that overlap in parallel batches end together."""
         target = self.clock.now_ms + math.ceil(seconds * 1000)
         with self._lock:
             self._advance(target, lambda: False)
@@ -290,7 +289,7 @@ def without_consumer_verdicts(settings: Settings) -> Settings:
 
 
 def _redriver_settings(deployment: Deployment, adjust: Callable[[Settings], Settings] | None) -> Settings:
-    """The deployed function's settings, adjusted; its batches in one worker (see the module's
+    """The deployed function's settings, adjusted; its batches in one thread (see the module's
     docstring)."""
     settings = load_settings(deployment.redriver.environment)
     settings = adjust(settings) if adjust else settings

@@ -1399,8 +1399,9 @@ class StateTable(DynamoTable):
         """Put a run's summary first in the history item ``key`` and keep the ``keep`` newest
         (unreadable entries are dropped).
 
-        GetItem, then PutItem, unconditional: runs of one re-driver never overlap (reserved
-        concurrency 1), and an update lost to a rare overlap loses one line of history, nothing more.
+        GetItem, then PutItem, unconditional: the runs that write history (the chain's and the
+        ticks'; a large drain's workers write none) rarely overlap, and an update lost to an overlap
+        loses one line of history, nothing more.
         """
         lines = self._history(key).lines
         self._put_item(runs_item(key, [run_line(summary), *lines][: max(keep, 1)]))

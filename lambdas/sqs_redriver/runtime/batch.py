@@ -1,8 +1,8 @@
-"""One received batch, in three steps the batch loop (drain.py) takes side by side:
+"""One received batch, in three steps the batch loop (batch_loop.py) takes side by side:
 ``BatchHandler.plan`` resolves identities, plans the batch (plan.py) and moves the breaker as the
 plan says; ``Executor.execute`` carries the plan out (holds, re-drives, parkings, and the delete of
 what arrived); ``BatchHandler.settle`` counts what that made of the batch (the canaries sent, an
-AWS call that failed) and says whether the drain stops."""
+AWS call that failed) and says whether the batch loop stops."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class ExecutionBooks:
 
 
 class Executor:
-    """Carries out batch plans (shared by parallel workers: it keeps no state of a batch)."""
+    """Carries out batch plans (shared by parallel batches: it keeps no state of a batch)."""
 
     def __init__(self, *, dlq: Queue, redrives: RedriveSender, parker: Parker, logger: Any) -> None:
         self.dlq = dlq
@@ -154,7 +154,7 @@ class PlannedBatch:
 
 @dataclass(frozen=True)
 class HandledBatch:
-    """One batch, planned and carried out: what the drain adds up and whether it stops."""
+    """One batch, planned and carried out: what the batch loop adds up and whether it stops."""
 
     tally: Tally
     breaker: Breaker
@@ -250,7 +250,7 @@ class BatchHandler:
 
     def settle(self, planned: PlannedBatch, executed: Executed, writer: BreakerWriter) -> HandledBatch:
         """What carrying out a planned batch made of it: its counts, the canaries it sent (one
-        not sent opens the breaker), and why the drain stops after it, if it does."""
+        not sent opens the breaker), and why the batch loop stops after it, if it does."""
         plan, breaker = planned.plan, planned.breaker
         tally = planned.tally + executed.tally
         if plan.stop is StopReason.CANARY_SENT:

@@ -8,7 +8,7 @@ BACKLOG_CHECK_EVERY = 100
 
 
 def limit_reached(received: int, limit: int) -> bool:
-    """The per-run limit, or a parallel worker's share of it."""
+    """The per-run limit, or one parallel batch's share of it."""
     return received >= limit
 
 

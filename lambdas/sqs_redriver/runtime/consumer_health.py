@@ -365,7 +365,7 @@ class ConsumerWatch:
         self._lag_seconds = lag_seconds
         self._clock = clock
         self._log = logger
-        self._lock = threading.Lock()  # parallel workers of a run share one reading
+        self._lock = threading.Lock()  # a run's parallel batches share one reading
         self._signals: dict[str, ConsumerSignal] | None = None
         self._windows: dict[str, RedriveWindow] = {}  # per execution environment, like the retention
 
@@ -379,7 +379,7 @@ class ConsumerWatch:
 
     def signals(self) -> dict[str, ConsumerSignal]:
         """This run's reading, by source URL (empty: no metrics this run). The run reads it before
-        its parallel workers start; the lock is never held across an AWS call."""
+        its parallel batches start; the lock is never held across an AWS call."""
         with self._lock:
             if self._signals is not None:
                 return self._signals
