@@ -118,7 +118,6 @@ class Figures:
     messages: int
     capacity: float
     drained_s: float | None = None  # from the first run to an empty DLQ, every message delivered
-    dlq_empty_s: float | None = None
     peak_rate: float = 0.0  # re-drives a second, the highest second
     mean_rate: float = 0.0
     oldest_age_max_s: float = 0.0  # the source queue's oldest message, its highest age
@@ -233,10 +232,7 @@ class MillionWorld:
         return self._finish()
 
     def _done(self) -> bool:
-        empty = self.dlq < 1 and not self.dlq_returning and not self._in_source()
-        if empty and self.figures.dlq_empty_s is None:
-            self.figures.dlq_empty_s = self.t
-        return empty
+        return self.dlq < 1 and not self.dlq_returning and not self._in_source()
 
     def _in_source(self) -> float:
         return (
@@ -252,7 +248,9 @@ class MillionWorld:
             return
         self.next_tick += self.stack.schedule_seconds
         if self.workers.get(0) is not None:
-            return  # the chain holds its slot: the tick finds nothing to do but its own gate
+            # The chain holds its slot: the tick cannot start another chain. (In Lambda it would
+            # still re-drive for its one run at the chain's rate beside the drain; left out.)
+            return
         now = int(self.t)
         breaker, mode = begin_run(self.breaker, now, self.stack.settings.breaker)
         self.breaker = breaker
