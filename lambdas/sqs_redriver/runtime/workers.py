@@ -6,16 +6,16 @@ in the DLQ: the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run o
 chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other: it passes
 the breaker's gate and the operator's pause, and re-drives only while the breaker is CLOSED. Before
 each batch it reads the breaker, the pause and the drain's record in one BatchGetItem: a pause, a
-breaker that is no longer CLOSED, or fewer workers wanted than its slot stop it there, and its
-token bucket takes its share of the pace. Every ``CONTROL_SECONDS`` one of them (whichever writes the
-record first) steps the pace from the consumer's source queue, reads how many messages are left,
-and offers the slots the new width wants.
+breaker that is no longer CLOSED, a source backlog the cut pace does not bring down, or fewer
+workers wanted than its slot stop it there, and its token bucket takes its share of the pace.
+Every ``CONTROL_SECONDS`` one of them (whichever writes the record first) steps the pace from the
+consumer's source queue, reads how many messages are left, and offers the slots the new width wants.
 
-A worker's slot is a lease (``WORKER#<DLQ URL>#<n>``): offered with a conditional write, so two
-fan-outs never start two workers in one slot; held by the worker's run until the Lambda timeout
-and the margin, so a worker that dies frees it for the next fan-out; passed to its continuation
-or released at its end. The function's reserved concurrency is MAX_WORKERS: no more runs than
-that ever run at once, whatever starts them."""
+A worker's slot is a lease (``WORKER#<DLQ URL>#<n>``; the chain's is its continuation slot):
+offered with a conditional write, so two fan-outs never start two workers in one slot; held by the
+worker's run until the Lambda timeout and the margin, so a worker that dies frees it for the next
+fan-out; passed to its continuation or released at its end. The function's reserved concurrency,
+MAX_WORKERS + 1 (the workers and the schedule's tick), bounds every run at once."""
 
 from __future__ import annotations
 
@@ -96,11 +96,15 @@ def new_drain(settings: Settings, messages_left: int, now: int) -> DrainRecord:
     """The record of a drain that starts now with ``messages_left`` in the DLQ: its pace starts at
     the chain's rate and is stepped at its first batch."""
     pace = starting_pace(pace_limits(settings))
-    record = DrainRecord(
-        rate=0, phase="", fell_behind_at=0, workers=1, messages_left=messages_left,
-        stepped_at=now - CONTROL_SECONDS, started_at=now,
-    )  # fmt: skip
-    return with_pace(record, pace)
+    return DrainRecord(
+        rate=max(1, round(pace.rate)),
+        phase=pace.phase.value,
+        fell_behind_at=0,
+        workers=1,
+        messages_left=messages_left,
+        stepped_at=now - CONTROL_SECONDS,
+        started_at=now,
+    )
 
 
 class Fleet:
