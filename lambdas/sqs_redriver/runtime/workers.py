@@ -111,31 +111,23 @@ class Fleet:
     """One run's place in a large drain: the check before each of its batches, the pace step when
     one is due, and the fan-out to the width the pace wants."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        state: DrainStore,
-        dlq: Queue,
-        sources: list[Target],
-        limiter: TokenBucket,
-        start_worker: Callable[[Resume], None] | None,
-        slot: int,
-        chain_rate: float,
-        clock: Callable[[], float],
-        logger: Any,
-    ) -> None:
-        self.settings = settings
-        self.state = state
-        self.dlq = dlq
-        self.sources = sources
-        self.limiter = limiter
+    def __init__(self, drains: Drains, *, start_worker: Callable[[Resume], None] | None, slot: int) -> None:
+        """A run in ``slot`` of one of ``drains``; ``start_worker`` starts a worker in a slot it won."""
+        self.settings, self.state, self.dlq, self.sources = (
+            drains.settings,
+            drains.state,
+            drains.dlq,
+            drains.sources,
+        )
+        self.limiter, self.chain_rate, self.clock, self.log = (
+            drains.limiter,
+            drains.chain_rate,
+            drains.clock,
+            drains.log,
+        )
         self.start_worker = start_worker
         self.slot = slot
-        self.chain_rate = chain_rate
-        self.clock = clock
-        self.log = logger
-        self.limits = pace_limits(settings)
+        self.limits = pace_limits(self.settings)
         self._lock = threading.Lock()  # one pace step at a time among the run's parallel batches
         self.last: DrainRecord | None = None  # the drain as this run last read or wrote it
         self.pacing = False  # the last check gave this run its share of a pace going on
@@ -259,18 +251,7 @@ class Drains:
         if resume is None or not resume.drain or not drains_in_workers(self.settings):
             self.limiter.set_rate(self.chain_rate)
             return None
-        return Fleet(
-            self.settings,
-            state=self.state,
-            dlq=self.dlq,
-            sources=self.sources,
-            limiter=self.limiter,
-            start_worker=start_worker,
-            slot=resume.slot,
-            chain_rate=self.chain_rate,
-            clock=self.clock,
-            logger=self.log,
-        )
+        return Fleet(self, start_worker=start_worker, slot=resume.slot)
 
     def hold(self, resume: Resume) -> bool:
         """A worker's run holds its lease until the Lambda timeout and the margin have passed;
