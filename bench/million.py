@@ -155,6 +155,7 @@ ROWS: list[tuple[str, Callable[[Result], Any]]] = [
     ("most workers at once", lambda r: r.figures.workers_max),
     ("source queue's oldest message, highest age (s)", lambda r: f"{r.figures.oldest_age_max_s:,.0f}"),
     ("consumer invocations throttled", lambda r: r.figures.throttled),
+    ("pace steps that found the consumer stalled", lambda r: r.figures.stalls),
     ("re-drives sent into the outage", lambda r: _outage(r, r.figures.redrives_into_outage)),
     ("re-driven deliveries into the outage", lambda r: _outage(r, r.figures.deliveries_into_outage)),
     ("outage began -> breaker opened (s)", lambda r: _opened(r.figures)),

@@ -58,6 +58,7 @@ from sqs_redriver.runtime.pace import (
     PaceLimits,
     next_pace,
     resumed,
+    stalled,
     starting_pace,
 )
 from sqs_redriver.runtime.report import RunReport, StopReason, Tally
@@ -122,6 +123,7 @@ class Figures:
     mean_rate: float = 0.0
     oldest_age_max_s: float = 0.0  # the source queue's oldest message, its highest age
     throttled: int = 0  # consumer invocations throttled
+    stalls: int = 0  # pace steps that found the consumer stalled (every worker stopped)
     workers_max: int = 0
     delivered: float = 0.0
     deliveries: float = 0.0  # every delivery to the consumer, failed ones included
@@ -208,6 +210,7 @@ class MillionWorld:
         self.breaker = Breaker()
         self.pace: Pace | None = None  # the drain's record: None until a chain starts one
         self.stepped_at = -math.inf
+        self.visible_at_step = 0  # the source queue's visible messages at the last pace step
         self.width = 1
         self.workers: dict[int, Worker] = {}
         self.next_run_id = 0
@@ -301,10 +304,15 @@ class MillionWorld:
             if worker.starts_at > self.t:
                 continue
             if worker.stopping_at is not None and self.t >= worker.stopping_at:
-                self._end_run(worker, StopReason.BREAKER_OPENED if self._open() else StopReason.FEWER_WORKERS)
+                self._end_run(worker, self._stopped_because())
                 continue
             self._move(worker)
         self.figures.workers_max = max(self.figures.workers_max, self._running_count())
+
+    def _stopped_because(self) -> StopReason:
+        if self._open():
+            return StopReason.BREAKER_OPENED
+        return StopReason.SOURCE_BACKLOG if self.figures.stalls else StopReason.FEWER_WORKERS
 
     def _any_running(self) -> bool:
         return any(w.starts_at <= self.t and w.drain for w in self.workers.values())
@@ -451,9 +459,16 @@ class MillionWorld:
         self._count("Invoke", 1)
 
     def _step_pace(self) -> None:
-        """A pace step, as Fleet.step takes it: the source queue's visible messages, the DLQ's."""
+        """A pace step, as Fleet.step takes it: the source queue's visible messages, the DLQ's; a
+        consumer it finds stalled stops every worker (the chain's next run is the schedule's)."""
         assert self.pace is not None
         visible = int(sum(c.count for c in self.visible))
+        limit = self.stack.settings.source_backlog_limit
+        if stalled(self.visible_at_step, visible, rate=self.pace.rate, backlog_limit=limit):
+            self.figures.stalls += 1
+            for worker in self.workers.values():
+                worker.stopping_at = self.t
+        self.visible_at_step = visible
         pace = resumed(self.pace, stepped_at=int(self.stepped_at), now=int(self.t), limits=self.limits)
         self.pace = next_pace(pace, visible, self.limits)
         self.stepped_at = self.t

@@ -104,10 +104,10 @@ def test_a_tick_beside_a_chains_run_never_starts_a_second_chain(aws: Aws, clock:
     assert redriver.state.take_continuation(settings.dlq_url, pending.token, hold_seconds=960)
 
     tick = redriver.run(REMAINING)
-    chain = redriver.run(REMAINING, pending)
 
     assert tick.redriven == 10 and tick.continue_with is None
-    assert chain.redriven == 10 and chain.continue_with is not None
+    # the chain's run, at its end, hands the slot to its own continuation
+    assert redriver.state.offer_continuation(settings.dlq_url, "next", stale_after=900, holder=pending.token)
 
 
 def test_the_slot_of_a_chains_run_that_died_is_free_once_its_hold_expired(aws: Aws, clock: FakeClock) -> None:
@@ -137,3 +137,17 @@ def test_a_chains_run_that_does_not_go_on_frees_its_slot(aws: Aws, clock: FakeCl
 
     assert last.stopped_because == "DLQ empty" and last.continue_with is None
     assert tick.continue_with is not None
+
+
+def test_a_continuation_taken_twice_at_once_runs_once(aws: Aws, clock: FakeClock) -> None:
+    fill_dlq(aws, 30)
+    settings = make_settings(aws, max_messages_per_run=10)
+    redriver = make_redriver(aws, settings, clock)
+    resume = redriver.run(REMAINING).continue_with
+    assert resume is not None
+    state = redriver.state
+
+    first = state.take_continuation(settings.dlq_url, resume.token, hold_seconds=960)
+    again = state.take_continuation(settings.dlq_url, resume.token, hold_seconds=960)
+
+    assert first and not again

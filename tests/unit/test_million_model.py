@@ -118,3 +118,12 @@ def test_the_stack_is_read_from_the_template() -> None:
         180,
         300,
     )
+
+
+def test_a_consumer_that_stops_taking_messages_stalls_the_drain_instead_of_filling_its_queue() -> None:
+    world = MillionWorld(STACK, Consumer(concurrency=0), 200_000, cap_seconds=1_200)
+    figures = world.run()
+
+    sent = 200_000 - world.dlq
+    assert figures.stalls >= 1 and figures.delivered == 0
+    assert sent < 40_000, sent  # a 20-minute pace at its climb's peak would have sent all

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 from sqs_redriver.runtime.pace import (
     BACKLOG_FLOOR,
+    CONTROL_SECONDS,
     DECREASE,
     MIN_RATE,
     Pace,
@@ -61,11 +62,23 @@ def test_a_stored_pace_over_max_drain_rate_is_brought_within_it() -> None:
     assert resumed(Pace(5000), stepped_at=0, now=1, limits=lowered).rate == 500
 
 
-def test_a_drain_stalls_on_a_backlog_over_the_limit_at_two_steps_that_did_not_shrink() -> None:
-    assert stalled(1500, 1500, backlog_limit=1000) and stalled(1200, 4000, backlog_limit=1000)
-    assert not stalled(6000, 1500, backlog_limit=1000)  # shrinking: the cut pace works
-    assert not stalled(900, 4000, backlog_limit=1000)  # over at one step only
-    assert not stalled(10**6, 10**6, backlog_limit=0)  # back-pressure off
+def test_a_drain_stalls_on_a_backlog_over_the_limit_that_gained_half_of_what_the_pace_sent() -> None:
+    assert stalled(1500, 4000, rate=1000, backlog_limit=1000)  # gained 2,500 of 5,000 sent
+    assert not stalled(1500, 3900, rate=1000, backlog_limit=1000)  # the consumer took over half
+    assert not stalled(900, 4000, rate=1000, backlog_limit=1000)  # over at one step only
+    assert not stalled(10**6, 2 * 10**6, rate=10, backlog_limit=0)  # back-pressure off
+
+
+@given(capacity=st.floats(10, 5000), start=st.floats(1, 5000))
+def test_a_consumer_that_keeps_up_at_the_start_never_stalls_the_climb(capacity: float, start: float) -> None:
+    """The pace's own overshoot, step by step against a consumer of ``capacity``, never stalls."""
+    limits = PaceLimits(start_rate=min(start, capacity), max_rate=5000, backlog_limit=1000)
+    pace, visible = starting_pace(limits), 0.0
+    for _ in range(40):
+        before = visible
+        visible = max(0.0, visible + (pace.rate - capacity) * CONTROL_SECONDS)
+        assert not stalled(int(before), int(visible), rate=pace.rate, backlog_limit=1000)
+        pace = next_pace(pace, int(visible), limits)
 
 
 @given(

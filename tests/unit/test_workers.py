@@ -90,7 +90,7 @@ def test_a_pause_stops_a_worker_before_its_next_batch() -> None:
     world.state.drain = new_drain(SETTINGS, 500_000, NOW)
     world.state.pause = Pause("incident", "oncall", NOW)
 
-    assert world.fleet(3).check(KEY, at_full_rate=True) is StopReason.PAUSED
+    assert world.fleet(3).check(KEY, at_full_rate=True).stop is StopReason.PAUSED
 
 
 def test_a_breaker_another_worker_opened_stops_this_one_before_its_next_batch() -> None:
@@ -98,7 +98,7 @@ def test_a_breaker_another_worker_opened_stops_this_one_before_its_next_batch() 
     world.state.drain = new_drain(SETTINGS, 500_000, NOW)
     world.state.breaker = Breaker().opened(NOW, Evidence.VERDICTS)
 
-    assert world.fleet(3).check(KEY, at_full_rate=True) is StopReason.BREAKER_OPENED
+    assert world.fleet(3).check(KEY, at_full_rate=True).stop is StopReason.BREAKER_OPENED
 
 
 def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
@@ -107,17 +107,17 @@ def test_a_worker_past_the_width_the_pace_wants_stops() -> None:
 
     leaving = world.fleet(3)
     assert (
-        leaving.check(KEY, at_full_rate=True) is StopReason.FEWER_WORKERS
+        leaving.check(KEY, at_full_rate=True).stop is StopReason.FEWER_WORKERS
         and leaving.last == world.state.drain
     )
-    assert world.fleet(2).check(KEY, at_full_rate=True) is StopReason.NONE
+    assert world.fleet(2).check(KEY, at_full_rate=True).stop is StopReason.NONE
 
 
 def test_a_due_step_climbs_the_pace_fans_out_and_gives_each_worker_its_share() -> None:
     world = World()
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=800, stepped_at=NOW - CONTROL_SECONDS)
 
-    assert world.fleet(0).check(KEY, at_full_rate=True) is StopReason.NONE
+    assert world.fleet(0).check(KEY, at_full_rate=True).stop is StopReason.NONE
 
     drain = world.state.drain
     assert drain is not None and (drain.rate, drain.workers, drain.stepped_at) == (1600, 11, NOW)
@@ -276,16 +276,31 @@ def test_a_runs_parallel_batches_step_the_pace_once() -> None:
     assert second is first and world.state.calls.count("save_drain") == 1
 
 
-def test_a_consumer_that_does_not_bring_its_backlog_down_stops_every_worker() -> None:
-    world = World(visible=SETTINGS.source_backlog_limit + 500)
-    world.state.drain = replace(
-        new_drain(SETTINGS, 500_000, NOW),
-        rate=400,
-        stepped_at=NOW - CONTROL_SECONDS,
-        source_visible=SETTINGS.source_backlog_limit + 200,
-    )
+def test_a_consumer_that_takes_less_than_half_the_pace_over_a_large_backlog_stops_every_worker() -> None:
+    limit = SETTINGS.source_backlog_limit
+    world = World(visible=limit + 1_200)
+    before = replace(new_drain(SETTINGS, 500_000, NOW), rate=400, stepped_at=NOW - CONTROL_SECONDS)
+    world.state.drain = replace(before, source_visible=limit + 100)  # gained 1,100 of the 2,000 sent
 
-    assert world.fleet(2).check(KEY, at_full_rate=True) is StopReason.SOURCE_BACKLOG
+    assert world.fleet(2).check(KEY, at_full_rate=True).stop is StopReason.SOURCE_BACKLOG
+    assert world.fleet(0).check(KEY, at_full_rate=True).stop is StopReason.SOURCE_BACKLOG  # the same step
+
+
+def test_a_consumer_that_takes_more_than_half_the_pace_is_paced_down_not_stopped() -> None:
+    limit = SETTINGS.source_backlog_limit
+    world = World(visible=limit + 900)
+    before = replace(new_drain(SETTINGS, 500_000, NOW), rate=400, stepped_at=NOW - CONTROL_SECONDS)
+    world.state.drain = replace(before, source_visible=limit + 100)  # gained 800 of the 2,000 sent
+
+    assert world.fleet(0).check(KEY, at_full_rate=True) == (StopReason.NONE, True)
+    assert world.state.drain.rate < 400  # cut
+
+
+def test_a_worker_stops_when_no_drain_is_going() -> None:
+    world = World()
+    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), ended_at=NOW)
+
+    assert world.fleet(3).check(KEY, at_full_rate=True) == (StopReason.FEWER_WORKERS, False)
 
 
 def test_a_run_with_no_drain_going_or_in_its_slow_start_goes_at_the_chains_rate_and_back_pressure() -> None:
@@ -293,13 +308,13 @@ def test_a_run_with_no_drain_going_or_in_its_slow_start_goes_at_the_chains_rate_
     fleet = world.fleet(0)
     world.limiter.set_rate(900)  # a pace's share an earlier run of this environment took
 
-    assert fleet.check(KEY, at_full_rate=True) is StopReason.NONE and not fleet.pacing
+    assert fleet.check(KEY, at_full_rate=True) == (StopReason.NONE, False)
     assert world.limiter.rate == SETTINGS.max_redrives_per_second
 
     world.state.drain = replace(
         new_drain(SETTINGS, 500_000, NOW), rate=3000, stepped_at=NOW - CONTROL_SECONDS
     )
-    assert fleet.check(KEY, at_full_rate=False) is StopReason.NONE and not fleet.pacing
+    assert fleet.check(KEY, at_full_rate=False) == (StopReason.NONE, False)
     assert world.state.drain.rate == 3000  # not stepped: the run's slow start is not over
 
 
@@ -308,5 +323,5 @@ def test_a_stored_pace_is_kept_within_max_drain_rate() -> None:
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=90_000, workers=10, stepped_at=NOW)
     fleet = world.fleet(0)
 
-    assert fleet.check(KEY, at_full_rate=True) is StopReason.NONE and fleet.pacing
+    assert fleet.check(KEY, at_full_rate=True) == (StopReason.NONE, True)
     assert world.limiter.rate == SETTINGS.max_drain_rate / 10

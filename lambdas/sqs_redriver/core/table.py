@@ -909,7 +909,8 @@ def worker_item(key: str, token: str, *, now: int, expires_at: int) -> dict[str,
 class DrainRecord:
     """The pace (messages a second, all workers together; its phase and the rate the consumer last
     fell behind at), the workers it wants, the DLQ's messages and the source queue's visible ones at
-    the last step (and at the step before), and when."""
+    the last step, when, and whether that step found the consumer stalled (``stalled_at`` is then
+    ``stepped_at``)."""
 
     rate: int
     phase: str
@@ -920,7 +921,7 @@ class DrainRecord:
     started_at: int
     ended_at: int = 0  # when a worker found the DLQ empty (0: the drain goes on)
     source_visible: int = 0
-    source_visible_before: int = 0
+    stalled_at: int = 0
     version: int = 0
 
     @property
@@ -943,9 +944,8 @@ DRAIN_NUMBERS = {  # name: (low, high)
     "workers": (1, RECORD_MAX_WORKERS),
     "messages_left": (0, MAX_COUNT * 1_000),
     "source_visible": (0, MAX_COUNT * 1_000),
-    "source_visible_before": (0, MAX_COUNT * 1_000),
 }
-DRAIN_TIMES = ("stepped_at", "started_at", "ended_at")
+DRAIN_TIMES = ("stepped_at", "started_at", "ended_at", "stalled_at")
 
 
 def drain_item(key: str, record: DrainRecord) -> dict[str, Any]:
@@ -1263,17 +1263,29 @@ class StateTable(DynamoTable):
         """The run started with ``token`` holds the slot for ``hold_seconds`` (its Lambda timeout
         and the margin): no other run may offer a continuation while it runs. False for a
         continuation already taken or superseded."""
-        return (
-            self._write_if(
-                "PutItem (continuation)",
-                self._client.put_item,
-                Item=continuation_item(key, token, now=self._now(), stale_after=hold_seconds),
-                ConditionExpression="#token = :token",
-                ExpressionAttributeNames={"#token": "token"},
-                ExpressionAttributeValues={":token": {"S": token}},
-            )
-            is not None
+        expires_at = self._now() + hold_seconds
+        return self._hold(
+            RecordKind.CONTINUATION.key(key), token, None, "PutItem (continuation)", expires_at=expires_at
         )
+
+    def _hold(self, key: str, token: str, successor: str | None, operation: str, *, expires_at: int) -> bool:
+        """A slot's item rewritten for the run that takes it (``held_at``: a second take of the same
+        token is refused) or for its successor (offered, not yet held), if ``token`` still has it."""
+        now = self._now()
+        item = worker_item(key, successor or token, now=now, expires_at=expires_at)
+        condition = "#token = :token"
+        if successor is None:
+            item["held_at"] = {"N": str(now)}
+            condition += " AND attribute_not_exists(held_at)"
+        written = self._write_if(
+            operation,
+            self._client.put_item,
+            Item=item,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#token": "token"},
+            ExpressionAttributeValues={":token": {"S": token}},
+        )
+        return written is not None
 
     def release_continuation(self, key: str, token: str) -> None:
         """Free the slot if ``token`` still holds it (its run does not go on, or its start failed)."""
@@ -1306,19 +1318,10 @@ class StateTable(DynamoTable):
         )
 
     def hold_worker(self, key: str, token: str, *, expires_at: int, successor: str | None = None) -> bool:
-        """Hold the lease ``token`` holds until ``expires_at``, for ``successor`` when given (its
-        continuation); False when the lease is not ``token``'s."""
-        return (
-            self._write_if(
-                "PutItem (worker lease)",
-                self._client.put_item,
-                Item=worker_item(key, successor or token, now=self._now(), expires_at=expires_at),
-                ConditionExpression="#token = :token",
-                ExpressionAttributeNames={"#token": "token"},
-                ExpressionAttributeValues={":token": {"S": token}},
-            )
-            is not None
-        )
+        """The run started with ``token`` holds the lease offered to it until ``expires_at``; with
+        ``successor``, the run that holds it hands it to its continuation. False when the lease is
+        not ``token``'s, or (taking it) a run holds it already."""
+        return self._hold(key, token, successor, "PutItem (worker lease)", expires_at=expires_at)
 
     def release_worker(self, key: str, token: str) -> None:
         """Free the lease if ``token`` still holds it."""

@@ -14,6 +14,7 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.runtime.batch import HandledBatch
 from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
 from sqs_redriver.runtime.report import StopReason, Tally
+from sqs_redriver.runtime.workers import Check
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -195,14 +196,14 @@ class BatchLoop:
         if loop.mode is not Mode.REDRIVE:
             return StopReason.NONE
         if loop.fleet is not None:
-            stop = self._fleet_check(loop)
-            if stop or loop.fleet.pacing:  # its pace keeps the source's backlog down
-                return stop
+            checked = self._fleet_check(loop)
+            if checked.stop or checked.paced:  # the pace keeps the source's backlog down
+                return checked.stop
         if self._source_backlogged(loop.tally.received, loop.source):
             return StopReason.SOURCE_BACKLOG
         return StopReason.NONE
 
-    def _fleet_check(self, loop: _Loop) -> StopReason:
+    def _fleet_check(self, loop: _Loop) -> Check:
         """A large drain's check before a batch (workers.py); an AWS error stops the run as one in
         a batch would."""
         assert loop.fleet is not None
@@ -212,7 +213,7 @@ class BatchLoop:
         except AwsCallError as exc:
             self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
             loop.tally += Tally(errors=1)
-            return StopReason.AWS_ERROR
+            return Check(StopReason.AWS_ERROR)
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)

@@ -82,12 +82,15 @@ def resumed(pace: Pace, *, stepped_at: int, now: int, limits: PaceLimits) -> Pac
     return replace(pace, rate=min(max(pace.rate, MIN_RATE), limits.max_rate))
 
 
-def stalled(visible_before: int, visible: int, backlog_limit: int) -> bool:
+def stalled(visible_before: int, visible: int, *, rate: float, backlog_limit: int) -> bool:
     """Back-pressure for a drain: its source queue held more than SOURCE_BACKLOG_LIMIT visible at two
-    steps in a row, and no fewer at the second: its consumer does not take its backlog down even at
-    the cut pace (stopped or stuck, not failing, so the breaker stays CLOSED)."""
+    steps in a row, and gained at least half of what ``rate`` sent in between: its consumer takes
+    less than half the pace (stopped or stuck, not failing, so the breaker stays CLOSED). A climb's
+    overshoot never does: the pace doubles only while the consumer keeps up, so it stays under twice
+    what the consumer takes."""
     over = visible > backlog_limit and visible_before > backlog_limit
-    return bool(backlog_limit) and over and visible >= visible_before
+    gained = visible - visible_before >= rate * CONTROL_SECONDS / 2
+    return bool(backlog_limit) and over and gained
 
 
 def worker_share(rate: float, workers: int) -> float:

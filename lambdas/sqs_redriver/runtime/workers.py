@@ -23,7 +23,7 @@ import math
 import threading
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqs_redriver.core.breaker import State
 from sqs_redriver.core.errors import AwsCallError
@@ -107,6 +107,14 @@ def new_drain(settings: Settings, messages_left: int, now: int) -> DrainRecord:
     )
 
 
+class Check(NamedTuple):
+    """A check before a batch: why the run stops there (NONE: it goes on), and whether the batch
+    goes at the drain's pace (else at the chain's rate and back-pressure)."""
+
+    stop: StopReason
+    paced: bool = False
+
+
 class Fleet:
     """One run's place in a large drain: the check before each of its batches, the pace step when
     one is due, and the fan-out to the width the pace wants."""
@@ -130,33 +138,42 @@ class Fleet:
         self.limits = pace_limits(self.settings)
         self._lock = threading.Lock()  # one pace step at a time among the run's parallel batches
         self.last: DrainRecord | None = None  # the drain as this run last read or wrote it
-        self.pacing = False  # the last check gave this run its share of a pace going on
 
-    def check(self, breaker_key: str, *, at_full_rate: bool) -> StopReason:
-        """Before a batch: stop for a pause, a breaker no longer CLOSED, a source backlog the cut
-        pace does not bring down, or a width below this slot (stepped first if due: a step may
-        leave this slot out); else take this worker's share of the pace. With no drain going (it
-        ended, or its record is gone), or in the run's slow start, the run goes at the chain's rate
-        and back-pressure (``pacing`` False)."""
-        self.pacing = False
+    def check(self, breaker_key: str, *, at_full_rate: bool) -> Check:
+        """Before a batch: stop for a pause, a breaker no longer CLOSED, a consumer the last step
+        found stalled, or a width below this slot (stepped first if due: a step may leave this slot
+        out); else take this worker's share of the pace. With no drain going (it ended, or its record
+        is gone) a worker stops and the chain goes at its own rate and back-pressure, as in its slow
+        start (not ``paced``)."""
         view = self.state.load_fleet_view(breaker_key, self.settings.pause_key, self.settings.drain_key)
         if view.paused:
-            return StopReason.PAUSED
+            return Check(StopReason.PAUSED)
         if view.breaker.state is not State.CLOSED:
-            return StopReason.BREAKER_OPENED
-        drain = self.last = view.drain
+            return Check(StopReason.BREAKER_OPENED)
+        drain = self._newest(view.drain)
         if drain is None or not drain.going or not at_full_rate:
             self.limiter.set_rate(self.chain_rate)
-            return StopReason.NONE
+            stop = (
+                StopReason.FEWER_WORKERS
+                if self.slot and (drain is None or not drain.going)
+                else StopReason.NONE
+            )
+            return Check(stop)
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
-        if stalled(drain.source_visible_before, drain.source_visible, self.settings.source_backlog_limit):
-            return StopReason.SOURCE_BACKLOG
+        if drain.stalled_at and drain.stalled_at == drain.stepped_at:
+            return Check(StopReason.SOURCE_BACKLOG)
         if self.slot >= drain.workers:
-            return StopReason.FEWER_WORKERS
+            return Check(StopReason.FEWER_WORKERS)
         self.limiter.set_rate(worker_share(min(drain.rate, self.limits.max_rate), drain.workers))
-        self.pacing = True
-        return StopReason.NONE
+        return Check(StopReason.NONE, paced=True)
+
+    def _newest(self, read: DrainRecord | None) -> DrainRecord | None:
+        """The drain as read, unless another of the run's parallel batches already knows a newer one."""
+        with self._lock:
+            if read is None or self.last is None or read.version >= self.last.version:
+                self.last = read
+            return self.last
 
     def step(self, drain: DrainRecord) -> DrainRecord:
         """Step the pace from the consumer's source queue and fan out to the width it wants; the
@@ -179,13 +196,16 @@ class Fleet:
         pace = resumed(pace_of(drain), stepped_at=drain.stepped_at, now=now, limits=self.limits)
         pace = next_pace(pace, visible, self.limits)
         width = workers_wanted(pace.rate, left, self.settings.max_workers)
+        limit = self.settings.source_backlog_limit
+        recent = now - drain.stepped_at <= 2 * CONTROL_SECONDS  # the reading before is this pace's
+        stuck = recent and stalled(drain.source_visible, visible, rate=drain.rate, backlog_limit=limit)
         looked = replace(
             drain,
             workers=width,
             messages_left=left,
             stepped_at=now,
             source_visible=visible,
-            source_visible_before=drain.source_visible,
+            stalled_at=now if stuck else 0,
         )
         stepped = with_pace(looked, pace)
         if not self.state.save_drain(self.settings.drain_key, stepped, expected_version=drain.version):
