@@ -361,10 +361,12 @@ def test_a_chain_starts_a_large_drain_that_fans_out_and_ends_with_nothing_lost(w
 
     outcome = books(world, "healthy", seeded)
     assert outcome.lost == [] and outcome.duplicates == [] and outcome.problems == [], outcome
-    # the chain's first run started the drain, its second stepped the pace and fanned out: one
-    # worker at the first step, three at the second
-    first = world.played[0].report
-    assert first is not None and first.continue_with is not None and first.continue_with.drain
+    # the chain's first run met its per-run limit and did not look (a DLQ that size is the usual
+    # one); its second started the drain, its third stepped the pace and fanned out: one worker at
+    # the first step, three at the second
+    first, second = world.played[0].report, world.played[1].report
+    assert first is not None and first.continue_with is not None and not first.continue_with.drain
+    assert second is not None and second.continue_with is not None and second.continue_with.drain
     assert [s.slot for s in world.starts[:3]] == [1, 2, 3]
     assert world.book.most_leases == MAX_WORKERS - 1
     by_slot = Counter[int]()

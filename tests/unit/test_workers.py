@@ -14,7 +14,6 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Pause, Resume
 from sqs_redriver.core.transfer import TokenBucket
 from sqs_redriver.protocol.keys import worker_key
-from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 from sqs_redriver.runtime.pace import CONTROL_SECONDS
 from sqs_redriver.runtime.report import StopReason
 from sqs_redriver.runtime.settings import Settings
@@ -210,19 +209,12 @@ def test_a_small_backlog_never_starts_a_drain() -> None:
     assert not world.drains().joins_or_starts() and world.state.drain is None
 
 
-def test_a_chain_joins_the_drain_going_on_whatever_is_left_so_that_its_runs_end_it() -> None:
-    world = World(dlq_left=5)
+def test_a_chain_over_a_small_backlog_neither_joins_nor_starts_a_drain_for_one_request() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW)
 
-    assert world.drains().joins_or_starts()
-
-
-def test_a_drain_left_behind_by_runs_outside_it_ends_instead_of_being_joined() -> None:
-    world = World(dlq_left=5)
-    world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW - DRAIN_STALE_SECONDS - 1)
-
     assert not world.drains().joins_or_starts()
-    assert world.state.drain is not None and not world.state.drain.going
+    assert world.dlq.calls == ["dlq.backlog"] and "load_drain" not in world.state.calls
 
 
 def test_an_interrupted_drain_over_a_large_backlog_is_joined_and_its_pace_starts_over() -> None:

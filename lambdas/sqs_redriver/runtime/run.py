@@ -630,7 +630,10 @@ class Redriver:
         offered = self.continuations.offer(report, resume)
         if offered is None:
             return None
-        return replace(offered, drain=in_drain or self.drains.joins_or_starts())
+        # A chain's first run that met its per-run limit before its time may have drained a DLQ that
+        # size exactly (the usual small one): its continuation looks instead.
+        looks = offered.generation > 1 or report.stopped_because is StopReason.TIME_BUDGET
+        return replace(offered, drain=in_drain or (looks and self.drains.joins_or_starts()))
 
     def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
         """The sources whose parts this run does, in order: None (the only one) for one source;

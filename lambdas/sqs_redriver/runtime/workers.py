@@ -29,7 +29,6 @@ from sqs_redriver.core.breaker import State
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Resume
 from sqs_redriver.protocol.keys import worker_key
-from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 from sqs_redriver.protocol.settings import fans_out
 from sqs_redriver.runtime.pace import (
     CONTROL_SECONDS,
@@ -303,30 +302,22 @@ class Drains:
         release_quietly(self.state, self._key(resume.slot), resume.token, self.log)
 
     def joins_or_starts(self) -> bool:
-        """Whether a chain that goes on (its run stopped on its time or limit, with progress) is a
-        run of a drain: one going on, or one it starts while the DLQ holds FAN_OUT_BACKLOG. A drain
-        nobody stepped for DRAIN_STALE_SECONDS, left with fewer, was emptied by runs outside it:
-        it ends now."""
+        """Whether a chain that goes on is a run of a drain, while the DLQ holds FAN_OUT_BACKLOG:
+        the drain going on (one nobody stepped for DRAIN_STALE_SECONDS starts its pace over), or
+        one it starts. The DLQ's depth is read first: a smaller backlog costs one request."""
         if not drains_in_workers(self.settings):
             return False
         try:
-            stored = self.state.load_drain(self.settings.drain_key)
-            now = int(self.clock())
-            if stored is not None and stored.going and now - stored.stepped_at <= DRAIN_STALE_SECONDS:
-                return True
             left = self.dlq.backlog()
-            if stored is not None and stored.going:
-                if left >= self.settings.fan_out_backlog:
-                    return True  # interrupted: its next step starts the pace over
-                self.end(stored)
-                return False
             if left < self.settings.fan_out_backlog:
                 return False
+            stored = self.state.load_drain(self.settings.drain_key)
+            if stored is not None and stored.going:
+                return True
             # None: over a record that could not be read (the next step would never write it)
             version = stored.version if stored is not None else None
-            if not self.state.save_drain(
-                self.settings.drain_key, new_drain(self.settings, left, now), expected_version=version
-            ):
+            started = new_drain(self.settings, left, int(self.clock()))
+            if not self.state.save_drain(self.settings.drain_key, started, expected_version=version):
                 return False
         except AwsCallError as exc:
             self.log.warning("no drain joined or started: the chain goes on alone", extra={"error": str(exc)})
