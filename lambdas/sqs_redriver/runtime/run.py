@@ -566,7 +566,7 @@ class Redriver:
         continuation this run was started with (None for a scheduled tick), ``start_worker`` starts
         a large drain's worker (None: the run starts none). A DLQ shared by several sources is
         handled source by source, each under its own breaker. A run that ran (paused ones too) adds
-        its summary to the run history."""
+        its summary to the run history, unless it is a large drain's worker."""
         started, settings = self.clock(), self.settings
         self.watch.begin_run()
         if resume is not None and not self._take(resume):
