@@ -120,18 +120,14 @@ class Fleet:
 
     def __init__(self, drains: Drains, *, start_worker: Callable[[Resume], None] | None, slot: int) -> None:
         """A run in ``slot`` of one of ``drains``; ``start_worker`` starts a worker in a slot it won."""
-        self.settings, self.state, self.dlq, self.sources = (
-            drains.settings,
-            drains.state,
-            drains.dlq,
-            drains.sources,
-        )
-        self.limiter, self.chain_rate, self.clock, self.log = (
-            drains.limiter,
-            drains.chain_rate,
-            drains.clock,
-            drains.log,
-        )
+        self.settings = drains.settings
+        self.state = drains.state
+        self.dlq = drains.dlq
+        self.sources = drains.sources
+        self.limiter = drains.limiter
+        self.chain_rate = drains.chain_rate
+        self.clock = drains.clock
+        self.log = drains.log
         self.start_worker = start_worker
         self.slot = slot
         self.limits = pace_limits(self.settings)
