@@ -875,13 +875,18 @@ def sweep_due_from_item(item: Item, *, now: int) -> int:
     return epoch(item, "due_at", item_key(item), now=now, ahead=RECORD_MAX_SWEEP_AHEAD_SECONDS)
 
 
-def continuation_item(dlq_url: str, token: str, *, now: int, stale_after: int) -> dict[str, Any]:
+def slot_item(key: str, token: str, *, now: int, expires_at: int) -> dict[str, Any]:
+    """A slot a run is offered or holds: the chain's continuation slot, or a worker's lease."""
     return {
-        "pk": {"S": RecordKind.CONTINUATION.key(dlq_url)},
+        "pk": {"S": key},
         "token": {"S": token},
         "offered_at": {"N": str(now)},
-        "expires_at": {"N": str(now + stale_after)},
+        "expires_at": {"N": str(expires_at)},
     }
+
+
+def continuation_item(dlq_url: str, token: str, *, now: int, stale_after: int) -> dict[str, Any]:
+    return slot_item(RecordKind.CONTINUATION.key(dlq_url), token, now=now, expires_at=now + stale_after)
 
 
 def check_continuation(item: Item, *, now: int) -> None:
@@ -890,15 +895,6 @@ def check_continuation(item: Item, *, now: int) -> None:
     key = item_key(item)
     text(item, "token", key)
     epoch(item, "offered_at", key, now=now)
-
-
-def worker_item(key: str, token: str, *, now: int, expires_at: int) -> dict[str, Any]:
-    return {
-        "pk": {"S": key},
-        "token": {"S": token},
-        "offered_at": {"N": str(now)},
-        "expires_at": {"N": str(expires_at)},
-    }
 
 
 # A large drain's shared state (``DRAIN#<DLQ URL>``): written by the worker that steps its pace,
@@ -1272,7 +1268,7 @@ class StateTable(DynamoTable):
         """A slot's item rewritten for the run that takes it (``held_at``: a second take of the same
         token is refused) or for its successor (offered, not yet held), if ``token`` still has it."""
         now = self._now()
-        item = worker_item(key, successor or token, now=now, expires_at=expires_at)
+        item = slot_item(key, successor or token, now=now, expires_at=expires_at)
         condition = "#token = :token"
         if successor is None:
             item["held_at"] = {"N": str(now)}
@@ -1289,10 +1285,14 @@ class StateTable(DynamoTable):
 
     def release_continuation(self, key: str, token: str) -> None:
         """Free the slot if ``token`` still holds it (its run does not go on, or its start failed)."""
+        self._release(RecordKind.CONTINUATION.key(key), token, "DeleteItem (continuation)")
+
+    def _release(self, key: str, token: str, operation: str) -> None:
+        """Delete a slot's item if ``token`` still holds it."""
         self._write_if(
-            "DeleteItem (continuation)",
+            operation,
             self._client.delete_item,
-            Key={"pk": {"S": RecordKind.CONTINUATION.key(key)}},
+            Key={"pk": {"S": key}},
             ConditionExpression="#token = :token",
             ExpressionAttributeNames={"#token": "token"},
             ExpressionAttributeValues={":token": {"S": token}},
@@ -1308,7 +1308,7 @@ class StateTable(DynamoTable):
             self._write_if(
                 "PutItem (worker lease)",
                 self._client.put_item,
-                Item=worker_item(key, token, now=now, expires_at=expires_at),
+                Item=slot_item(key, token, now=now, expires_at=expires_at),
                 ConditionExpression=(
                     "attribute_not_exists(pk) OR expires_at < :now OR NOT attribute_type(expires_at, :number)"
                 ),
@@ -1325,14 +1325,7 @@ class StateTable(DynamoTable):
 
     def release_worker(self, key: str, token: str) -> None:
         """Free the lease if ``token`` still holds it."""
-        self._write_if(
-            "DeleteItem (worker lease)",
-            self._client.delete_item,
-            Key={"pk": {"S": key}},
-            ConditionExpression="#token = :token",
-            ExpressionAttributeNames={"#token": "token"},
-            ExpressionAttributeValues={":token": {"S": token}},
-        )
+        self._release(key, token, "DeleteItem (worker lease)")
 
     # A large drain's shared state.
 
