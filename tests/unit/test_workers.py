@@ -198,22 +198,35 @@ def test_a_worker_holds_its_lease_and_hands_it_to_its_continuation_or_releases_i
 def test_a_chain_that_goes_on_over_a_large_backlog_starts_a_drain_or_joins_the_one_going() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog)
 
-    assert world.drains().joins_or_starts()
+    assert world.drains().joins_or_starts(StopReason.TIME_BUDGET, generation=0)
     assert world.state.drain is not None and world.state.drain.going
-    assert world.drains().joins_or_starts() and world.state.drain.version == 1  # joined, not started again
+    assert (
+        world.drains().joins_or_starts(StopReason.TIME_BUDGET, generation=0)
+        and world.state.drain.version == 1
+    )  # joined, not started again
+
+
+def test_a_chains_first_run_that_met_its_per_run_limit_does_not_look_its_continuation_does() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog)
+
+    assert not world.drains().joins_or_starts(StopReason.PER_RUN_LIMIT, generation=0)
+    assert world.dlq.calls == []
+    assert world.drains().joins_or_starts(StopReason.PER_RUN_LIMIT, generation=1)
 
 
 def test_a_small_backlog_never_starts_a_drain() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
 
-    assert not world.drains().joins_or_starts() and world.state.drain is None
+    assert (
+        not world.drains().joins_or_starts(StopReason.TIME_BUDGET, generation=0) and world.state.drain is None
+    )
 
 
 def test_a_chain_over_a_small_backlog_neither_joins_nor_starts_a_drain_for_one_request() -> None:
     world = World(dlq_left=SETTINGS.fan_out_backlog - 1)
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), stepped_at=NOW)
 
-    assert not world.drains().joins_or_starts()
+    assert not world.drains().joins_or_starts(StopReason.TIME_BUDGET, generation=0)
     assert world.dlq.calls == ["dlq.backlog"] and "load_drain" not in world.state.calls
 
 
@@ -221,7 +234,7 @@ def test_an_interrupted_drain_over_a_large_backlog_is_joined_and_its_pace_starts
     world = World(dlq_left=SETTINGS.fan_out_backlog)
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=3000, stepped_at=NOW - 600)
 
-    assert world.drains().joins_or_starts()
+    assert world.drains().joins_or_starts(StopReason.TIME_BUDGET, generation=0)
     world.fleet(0).check(KEY, at_full_rate=True)
     assert world.state.drain.rate == 2 * SETTINGS.max_redrives_per_second
 
@@ -231,7 +244,7 @@ def test_one_worker_allowed_never_fans_out() -> None:
     drains = world.drains()
     drains.settings = replace(SETTINGS, max_workers=1)
 
-    assert not drains.joins_or_starts()
+    assert not drains.joins_or_starts(StopReason.TIME_BUDGET, generation=0)
     assert drains.fleet(Resume("t", 1, True, drain=True), None) is None
 
 

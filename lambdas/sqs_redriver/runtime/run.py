@@ -620,7 +620,7 @@ class Redriver:
             self.drains.end(drain)
         in_drain = drain is not None and drain.going
         if resume is not None and fleet is not None and is_worker(resume):
-            wanted = in_drain and drain is not None and resume.slot < drain.workers
+            wanted = drain is not None and drain.going and resume.slot < drain.workers
             limit = self.settings.max_continuations
             goes_on = wanted and continues(report, generation=resume.generation, max_continuations=limit)
             successor = replace(
@@ -630,10 +630,10 @@ class Redriver:
         offered = self.continuations.offer(report, resume)
         if offered is None:
             return None
-        # A chain's first run that met its per-run limit before its time may have drained a DLQ that
-        # size exactly (the usual small one): its continuation looks instead.
-        looks = offered.generation > 1 or report.stopped_because is StopReason.TIME_BUDGET
-        return replace(offered, drain=in_drain or (looks and self.drains.joins_or_starts()))
+        joins = in_drain or self.drains.joins_or_starts(
+            report.stopped_because, generation=offered.generation - 1
+        )
+        return replace(offered, drain=joins)
 
     def _sources_in_turn(self, resume: Resume | None) -> list[str | None]:
         """The sources whose parts this run does, in order: None (the only one) for one source;

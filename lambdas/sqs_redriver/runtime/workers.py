@@ -297,11 +297,16 @@ class Drains:
         """Free the lease of a worker that could not be started."""
         release_quietly(self.state, self._key(resume.slot), resume.token, self.log)
 
-    def joins_or_starts(self) -> bool:
-        """Whether a chain that goes on is a run of a drain, while the DLQ holds FAN_OUT_BACKLOG:
-        the drain going on (one nobody stepped for DRAIN_STALE_SECONDS starts its pace over), or
-        one it starts. The DLQ's depth is read first: a smaller backlog costs one request."""
+    def joins_or_starts(self, stop: StopReason, *, generation: int) -> bool:
+        """Whether a chain whose ``generation``-th run goes on (it stopped on ``stop``) is a run of
+        a drain, while the DLQ holds FAN_OUT_BACKLOG: the drain going on (one nobody stepped for
+        DRAIN_STALE_SECONDS starts its pace over), or one it starts. The DLQ's depth is read first:
+        a smaller backlog costs one request. A chain's first run that met its per-run limit before
+        its time does not look: it may have drained a DLQ that size exactly (the usual small one),
+        and its continuation looks instead."""
         if not drains_in_workers(self.settings):
+            return False
+        if generation == 0 and stop is not StopReason.TIME_BUDGET:
             return False
         try:
             left = self.dlq.backlog()
