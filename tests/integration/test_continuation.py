@@ -4,7 +4,10 @@ most one continuation is ever pending."""
 from __future__ import annotations
 
 from local_aws.queues import depth
+from sqs_redriver.core.table import Resume
 from sqs_redriver.runtime.continuation import CONTINUATION_STALE_SECONDS
+from sqs_redriver.runtime.run import Redriver
+from sqs_redriver.runtime.settings import Settings
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings
 from tests.support.factories import FakeClock
 
@@ -94,12 +97,18 @@ def test_no_continuation_when_turned_off(aws: Aws, clock: FakeClock) -> None:
     assert redriver.run(REMAINING).continue_with is None
 
 
-def test_a_tick_beside_a_chains_run_never_starts_a_second_chain(aws: Aws, clock: FakeClock) -> None:
-    fill_dlq(aws, 40)
+def chain_pending(aws: Aws, clock: FakeClock, messages: int) -> tuple[Settings, Redriver, Resume]:
+    """A DLQ of ``messages``, runs of 10, and the continuation its first run offered."""
+    fill_dlq(aws, messages)
     settings = make_settings(aws, max_messages_per_run=10)
     redriver = make_redriver(aws, settings, clock)
     pending = redriver.run(REMAINING).continue_with
     assert pending is not None
+    return settings, redriver, pending
+
+
+def test_a_tick_beside_a_chains_run_never_starts_a_second_chain(aws: Aws, clock: FakeClock) -> None:
+    settings, redriver, pending = chain_pending(aws, clock, 40)
     # The continuation's run has started (it holds the slot) when a tick runs beside it.
     assert redriver.state.take_continuation(settings.dlq_url, pending.token, hold_seconds=960)
 
@@ -111,11 +120,7 @@ def test_a_tick_beside_a_chains_run_never_starts_a_second_chain(aws: Aws, clock:
 
 
 def test_the_slot_of_a_chains_run_that_died_is_free_once_its_hold_expired(aws: Aws, clock: FakeClock) -> None:
-    fill_dlq(aws, 40)
-    settings = make_settings(aws, max_messages_per_run=10)
-    redriver = make_redriver(aws, settings, clock)
-    died = redriver.run(REMAINING).continue_with
-    assert died is not None
+    settings, redriver, died = chain_pending(aws, clock, 40)
     hold = settings.dlq_visibility_timeout_seconds
     assert redriver.state.take_continuation(settings.dlq_url, died.token, hold_seconds=hold)
 
@@ -140,11 +145,7 @@ def test_a_chains_run_that_does_not_go_on_frees_its_slot(aws: Aws, clock: FakeCl
 
 
 def test_a_continuation_taken_twice_at_once_runs_once(aws: Aws, clock: FakeClock) -> None:
-    fill_dlq(aws, 30)
-    settings = make_settings(aws, max_messages_per_run=10)
-    redriver = make_redriver(aws, settings, clock)
-    resume = redriver.run(REMAINING).continue_with
-    assert resume is not None
+    settings, redriver, resume = chain_pending(aws, clock, 30)
     state = redriver.state
 
     first = state.take_continuation(settings.dlq_url, resume.token, hold_seconds=960)
