@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from bench.report import scenario_table
 from local_aws.dead_letter_recovery import DeadLetterFigures, outage, poison
 from sqs_redriver.protocol.sources import SourceKind
 
@@ -95,14 +96,8 @@ def render(figures: Sequence[DeadLetterFigures], *, as_json: bool) -> str:
     sections = []
     for target in dict.fromkeys(f.target for f in figures):
         own = [f for f in figures if f.target == target]
-        lines = [
-            f"### {own[0].target_name}",
-            "",
-            "| | " + " | ".join(f.scenario for f in own) + " |",
-            "|---|" + "---|" * len(own),
-        ]
-        lines += [f"| {label} | " + " | ".join(_cell(cell(f)) for f in own) + " |" for label, cell in ROWS]
-        lines.append("")
+        table = scenario_table([f.scenario for f in own], ROWS, own, _cell)
+        lines = [f"### {own[0].target_name}", "", *table, ""]
         lines += [
             f"requests by API, {f.scenario}: " + ", ".join(f"{op} {n:,}" for op, n in f.requests_by_operation)
             for f in own

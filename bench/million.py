@@ -28,6 +28,7 @@ from typing import Any
 
 from bench.cost import Prices
 from bench.million_model import Consumer, Figures, MillionWorld, Outage, Stack
+from bench.report import scenario_table
 from sqs_redriver.runtime.settings import load_settings
 
 MESSAGES = 1_000_000
@@ -216,10 +217,8 @@ def line(result: Result) -> str:
 def render(results: Sequence[Result], *, as_json: bool) -> str:
     if as_json:
         return json.dumps([_as_dict(r) for r in results], indent=2)
-    header = "| | " + " | ".join(r.scenario for r in results) + " |"
-    rule = "|---|" + "---|" * len(results)
-    rows = [f"| {label} | " + " | ".join(str(cell(r)) for r in results) + " |" for label, cell in ROWS]
-    return "\n".join([header, rule, *rows, "", *(line(r) for r in results)])
+    table = scenario_table([r.scenario for r in results], ROWS, results)
+    return "\n".join([*table, "", *(line(r) for r in results)])
 
 
 def _as_dict(result: Result) -> dict[str, Any]:

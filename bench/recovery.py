@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from bench.report import scenario_table
 from local_aws.recovery import KitUse, lone_poison, outage, poison, poison_then_fresh
 from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import default_stack
@@ -99,11 +100,7 @@ def run(
 def render(figures: list[RecoveryFigures], *, as_json: bool) -> str:
     if as_json:
         return json.dumps([_as_json(f) for f in figures], indent=2)
-    lines = [
-        "| | " + " | ".join(f.scenario for f in figures) + " |",
-        "|---|" + "---|" * len(figures),
-    ]
-    lines += [f"| {label} | " + " | ".join(str(cell(f)) for f in figures) + " |" for label, cell in ROWS]
+    lines = scenario_table([f.scenario for f in figures], ROWS, figures)
     lines.append("")
     lines += [
         f"requests by operation, {f.scenario}: re-driver "

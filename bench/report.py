@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from bench.measurements import Result
+if TYPE_CHECKING:
+    from bench.measurements import Result
+
+T = TypeVar("T")
 
 COLUMNS = [
     "design",
@@ -48,3 +52,16 @@ def table(rows: list[dict[str, Any]], cold_start: dict[str, float], limiter: dic
         f"rate limiter, setting -> achieved messages/s (at least 200 messages and 4 s): {limiter}",
     ]
     return "\n".join(lines)
+
+
+def scenario_table(
+    names: Sequence[str],
+    rows: Sequence[tuple[str, Callable[[T], Any]]],
+    figures: Sequence[T],
+    text: Callable[[Any], str] = str,
+) -> list[str]:
+    """A Markdown table with a column per scenario (``names``, one per figure) and a row per
+    ``(label, cell)``: the simulated-time benchmarks' tables."""
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(figures)]
+    lines += [f"| {label} | " + " | ".join(text(cell(f)) for f in figures) + " |" for label, cell in rows]
+    return lines
