@@ -13,7 +13,7 @@ from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.storage import RETENTION_DAYS
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
-from tests.support.stacks import small_stack
+from tests.support.stacks import queue_pair, small_stack
 from tests.support.templates import logical_id
 
 
@@ -67,8 +67,9 @@ def test_a_retention_cloudwatch_logs_does_not_offer_fails_at_synth_naming_the_se
 
 
 def test_every_offered_retention_is_accepted() -> None:
-    stack, source, dlq = small_stack()
+    stack = cdk.Stack(cdk.App(), "Retentions")
     for days in RETENTION_DAYS:
+        source, dlq = queue_pair(stack, str(days))
         SqsRedriver(
             stack,
             f"Redriver{days}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,9 @@ from tests.support.stacks import (
     dead_letter_queue,
     nag_clean_consumer,
     nag_report,
+    queue_pair,
     source_queue,
+    wiring_findings,
 )
 from tests.support.templates import as_list, key_actions, logical_id, properties, role_statements
 
@@ -139,12 +142,15 @@ def test_the_function_may_send_to_the_own_parking_lot(built: Built) -> None:
 )
 def test_a_parking_lot_in_another_role_or_of_another_kind_fails_at_synth(role: str, message: str) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    source = sqs.Queue(stack, "Source")
+    source, dlq = queue_pair(stack)
     parking_lot = {"dlq": dlq, "source": source, "fifo": sqs.Queue(stack, "Lot", fifo=True)}[role]
 
-    with pytest.raises(SettingsError, match=message):
-        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq, parking_lot=parking_lot)
+    redriver = SqsRedriver(
+        stack, "Redriver", source_queue=source, dead_letter_queue=dlq, parking_lot=parking_lot
+    )
+
+    [finding] = wiring_findings(redriver)
+    assert re.search(message, finding)
 
 
 @pytest.mark.parametrize("imported", [False, True], ids=["in-app SSE-SQS", "imported without its key"])
@@ -163,14 +169,12 @@ def test_a_parking_lot_weaker_than_a_kms_dlq_fails_at_synth_naming_it(imported: 
         else secure_queue(stack, "Lot")
     )
 
-    with pytest.raises(SettingsError, match="parking_lot must be encrypted with a customer-managed KMS key"):
-        SqsRedriver(
-            stack,
-            "Redriver",
-            source_queue=sqs.Queue(stack, "Source"),
-            dead_letter_queue=dlq,
-            parking_lot=parking_lot,
-        )
+    redriver = SqsRedriver(
+        stack, "Redriver", source_queue=_source(stack, dlq), dead_letter_queue=dlq, parking_lot=parking_lot
+    )
+
+    [finding] = wiring_findings(redriver)
+    assert finding.startswith("parking_lot must be encrypted with a customer-managed KMS key")
 
 
 def test_a_parking_lot_imported_with_its_key_is_accepted_and_its_key_granted() -> None:
@@ -187,11 +191,7 @@ def test_a_parking_lot_imported_with_its_key_is_accepted_and_its_key_granted() -
     )
 
     redriver = SqsRedriver(
-        stack,
-        "Redriver",
-        source_queue=sqs.Queue(stack, "Source"),
-        dead_letter_queue=dlq,
-        parking_lot=parking_lot,
+        stack, "Redriver", source_queue=_source(stack, dlq), dead_letter_queue=dlq, parking_lot=parking_lot
     )
 
     template = Template.from_stack(stack)
@@ -260,10 +260,12 @@ def _table(stack: cdk.Stack, shape: str) -> dynamodb.ITable:
 def test_a_state_table_the_redriver_cannot_use_fails_at_synth_naming_it(shape: str, message: str) -> None:
     stack, source, dlq = _queues()
 
-    with pytest.raises(SettingsError, match=message):
-        SqsRedriver(
-            stack, "Redriver", source_queue=source, dead_letter_queue=dlq, state_table=_table(stack, shape)
-        )
+    redriver = SqsRedriver(
+        stack, "Redriver", source_queue=source, dead_letter_queue=dlq, state_table=_table(stack, shape)
+    )
+
+    [finding] = wiring_findings(redriver)
+    assert re.search(message, finding)
 
 
 @pytest.mark.parametrize("shape", ["v2", "imported"])
@@ -300,8 +302,11 @@ def test_an_imported_table_with_a_customer_key_gets_its_key_granted() -> None:
 
 def _queues() -> tuple[cdk.Stack, sqs.Queue, sqs.Queue]:
     stack = cdk.Stack(cdk.App(), "Tables", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    return stack, sqs.Queue(stack, "Source"), dlq
+    return (stack, *queue_pair(stack))
+
+
+def _source(stack: cdk.Stack, dlq: sqs.IQueue) -> sqs.Queue:
+    return sqs.Queue(stack, "Source", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
 
 
 # --- function props ---------------------------------------------------------------------------------

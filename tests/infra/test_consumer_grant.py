@@ -23,7 +23,13 @@ from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
 from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
-from tests.support.stacks import consumer_function, function_environment, redriver_environment, small_stack
+from tests.support.stacks import (
+    consumer_function,
+    function_environment,
+    queue_pair,
+    redriver_environment,
+    small_stack,
+)
 from tests.support.templates import as_list, asset_dir, logical_id, properties, role_statements, statements_on
 
 LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
@@ -180,8 +186,7 @@ def test_one_kit_layer_per_stack_and_a_consumer_in_another_stack_gets_its_own(tm
     # GIVEN two re-drivers in one stack, and a consumer in a second stack
     app = cdk.App(outdir=str(tmp_path))
     stack, source, dlq = small_stack(app)
-    other_dlq = sqs.Queue(stack, "OtherDlq", retention_period=cdk.Duration.days(14))
-    other_source = sqs.Queue(stack, "OtherSource")
+    other_source, other_dlq = queue_pair(stack, "Other")
     first = SqsRedriver(stack, "First", source_queue=source, dead_letter_queue=dlq)
     second = SqsRedriver(stack, "Second", source_queue=other_source, dead_letter_queue=other_dlq)
     consumers = cdk.Stack(app, "Consumers")

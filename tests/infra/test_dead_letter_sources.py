@@ -50,7 +50,7 @@ from sqs_redriver.protocol.sources import (
     TargetKind,
     read_sources,
 )
-from tests.support.stacks import ACCOUNT, REGION, app_with_nag, assert_nag_clean, nag_report
+from tests.support.stacks import ACCOUNT, REGION, app_with_nag, assert_nag_clean, nag_report, wiring_findings
 from tests.support.templates import as_list, logical_id
 
 Statement = dict[str, Any]
@@ -1021,10 +1021,12 @@ def test_consumer_verdicts_are_refused_for_a_dlq_of_another_kind_at_synth() -> N
     stack = bare_stack()
     target = bare_function(stack, on_failure=destinations.SqsDestination(sqs.Queue(stack, "Failures")))
 
-    with pytest.raises(SettingsError, match="consumer_verdicts is on for a DLQ of another kind"):
-        SqsRedriver.for_function(
-            stack, "Redriver", function=target, settings=RedriverSettings(consumer_verdicts=True)
-        )
+    redriver = SqsRedriver.for_function(
+        stack, "Redriver", function=target, settings=RedriverSettings(consumer_verdicts=True)
+    )
+
+    [finding] = wiring_findings(redriver)
+    assert finding.startswith("consumer_verdicts is on for a DLQ of another kind")
 
 
 def test_a_fifo_endpoint_of_a_subscription_is_refused() -> None:

@@ -135,7 +135,9 @@ def test_cdk_nag_finds_nothing_unacknowledged_with_an_operator(app: cdk.App, sta
 def minimal_redriver(stack: cdk.Stack | None = None, **props: Any) -> tuple[cdk.Stack, SqsRedriver]:
     stack = stack or cdk.Stack(cdk.App(), "Operated")
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14), **props)
-    source = sqs.Queue(stack, "Orders", **props)
+    source = sqs.Queue(
+        stack, "Orders", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3), **props
+    )
     return stack, SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq, archive=False)
 
 

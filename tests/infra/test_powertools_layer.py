@@ -8,7 +8,6 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
 from sqs_redriver.cdk.functions import (
@@ -19,6 +18,7 @@ from sqs_redriver.cdk.functions import (
 from sqs_redriver.cdk.redriver import SqsRedriver
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
 from sqs_redriver.cdk.stack import RedriverStack
+from tests.support.stacks import queue_pair
 
 ROOT = Path(__file__).resolve().parents[2]
 PINNED_PARAMETER = f"/aws/service/powertools/python/arm64/python3.14/{POWERTOOLS_RELEASE}"
@@ -26,10 +26,8 @@ PINNED_PARAMETER = f"/aws/service/powertools/python/arm64/python3.14/{POWERTOOLS
 
 def redriver_stack(**layer: Any) -> tuple[cdk.Stack, SqsRedriver]:
     stack = cdk.Stack(cdk.App(), "Layered")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    redriver = SqsRedriver(
-        stack, "Redriver", source_queue=sqs.Queue(stack, "Orders"), dead_letter_queue=dlq, **layer
-    )
+    source, dlq = queue_pair(stack)
+    redriver = SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq, **layer)
     return stack, redriver
 
 

@@ -441,24 +441,6 @@ def test_an_unknown_profile_fails_at_synth(tmp_path: Any) -> None:
         build_app(outdir=str(tmp_path), context={"redriver-profile": "fast"})
 
 
-def test_dlq_retention_not_longer_than_source_fails_at_synth() -> None:
-    stack = cdk.Stack(cdk.App(), "Bad")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(4))
-    source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.days(4))
-
-    with pytest.raises(SettingsError, match="dead_letter_queue retention"):
-        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
-
-
-def test_an_expiry_margin_not_shorter_than_the_dlq_retention_fails_at_synth() -> None:
-    stack = cdk.Stack(cdk.App(), "Bad")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(1))
-    source = sqs.Queue(stack, "Source", retention_period=cdk.Duration.hours(1))
-
-    with pytest.raises(SettingsError, match=r"expiry_margin_seconds \(86400\) must be shorter"):
-        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
-
-
 def test_fifo_queues_get_a_fifo_parking_lot() -> None:
     stack = cdk.Stack(cdk.App(), "Fifo")
     dlq = sqs.Queue(stack, "Dlq", fifo=True, retention_period=cdk.Duration.days(14))
@@ -474,44 +456,13 @@ def test_fifo_queues_get_a_fifo_parking_lot() -> None:
     assert "RedrivePolicy" not in parking_lot
 
 
-def test_a_fifo_source_with_a_standard_dlq_fails_at_synth() -> None:
-    stack = cdk.Stack(cdk.App(), "Mixed")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    source = sqs.Queue(stack, "Source", fifo=True)
-
-    with pytest.raises(
-        SettingsError,
-        match=r"source_queue and dead_letter_queue must be the same kind of queue \(here FIFO and standard",
-    ):
-        SqsRedriver(stack, "Redriver", source_queue=source, dead_letter_queue=dlq)
-
-
-@pytest.mark.parametrize(
-    ("roles", "message"),
-    [
-        ({"source_queue": "Orders", "dead_letter_queue": "Orders"}, "dead_letter_queue and source_queue"),
-        (
-            {"source_queue": "Orders", "other_source_queues": ["Orders"], "dead_letter_queue": "Dlq"},
-            r"source_queue and other_source_queues\[0\]",
-        ),
-    ],
-)
-def test_one_queue_in_two_roles_fails_at_synth(roles: dict[str, Any], message: str) -> None:
-    stack = cdk.Stack(cdk.App(), "Same")
-    queues = {name: sqs.Queue(stack, name) for name in ("Orders", "Dlq")}
-    props = {
-        role: [queues[n] for n in name] if isinstance(name, list) else queues[name]
-        for role, name in roles.items()
-    }
-
-    with pytest.raises(SettingsError, match=f"{message} must be different queues"):
-        SqsRedriver(stack, "Redriver", **props)
-
-
 def test_a_shared_dlq_knows_every_source_and_may_send_to_each() -> None:
     stack = cdk.Stack(cdk.App(), "Shared")
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    orders, payments = (sqs.Queue(stack, name) for name in ("Orders", "Payments"))
+    orders, payments = (
+        sqs.Queue(stack, name, dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
+        for name in ("Orders", "Payments")
+    )
 
     SqsRedriver(stack, "Redriver", source_queue=orders, other_source_queues=[payments], dead_letter_queue=dlq)
     template = Template.from_stack(stack)

@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from constructs import Construct
 
 from sqs_redriver.cdk.functions import RUNTIME, acknowledge, powertools_layer, python_function
 from sqs_redriver.cdk.redriver import SqsRedriver
@@ -26,9 +27,22 @@ ACCOUNT, REGION = "123456789012", "eu-west-1"
 def small_stack(app: cdk.App | None = None) -> tuple[cdk.Stack, sqs.Queue, sqs.Queue]:
     """A stack with a source queue (maxReceiveCount 3) and its DLQ."""
     stack = cdk.Stack(app or cdk.App(), "Small")
-    dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14))
-    source = sqs.Queue(stack, "Source", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3))
-    return stack, source, dlq
+    return (stack, *queue_pair(stack))
+
+
+def queue_pair(scope: Construct, suffix: str = "") -> tuple[sqs.Queue, sqs.Queue]:
+    """A source queue (``Source<suffix>``, maxReceiveCount 3) and its DLQ (``Dlq<suffix>``, 14 days):
+    one pair per re-driver, as the construct requires."""
+    dlq = sqs.Queue(scope, f"Dlq{suffix}", retention_period=cdk.Duration.days(14))
+    source = sqs.Queue(
+        scope, f"Source{suffix}", dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3)
+    )
+    return source, dlq
+
+
+def wiring_findings(redriver: SqsRedriver) -> list[str]:
+    """What synth reports of ``redriver``'s wiring (the validations on its node), without synthesizing."""
+    return list(redriver.node.validate())
 
 
 def consumer_function(scope: cdk.Stack, construct_id: str = "Consumer") -> lambda_.Function:

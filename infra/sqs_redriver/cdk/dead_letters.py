@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -552,30 +552,31 @@ def _stand_ins(value: Any, by_field: dict[str, str], field: str = "") -> Any:
     return value
 
 
-def check_sources(
+def source_findings(
     sources: Sequence[AttachedSource], dead_letter_queue: sqs.IQueue, consumer_verdicts: bool = False
-) -> None:
+) -> Iterator[str]:
     """What one re-driver's sources must share: their DLQ (``dead_letter_queue``) and their kind;
     no source twice; and no consumer verdicts (the kit reports on SQS consumers alone)."""
     if consumer_verdicts:
-        raise SettingsError(
+        yield (
             "consumer_verdicts is on for a DLQ of another kind: the consumer kit reports on SQS "
-            "consumers alone, never on a function, a rule target or a subscription"
+            "consumers alone, never on a function, a rule target or a subscription; remove "
+            "consumer_verdicts=True from its settings"
         )
     if len(sources) > MAX_SOURCES:
-        raise SettingsError(f"dead_letter_sources: at most {MAX_SOURCES} sources, got {len(sources)}")
+        yield f"dead_letter_sources: at most {MAX_SOURCES} sources, got {len(sources)}"
     kinds = {attached.source.kind for attached in sources}
     if len(kinds) > 1:
-        raise SettingsError(
+        yield (
             f"dead_letter_sources are of {len(kinds)} kinds ({', '.join(sorted(kinds))}): a DLQ holds "
             "one kind's dead letters, so one re-driver takes sources of one kind"
         )
     for attached in sources:
         if not same_value(attached.origin, attached.dead_letter_queue.queue_arn, dead_letter_queue.queue_arn):
-            raise SettingsError(f"{attached.label} dead-letters to another queue than dead_letter_queue")
+            yield f"{attached.label} dead-letters to another queue than dead_letter_queue"
     addresses = [attached.source.address for attached in sources]
     if len(set(addresses)) != len(addresses):
-        raise SettingsError("dead_letter_sources name one source twice")
+        yield "dead_letter_sources name one source twice"
 
 
 # --- ARNs and the constructs behind them ----------------------------------------------------------

@@ -383,28 +383,17 @@ def email_topic(scope: Construct, email: str) -> sns.Topic:
 
 def alarm_retention_seconds(known: int | None, explicit: Duration | None) -> int:
     """The DLQ retention the age alarm counts from: the queue's (defined in this app), else
-    ``explicit`` (``dlq_retention``), else SQS's default (4 days)."""
-    if explicit is not None:
-        seconds = int(explicit.to_seconds())
-        if known is not None and seconds != known:
-            raise SettingsError(
-                f"dlq_retention ({seconds} s) contradicts the dead_letter_queue's retention ({known} s); "
-                "omit it for a queue defined in this app"
-            )
-        return seconds
-    return SQS_DEFAULT_RETENTION_SECONDS if known is None else known
+    ``explicit`` (``dlq_retention``), else SQS's default (4 days). A contradiction between the two,
+    or a margin not shorter than it, is refused at synth with the wiring (validation.py)."""
+    if known is not None:
+        return known
+    return SQS_DEFAULT_RETENTION_SECONDS if explicit is None else int(explicit.to_seconds())
 
 
 def age_alarm_threshold(expiry_margin_seconds: int, dlq_retention_seconds: int) -> int:
-    """The DLQ's oldest-message age that raises ``DlqOldestMessageAge``: retention minus margin."""
-    threshold = dlq_retention_seconds - expiry_margin_seconds
-    if threshold <= 0:
-        raise SettingsError(
-            f"expiry_margin_seconds ({expiry_margin_seconds}) must be shorter than the "
-            f"dead_letter_queue's retention ({dlq_retention_seconds} s; pass dlq_retention for an "
-            "imported queue)"
-        )
-    return threshold
+    """The DLQ's oldest-message age that raises ``DlqOldestMessageAge``: retention minus margin
+    (at least a minute while synth refuses a margin that is not shorter than the retention)."""
+    return max(dlq_retention_seconds - expiry_margin_seconds, 60)
 
 
 def schedule_seconds(expression: str) -> int | None:

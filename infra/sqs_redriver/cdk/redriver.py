@@ -10,7 +10,7 @@ and monitoring.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from aws_cdk import Annotations, CfnOutput, Duration, RemovalPolicy, Stack
@@ -35,14 +35,13 @@ from sqs_redriver.cdk.consumer import (
 from sqs_redriver.cdk.dead_letters import (
     AttachedSource,
     ConsumerBreakerProps,
-    check_sources,
     read_function,
     read_rule_target,
     read_subscription,
 )
 from sqs_redriver.cdk.functions import build_redrive_function, build_schedule, powertools_layer
 from sqs_redriver.cdk.monitoring import alarm_retention_seconds, audit_widget, monitor
-from sqs_redriver.cdk.settings import RedriverSettings, SettingsError
+from sqs_redriver.cdk.settings import RedriverSettings, SettingsError, settings_prop
 from sqs_redriver.cdk.storage import (
     ARCHIVE_EXPIRATION,
     AUDIT_RETENTION,
@@ -54,11 +53,13 @@ from sqs_redriver.cdk.storage import (
     import_queue,
 )
 from sqs_redriver.cdk.validation import (
+    Wiring,
+    WiringValidation,
     check_consumer,
     check_key_arns,
-    check_props,
     consumer_max_receive_count,
     known_retention_seconds,
+    refused_at,
 )
 from sqs_redriver.protocol.settings import (
     BY_NAME,
@@ -118,7 +119,7 @@ class SqsRedriver(Construct):
         dead_letter_queue: sqs.IQueue,
         other_source_queues: Sequence[sqs.IQueue] = (),
         dead_letter_sources: Sequence[AttachedSource] = (),
-        settings: RedriverSettings | None = None,
+        settings: RedriverSettings | Mapping[str, Any] | None = None,
         powertools_layer_version: int | None = None,
         powertools_layer_arn: str | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
@@ -134,41 +135,59 @@ class SqsRedriver(Construct):
         dlq_retention: Duration | None = None,
         audit_retention: Duration = AUDIT_RETENTION,
     ) -> None:
-        """Check the props (raising SettingsError naming the one at fault), then build the re-driver."""
+        """Build the re-driver, raising SettingsError for a prop it cannot be built with; how it is
+        wired is checked when the app synthesizes, with the rest of the app (validation.py)."""
         super().__init__(scope, construct_id)
-        self.settings = settings = settings or RedriverSettings()
+        with refused_at(self):
+            self._attach(
+                Wiring(
+                    redriver=self,
+                    settings=settings_prop(settings),
+                    dead_letter_queue=dead_letter_queue,
+                    source_queues=_source_queues(source_queue, other_source_queues, dead_letter_sources),
+                    dead_letter_sources=tuple(dead_letter_sources),
+                    parking_lot=parking_lot,
+                    state_table=state_table,
+                    dlq_retention=dlq_retention,
+                    monitoring=monitoring,
+                )
+            )
+            self.powertools_layer = powertools_layer(
+                self, version=powertools_layer_version, arn=powertools_layer_arn
+            )
+            self.encryption_key = key = data_key(encryption_key, dead_letter_queue)
+            self.parking_lot = parking_lot or build_parking_lot(self, dead_letter_queue, key, removal_policy)
+            self.archive = (
+                build_archive_bucket(self, archive_expiration, removal_policy, key) if archive else None
+            )
+            self.state_table = state_table or build_state_table(self, key, removal_policy)
+            self.audit_log = build_audit_log(self, audit_retention, removal_policy)
+            self.function = build_redrive_function(self, function_props)
+            grant_redrive_function(self)
+            self._consumer_functions = ConsumerFunctions(self.function, self.source_queues)
+            self.schedule_rule = build_schedule(self)
+            self.consumer_kit_layer = consumer_kit_layer(self)
+            self._publish_deployment()
+            self._monitor(monitoring, alarm_email, alarm_topic, dlq_retention)
+
+    def _attach(self, wiring: Wiring) -> None:
+        """The settings and what the re-driver is attached to, and the check of that ``wiring``
+        (added to the node: it runs when the app synthesizes, with every other construct's)."""
+        self.wiring = wiring
+        self.settings = settings = wiring.settings
         for renamed in settings.renamed_used:
             Annotations.of(self).add_warning_v2(
                 f"sqs-redriver:renamed-setting-{renamed.old_name}",
                 deprecation_line(renamed.old_name, renamed.new_name),
             )
-        self.source_queues: tuple[sqs.IQueue, ...] = _source_queues(
-            source_queue, other_source_queues, dead_letter_sources
-        )
-        self.dead_letter_sources = tuple(dead_letter_sources)
-        if self.dead_letter_sources:
-            check_sources(self.dead_letter_sources, dead_letter_queue, settings.consumer_verdicts)
-        self.dead_letter_queue = dead_letter_queue
-        check_props(
-            settings, self.source_queues, dead_letter_queue, parking_lot=parking_lot, state_table=state_table
-        )
-        self.powertools_layer = powertools_layer(
-            self, version=powertools_layer_version, arn=powertools_layer_arn
-        )
-        self.encryption_key = key = data_key(encryption_key, dead_letter_queue)
-        self.parking_lot = parking_lot or build_parking_lot(self, dead_letter_queue, key, removal_policy)
-        self.archive = (
-            build_archive_bucket(self, archive_expiration, removal_policy, key) if archive else None
-        )
-        self.state_table = state_table or build_state_table(self, key, removal_policy)
-        self.audit_log = build_audit_log(self, audit_retention, removal_policy)
-        self.function = build_redrive_function(self, function_props)
-        grant_redrive_function(self)
-        self._consumer_functions = ConsumerFunctions(self.function, self.source_queues)
-        self.schedule_rule = build_schedule(self)
-        self.consumer_kit_layer = consumer_kit_layer(self)
-        self._publish_deployment()
-        self._monitor(monitoring, alarm_email, alarm_topic, dlq_retention)
+        self.source_queues = wiring.source_queues
+        self.dead_letter_sources = wiring.dead_letter_sources
+        self.dead_letter_queue = wiring.dead_letter_queue
+        self.node.add_validation(WiringValidation(wiring, self._wirings_in_the_app))
+
+    def _wirings_in_the_app(self) -> list[Wiring]:
+        """Every re-driver's wiring in this app, in the order of the construct tree."""
+        return [found.wiring for found in self.node.root.node.find_all() if isinstance(found, SqsRedriver)]
 
     def _publish_deployment(self) -> None:
         """One stack output naming every resource, so the operator's tool needs only the stack name."""
@@ -244,16 +263,18 @@ class SqsRedriver(Construct):
         re-driver or a missing, out-of-range or contradicting ``max_receive_count``, and, saying
         what to do, for a function the kit cannot run in or a consumer IAM cannot grant to.
         """
-        check_consumer(function)
-        queue = queue or self._first_source_queue()
-        receive_count = consumer_max_receive_count(queue, max_receive_count, self.source_queues)
+        with refused_at(self):
+            check_consumer(function)
+            queue = queue or self._first_source_queue()
+            receive_count = consumer_max_receive_count(queue, max_receive_count, self.source_queues)
         environment = {
             ENV_DLQ_URL: self.dead_letter_queue.queue_url,
             ENV_TABLE_NAME: self.state_table.table_name,
             ENV_MAX_RECEIVE_COUNT: str(receive_count),
         }
         if isinstance(function, lambda_.Function):
-            add_consumer_layers(function)  # raises before anything is granted
+            with refused_at(self):
+                add_consumer_layers(function)  # raises before anything is granted
         grant_kit_consumer(function, dead_letter_queue=self.dead_letter_queue, state_table=self.state_table)
         if isinstance(function, lambda_.Function):
             for name, value in environment.items():

@@ -7,6 +7,7 @@ and rules, so the synth refuses what the Lambda would refuse at cold start.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,14 +120,34 @@ class RedriverSettings:
     def from_context(cls, context: Mapping[str, Any] | None) -> RedriverSettings:
         """Build from the ``redriver`` context block (values typed, or text as with ``-c``);
         unknown keys are an error, not ignored."""
-        context = dict(context or {})
+        return cls._read(dict(context or {}), f"{CONTEXT_KEY} setting", typed=False)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> RedriverSettings:
+        """Build from the construct's ``settings={...}``: the fields' names, typed values."""
+        return cls._read(dict(values), "settings key", typed=True)
+
+    @classmethod
+    def _read(cls, given: dict[str, Any], what: str, *, typed: bool) -> RedriverSettings:
+        """``given`` checked against the schema: every unknown key and bad value in one error."""
         allowed = {setting.name: setting for setting in CONTEXT_SETTINGS}
         known = allowed | {old: allowed[new] for old, new in RENAMED_NAMES.items()}
-        unknown = sorted(set(context) - set(known))
+        unknown = sorted(set(given) - set(known))
+        errors: list[str] = []
         if unknown:
-            raise SettingsError(f"unknown {CONTEXT_KEY} setting(s) {unknown}; allowed: {sorted(allowed)}")
+            guess = _did_you_mean(unknown, allowed)
+            errors.append(f"unknown {what}(s) {unknown}{guess}; allowed: {sorted(allowed)}")
+        values: dict[str, Any] = {}
+        for name, value in given.items():
+            if name in known:
+                try:
+                    read = known[name].check if typed else known[name].parse
+                    values[name] = read(value, name)
+                except InvalidSetting as error:
+                    errors.append(str(error))
+        if errors:
+            raise SettingsError("; ".join(errors))
         with reraise_as(SettingsError):
-            values = {name: known[name].parse(value, name) for name, value in context.items()}
             for old, new in RENAMED_NAMES.items():
                 if old in values and new in values:
                     if values[old] != values[new]:
@@ -149,3 +170,26 @@ class RedriverSettings:
         environment = {s.env: s.to_env(getattr(self, s.name)) for s in CONTEXT_SETTINGS if s.env}
         environment[str(DLQ_VISIBILITY.env)] = DLQ_VISIBILITY.to_env(self.dlq_visibility_timeout_seconds)
         return environment
+
+
+def settings_prop(settings: RedriverSettings | Mapping[str, Any] | None) -> RedriverSettings:
+    """The construct's ``settings``: a RedriverSettings, a dict of its fields, or None (defaults)."""
+    if settings is None:
+        return RedriverSettings()
+    if isinstance(settings, RedriverSettings):
+        return settings
+    if isinstance(settings, Mapping):
+        return RedriverSettings.from_mapping(settings)
+    raise SettingsError(
+        f"settings must be a RedriverSettings or a dict of its fields, got {type(settings).__name__}: "
+        'settings=RedriverSettings(max_redrive_count=3) or settings={"max_redrive_count": 3}'
+    )
+
+
+def _did_you_mean(unknown: list[str], known: Mapping[str, object]) -> str:
+    guesses = [
+        f"{name!r} for {typo!r}"
+        for typo in unknown
+        for name in difflib.get_close_matches(typo, list(known), n=1)
+    ]
+    return f" (did you mean {', '.join(guesses)}?)" if guesses else ""

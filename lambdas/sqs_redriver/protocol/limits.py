@@ -111,6 +111,8 @@ SQS_MAX_RECEIVE_COUNT = 1_000
 
 # MessageRetentionPeriod of a queue created without one: 4 days.
 SQS_DEFAULT_RETENTION_SECONDS = 4 * 86_400
+# The longest a queue keeps a message: 14 days.
+SQS_MAX_RETENTION_SECONDS = 14 * 86_400
 
 
 # A DynamoDB partition key: at most 2,048 bytes (UTF-8). An S3 object key: at most 1,024 bytes.
