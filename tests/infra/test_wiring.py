@@ -303,10 +303,26 @@ def test_a_queue_that_dead_letters_into_the_dlq_unnamed_is_refused_with_the_line
 
     # THEN it is refused: its dead letters would be parked as of no source
     assert wiring_findings(redriver) == [
-        "the queue App/Payments dead-letters into dead_letter_queue App/OrdersDlq but is not a source "
-        "of this re-driver: its dead letters would be parked as of no configured source. Name it: "
-        "other_source_queues=[payments] (or give it a DLQ of its own)"
+        "queues of the app dead-letter into dead_letter_queue App/OrdersDlq that this re-driver does "
+        "not name: App/Payments; their dead letters would be parked as of no configured source. Name "
+        "them: other_source_queues=[payments] (or give each a DLQ of its own)"
     ]
+
+
+def test_every_unnamed_queue_is_named_in_one_line_to_write() -> None:
+    stack = stranger_stack()
+    dlq = sqs.Queue(stack, "OrdersDlq", retention_period=cdk.Duration.days(14))
+    orders, refunds = redriving(stack, "Orders", dlq), redriving(stack, "Refunds", dlq)
+    redriving(stack, "Payments", dlq)
+    redriving(stack, "InvoiceQueue", dlq)
+
+    redriver = SqsRedriver(
+        stack, "OrdersRedriver", source_queue=orders, other_source_queues=[refunds], dead_letter_queue=dlq
+    )
+
+    [finding] = wiring_findings(redriver)
+    assert "does not name: App/Payments, App/InvoiceQueue;" in finding
+    assert "other_source_queues=[refunds, payments, invoice_queue]" in finding
 
 
 def test_a_shared_dlq_with_every_source_named_is_accepted() -> None:
@@ -331,8 +347,9 @@ def test_a_queue_that_dead_letters_into_a_functions_dlq_is_refused() -> None:
     )
 
     assert wiring_findings(redriver) == [
-        "the queue App/Orders dead-letters into dead_letter_queue App/Failures, which holds the dead "
-        "letters of the function App/Notifier: a DLQ holds one kind's, so give App/Orders a DLQ of its own"
+        "queues of the app dead-letter into dead_letter_queue App/Failures, which holds the dead "
+        "letters of the function App/Notifier: App/Orders; a DLQ holds one kind's, so give each a DLQ "
+        "of its own"
     ]
 
 
@@ -523,10 +540,10 @@ def test_synth_reports_every_mistake_of_the_app_at_once_each_led_by_its_construc
     lines = [line.strip() for line in str(refused.value).splitlines()[1:]]
     expected = [
         ("[App/OrdersRedriver]", "dead_letter_queue App/OrdersDlq keeps mes"),
-        ("[App/OrdersRedriver]", "the queue App/Invoices dead-letters into "),
+        ("[App/OrdersRedriver]", "queues of the app dead-letter into dead_letter_queue App/OrdersDlq that"),
         ("[App/Again]", "dead_letter_queue App/OrdersDlq keeps mes"),
         ("[App/Again]", "dead_letter_queue App/OrdersDlq is read by"),
-        ("[App/Again]", "the queue App/Invoices dead-letters into "),
+        ("[App/Again]", "queues of the app dead-letter into dead_letter_queue App/OrdersDlq that"),
         ("[App/PaymentsRedriver]", "source_queue App/Payments has no redrive "),
         ("[App/NotifierRedriver]", "consumer_verdicts is on for a DLQ of anot"),
     ]

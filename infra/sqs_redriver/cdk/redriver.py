@@ -83,8 +83,12 @@ class SqsRedriver(Construct):
     the DLQ and the target from those constructs (``dead_letter_sources``: what they read; no
     ``source_queue`` then). ``other_source_queues``: further queues whose DLQ is
     ``dead_letter_queue`` (a shared DLQ); each message goes back to the queue SQS names as its
-    source. ``archive``: keep every parked message in an S3 bucket as well (one object each),
-    deleted ``archive_expiration`` after it was written (None: never).
+    source. ``settings``: a ``RedriverSettings`` or a dict of its fields (``{"max_redrive_count": 3}``).
+    How the re-driver is wired (its queues' redrive policies and retention, other re-drivers and
+    queues of the app on its DLQ...) is checked when the app synthesizes, with every other construct,
+    and refused in one error naming each mistake (validation.py). ``archive``: keep every parked
+    message in an S3 bucket as well (one object each), deleted ``archive_expiration`` after it was
+    written (None: never).
     ``powertools_layer_version`` (the public layer's version number) or ``powertools_layer_arn``
     (any layer) override the Powertools layer, which is by default the one of the release the
     project pins, read from its public SSM parameter at deploy time; one of them at most.

@@ -146,11 +146,13 @@ class Wiring:
         if earlier:
             yield self._shared_with(earlier[0])
         named = {queue.node.path for wiring in (self, *sharing) for queue in wiring.source_queues}
-        for cfn in _queues_of(self.redriver.node.root):
-            queue = _around(cfn)
-            if queue.node.path in named or not _redrives_into(cfn, self.dead_letter_queue):
-                continue
-            yield self._unnamed_source(queue)
+        unnamed = [
+            _around(cfn)
+            for cfn in _queues_of(self.redriver.node.root)
+            if _around(cfn).node.path not in named and _redrives_into(cfn, self.dead_letter_queue)
+        ]
+        if unnamed:
+            yield self._unnamed_sources(unnamed)
 
     def _shared_with(self, earlier: Wiring) -> str:
         dlq = _name(self.dead_letter_queue)
@@ -171,20 +173,20 @@ class Wiring:
             f"{earlier.redriver.node.path}'s other_source_queues=[{queues}], or give them a DLQ of their own"
         )
 
-    def _unnamed_source(self, queue: IConstruct) -> str:
+    def _unnamed_sources(self, queues: Sequence[IConstruct]) -> str:
         dlq = _name(self.dead_letter_queue)
+        paths = ", ".join(queue.node.path for queue in queues)
         if not self.source_queues:
-            holder = self.dead_letter_sources[0].label
             return (
-                f"the queue {queue.node.path} dead-letters into dead_letter_queue {dlq}, which holds the "
-                f"dead letters of {holder}: a DLQ holds one kind's, so give {queue.node.path} a DLQ of "
-                "its own"
+                f"queues of the app dead-letter into dead_letter_queue {dlq}, which holds the dead "
+                f"letters of {self.dead_letter_sources[0].label}: {paths}; a DLQ holds one kind's, so "
+                "give each a DLQ of its own"
             )
-        queues = ", ".join(_variable(q) for q in (*self.source_queues[1:], queue))
+        names = ", ".join(_variable(queue) for queue in (*self.source_queues[1:], *queues))
         return (
-            f"the queue {queue.node.path} dead-letters into dead_letter_queue {dlq} but is not a source "
-            "of this re-driver: its dead letters would be parked as of no configured source. Name it: "
-            f"other_source_queues=[{queues}] (or give it a DLQ of its own)"
+            f"queues of the app dead-letter into dead_letter_queue {dlq} that this re-driver does not "
+            f"name: {paths}; their dead letters would be parked as of no configured source. Name them: "
+            f"other_source_queues=[{names}] (or give each a DLQ of its own)"
         )
 
 
