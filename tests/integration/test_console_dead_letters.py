@@ -460,6 +460,65 @@ def test_a_function_s_poison_parked_by_a_run_is_shown_with_its_parking_reason_an
     assert data["table_record"] == {"count": 2}
 
 
+def by_resources(aws: Aws, *args: str) -> Any:
+    """``sqs-redriver`` on a function's re-driver named by its resources, the function's ARN as its
+    source (as `make demo KEEP=1` prints it for the function's parking lot)."""
+    named = [
+        "--dlq-url", aws.dlq_url, "--source-url", FUNCTION_ARN,
+        "--parking-lot-url", aws.parking_lot_url, "--table", aws.table_name,
+    ]  # fmt: skip
+    return CliRunner().invoke(app, [*args, *named])
+
+
+def test_show_of_a_function_s_parked_record_named_by_its_resources_gives_group_source_and_reason(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's event the re-driver parked, its re-driver in no stack
+    park_by_runs(aws, function, ORDER)
+    why = "failed after 2 re-drives (limit 2); source's error ValueError: the order has no items"
+
+    # WHEN the operator names the re-driver by its queues, its table and the function's ARN
+    [lot] = json.loads(by_resources(aws, "groups", "--queue", "parking-lot", "--json").stdout)
+    shown = by_resources(aws, "show", lot["sample_id"])
+    data = json.loads(by_resources(aws, "show", lot["sample_id"], "--json").stdout)
+
+    # THEN the record is read as the function's: its group, its source and why it was parked
+    assert shown.exit_code == 0, shown.output
+    assert (lot["group"], lot["sources"]) == ("dead-letter:orders:ValueError", [FUNCTION_ARN])
+    assert (data["group"], data["source"]) == ("dead-letter:orders:ValueError", FUNCTION_ARN)
+    assert (data["parked"]["cause"], data["parked"]["why"]) == ("over_limit", why)
+    text = flat(shown.stdout)
+    for line in (
+        "group dead-letter:orders:ValueError",
+        f"source {FUNCTION_ARN}",
+        "source kind lambda (orders)",
+        f"parked over_limit: {why}",
+    ):
+        assert line in text
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("arn:aws:sns:us-east-1:123456789012:orders", "is an ARN but not a Lambda function's"),
+        ("arn:aws:sqs:us-east-1:123456789012:orders", "is an ARN but not a Lambda function's"),
+        ("mixed", "names queues and functions: a re-driver's DLQ holds the dead letters of one kind"),
+    ],
+    ids=["topic", "queue-arn", "queue-and-function"],
+)
+def test_a_source_url_of_another_kind_is_one_usage_line(aws: Aws, source: str, said: str) -> None:
+    sources = ["--source-url", aws.source_url, "--source-url", FUNCTION_ARN] if source == "mixed" else [
+        "--source-url", source
+    ]  # fmt: skip
+    named = ["--dlq-url", aws.dlq_url, *sources, "--parking-lot-url", aws.parking_lot_url, "--table", "t"]
+
+    result = CliRunner().invoke(app, [*named, "groups"])
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: --source-url ") and said in line
+
+
 PARKED_RECORD = {
     "status": {"S": "PARKED"},
     "redrive_count": {"N": "2"},

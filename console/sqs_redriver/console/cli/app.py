@@ -297,7 +297,10 @@ def options(
         str | None, typer.Option(help="Which re-driver of the stack (its construct id), if it has several.")
     ] = None,
     dlq_url: Annotated[str | None, typer.Option(help="Without --stack: the DLQ's URL.")] = None,
-    source_url: Annotated[list[str] | None, typer.Option(help="Without --stack: a source queue URL.")] = None,
+    source_url: Annotated[
+        list[str] | None,
+        typer.Option(help="Without --stack: a source queue URL (or a Lambda function's ARN: its re-driver)."),
+    ] = None,
     parking_lot_url: Annotated[
         str | None, typer.Option(help="Without --stack: the parking lot's URL.")
     ] = None,
