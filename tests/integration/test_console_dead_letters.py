@@ -301,6 +301,60 @@ def test_a_replayed_function_event_not_back_past_the_function_s_retries_was_cons
     assert late.fate is Fate.NOT_BACK_INVOKED
 
 
+def replayed_function_event(aws: Aws, clock: list[float]) -> Any:
+    """ORDER's failure replayed to the function at ``clock``; the replay's record."""
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-1"))
+    tool = operator(clock)
+    report = replay_chosen(tool, choose_all(tool), report=MoveReport())
+    assert report.moved == 1 and report.replay_id is not None
+    return find(tool, report.replay_id)
+
+
+def test_a_replayed_function_event_the_runs_re_drove_after_it_came_back_is_back_since_not_consumed(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a replayed event the function failed again (a new record), which a run re-drove
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-2"))
+    run_clock = FakeClock(clock[0] + 600)
+    settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
+    local_redriver(
+        settings,
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=run_clock,
+        sleep=run_clock.advance,
+        delivery=lambda service, region: function,
+    ).run(lambda: 600_000)
+    assert in_dlq(aws) == 0 and len(function.invoked) == 2  # the replay's, then the run's
+
+    # WHEN the operator asks past the function's retries
+    clock[0] += AN_HOUR
+    tool = operator(clock)
+    [judged] = judge_replay(tool, record, snapshot(tool)).judged
+
+    # THEN it came back: never "consumed" on the replay's account
+    assert judged.fate is Fate.BACK_SINCE
+    assert "after it came back to the DLQ" in judged.cause
+
+
+def test_a_replayed_function_event_is_not_consumed_while_a_record_of_it_without_its_payload_came_back(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-2", dropped=True))
+
+    shown = json.loads(sqs_redriver("outcome", record.replay_id, "--json").stdout)
+
+    [judged] = shown["identities"]
+    assert judged["fate"] == "may-have-been-refused"
+    assert "1 record(s) of its function came back since without their payload" in judged["why"]
+
+
 def test_a_rule_target_s_event_goes_to_that_target_and_is_delivered(
     aws: Aws, function: PlayedFunction
 ) -> None:

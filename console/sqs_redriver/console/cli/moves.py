@@ -358,12 +358,15 @@ def outcome(
     """What became of a replay, edit or group retry: consumed, back in the DLQ, parked, or not back.
 
     Each identity sent: consumed (the consumer kit's verdicts, or found nowhere past its return
-    window with its source queue empty), back in the DLQ (same cause or new), parked, may still be
-    waiting in its source queue, or too early to tell. Reads the DLQ and the parking lot and gives
-    every message back at once. Exit 1 when some came back or were parked."""
+    window with its source queue empty), back in the DLQ (same cause or new), parked, back since
+    (re-driven or parked by the runs, as its state record says), may have been refused (a refusal
+    of the kit's, or a record of its function without its payload, not found back: never called
+    consumed), may still be waiting in its source queue, or too early to tell. Reads the DLQ and the
+    parking lot and gives every message back at once. Exit 1 when some came back, were parked or
+    may have been refused."""
     from sqs_redriver.console import outcomes
     from sqs_redriver.console.cli import render
-    from sqs_redriver.console.outcomes import BACK, Fate
+    from sqs_redriver.console.outcomes import FAILED_AGAIN
 
     tool = tool_of(ctx)
     if replay is None:
@@ -378,8 +381,7 @@ def outcome(
         render.print_json(out(), {**_record_dict(record), **_outcome_dict(judged)})
     else:
         _print_details(record, judged)
-    counts = judged.counts
-    if counts[Fate.PARKED] or any(counts[fate] for fate in BACK):
+    if any(judged.counts[fate] for fate in FAILED_AGAIN):
         raise typer.Exit(1)
 
 
