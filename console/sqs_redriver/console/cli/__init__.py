@@ -26,16 +26,15 @@ MISSING_EXTRA = (
 EXTRA = ("typer", "click", "rich", "flask", "boto3", "botocore", "aws_lambda_powertools")
 
 
-def _missing(name: str) -> str | None:
-    """The top-level name of a library of the extra that cannot be found (None: all can)."""
-    try:
-        return None if find_spec(name) is not None else name
-    except (ImportError, ValueError):  # a module set to None in sys.modules, or without a spec
-        return name
-
-
 def _missing_extra() -> str | None:
-    return next((name for name in EXTRA if _missing(name) is not None), None)
+    """The first library of the extra that cannot be found (None: all can)."""
+    for name in EXTRA:
+        try:
+            if find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):  # set to None in sys.modules, or without a spec
+            return name
+    return None
 
 
 # What the [cli] extra brings cannot be imported: main() says which extra to install (nothing else
