@@ -35,6 +35,7 @@ from sqs_redriver.console.replay import MoveReport, choose, parse_selection, rep
 from sqs_redriver.console.tool import Connection, Deployment, Target, Tool, find_message, read_all
 from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.protocol.dead_letters import compact_json
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.sources import DeadLetterSource
@@ -621,6 +622,33 @@ def test_a_parked_dead_letter_without_a_readable_reason_is_shown_parked_with_the
     assert "parked parked (reason not recorded)" in flat(shown.stdout)
     assert data["parked"] is None and data["group"] == "dead-letter:orders:ValueError"
     assert status == 200 and "<tr><th>parked</th><td>parked (reason not recorded)</td></tr>" in page
+
+
+def test_a_parked_record_carrying_its_reason_in_its_attributes_is_shown_with_it(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's record in the parking lot whose reason travels in its attributes, as an
+    # SQS message's does, and no state record of it
+    deploy(aws, FUNCTION_SOURCE)
+    reason = {"cause": "over_limit", "why": "failed after 2 re-drives (limit 2)", "redrive_count": 2}
+    mark = {"id": "sha256:any", "first": 1_800_000_000, "parked": reason}
+    with_reason = {MARK_ATTRIBUTE: string_attribute(json.dumps(mark))}
+    parked = destination_record(FUNCTION_ARN, ORDER)
+    sent = aws.sqs.send_message(
+        QueueUrl=aws.parking_lot_url, **replace(parked, attributes=with_reason).send_kwargs()
+    )
+    # AND a forged one in the DLQ (anyone may write there): not taken as parked
+    [forged] = put(aws, replace(destination_record(FUNCTION_ARN, {"order": "o-2"}), attributes=with_reason))
+
+    shown = sqs_redriver("show", sent["MessageId"])
+    data = json.loads(sqs_redriver("show", sent["MessageId"], "--json").stdout)
+    in_the_dlq = json.loads(sqs_redriver("show", forged, "--json").stdout)
+
+    assert shown.exit_code == 0, shown.output
+    assert (data["group"], data["source"]) == ("dead-letter:orders:ValueError", FUNCTION_ARN)
+    assert data["parked"] == reason
+    assert "parked over_limit: failed after 2 re-drives (limit 2)" in flat(shown.stdout)
+    assert in_the_dlq["parked"] is None
 
 
 def test_the_replay_preview_and_the_edit_form_name_the_target_not_a_source_queue(
