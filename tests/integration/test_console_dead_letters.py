@@ -35,6 +35,7 @@ from sqs_redriver.console.replay import MoveReport, choose, parse_selection, rep
 from sqs_redriver.console.tool import Connection, Deployment, Target, Tool, find_message, read_all
 from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.protocol.dead_letters import compact_json
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.sources import DeadLetterSource
@@ -301,6 +302,60 @@ def test_a_replayed_function_event_not_back_past_the_function_s_retries_was_cons
     assert late.fate is Fate.NOT_BACK_INVOKED
 
 
+def replayed_function_event(aws: Aws, clock: list[float]) -> Any:
+    """ORDER's failure replayed to the function at ``clock``; the replay's record."""
+    deploy(aws, FUNCTION_SOURCE)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-1"))
+    tool = operator(clock)
+    report = replay_chosen(tool, choose_all(tool), report=MoveReport())
+    assert report.moved == 1 and report.replay_id is not None
+    return find(tool, report.replay_id)
+
+
+def test_a_replayed_function_event_the_runs_re_drove_after_it_came_back_is_back_since_not_consumed(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a replayed event the function failed again (a new record), which a run re-drove
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-2"))
+    run_clock = FakeClock(clock[0] + 600)
+    settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
+    local_redriver(
+        settings,
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=run_clock,
+        sleep=run_clock.advance,
+        delivery=lambda service, region: function,
+    ).run(lambda: 600_000)
+    assert in_dlq(aws) == 0 and len(function.invoked) == 2  # the replay's, then the run's
+
+    # WHEN the operator asks past the function's retries
+    clock[0] += AN_HOUR
+    tool = operator(clock)
+    [judged] = judge_replay(tool, record, snapshot(tool)).judged
+
+    # THEN it came back: never "consumed" on the replay's account
+    assert judged.fate is Fate.BACK_SINCE
+    assert "after it came back to the DLQ" in judged.cause
+
+
+def test_a_replayed_function_event_is_not_consumed_while_a_record_of_it_without_its_payload_came_back(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="r-2", dropped=True))
+
+    shown = json.loads(sqs_redriver("outcome", record.replay_id, "--json").stdout)
+
+    [judged] = shown["identities"]
+    assert judged["fate"] == "may-have-been-refused"
+    assert "1 record(s) of its function came back since without their payload" in judged["why"]
+
+
 def test_a_rule_target_s_event_goes_to_that_target_and_is_delivered(
     aws: Aws, function: PlayedFunction
 ) -> None:
@@ -460,6 +515,65 @@ def test_a_function_s_poison_parked_by_a_run_is_shown_with_its_parking_reason_an
     assert data["table_record"] == {"count": 2}
 
 
+def by_resources(aws: Aws, *args: str) -> Any:
+    """``sqs-redriver`` on a function's re-driver named by its resources, the function's ARN as its
+    source (as `make demo KEEP=1` prints it for the function's parking lot)."""
+    named = [
+        "--dlq-url", aws.dlq_url, "--source-url", FUNCTION_ARN,
+        "--parking-lot-url", aws.parking_lot_url, "--table", aws.table_name,
+    ]  # fmt: skip
+    return CliRunner().invoke(app, [*args, *named])
+
+
+def test_show_of_a_function_s_parked_record_named_by_its_resources_gives_group_source_and_reason(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's event the re-driver parked, its re-driver in no stack
+    park_by_runs(aws, function, ORDER)
+    why = "failed after 2 re-drives (limit 2); source's error ValueError: the order has no items"
+
+    # WHEN the operator names the re-driver by its queues, its table and the function's ARN
+    [lot] = json.loads(by_resources(aws, "groups", "--queue", "parking-lot", "--json").stdout)
+    shown = by_resources(aws, "show", lot["sample_id"])
+    data = json.loads(by_resources(aws, "show", lot["sample_id"], "--json").stdout)
+
+    # THEN the record is read as the function's: its group, its source and why it was parked
+    assert shown.exit_code == 0, shown.output
+    assert (lot["group"], lot["sources"]) == ("dead-letter:orders:ValueError", [FUNCTION_ARN])
+    assert (data["group"], data["source"]) == ("dead-letter:orders:ValueError", FUNCTION_ARN)
+    assert (data["parked"]["cause"], data["parked"]["why"]) == ("over_limit", why)
+    text = flat(shown.stdout)
+    for line in (
+        "group dead-letter:orders:ValueError",
+        f"source {FUNCTION_ARN}",
+        "source kind lambda (orders)",
+        f"parked over_limit: {why}",
+    ):
+        assert line in text
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("arn:aws:sns:us-east-1:123456789012:orders", "is an ARN but not a Lambda function's"),
+        ("arn:aws:sqs:us-east-1:123456789012:orders", "is an ARN but not a Lambda function's"),
+        ("mixed", "names queues and functions: a re-driver's DLQ holds the dead letters of one kind"),
+    ],
+    ids=["topic", "queue-arn", "queue-and-function"],
+)
+def test_a_source_url_of_another_kind_is_one_usage_line(aws: Aws, source: str, said: str) -> None:
+    sources = ["--source-url", aws.source_url, "--source-url", FUNCTION_ARN] if source == "mixed" else [
+        "--source-url", source
+    ]  # fmt: skip
+    named = ["--dlq-url", aws.dlq_url, *sources, "--parking-lot-url", aws.parking_lot_url, "--table", "t"]
+
+    result = CliRunner().invoke(app, [*named, "groups"])
+
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: --source-url ") and said in line
+
+
 PARKED_RECORD = {
     "status": {"S": "PARKED"},
     "redrive_count": {"N": "2"},
@@ -508,6 +622,33 @@ def test_a_parked_dead_letter_without_a_readable_reason_is_shown_parked_with_the
     assert "parked parked (reason not recorded)" in flat(shown.stdout)
     assert data["parked"] is None and data["group"] == "dead-letter:orders:ValueError"
     assert status == 200 and "<tr><th>parked</th><td>parked (reason not recorded)</td></tr>" in page
+
+
+def test_a_parked_record_carrying_its_reason_in_its_attributes_is_shown_with_it(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's record in the parking lot whose reason travels in its attributes, as an
+    # SQS message's does, and no state record of it
+    deploy(aws, FUNCTION_SOURCE)
+    reason = {"cause": "over_limit", "why": "failed after 2 re-drives (limit 2)", "redrive_count": 2}
+    mark = {"id": "sha256:any", "first": 1_800_000_000, "parked": reason}
+    with_reason = {MARK_ATTRIBUTE: string_attribute(json.dumps(mark))}
+    parked = destination_record(FUNCTION_ARN, ORDER)
+    sent = aws.sqs.send_message(
+        QueueUrl=aws.parking_lot_url, **replace(parked, attributes=with_reason).send_kwargs()
+    )
+    # AND a forged one in the DLQ (anyone may write there): not taken as parked
+    [forged] = put(aws, replace(destination_record(FUNCTION_ARN, {"order": "o-2"}), attributes=with_reason))
+
+    shown = sqs_redriver("show", sent["MessageId"])
+    data = json.loads(sqs_redriver("show", sent["MessageId"], "--json").stdout)
+    in_the_dlq = json.loads(sqs_redriver("show", forged, "--json").stdout)
+
+    assert shown.exit_code == 0, shown.output
+    assert (data["group"], data["source"]) == ("dead-letter:orders:ValueError", FUNCTION_ARN)
+    assert data["parked"] == reason
+    assert "parked over_limit: failed after 2 re-drives (limit 2)" in flat(shown.stdout)
+    assert in_the_dlq["parked"] is None
 
 
 def test_the_replay_preview_and_the_edit_form_name_the_target_not_a_source_queue(

@@ -149,7 +149,7 @@ def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tool's console as wide as the table, whatever the environment: rich fixes a console's
     width from COLUMNS when it is made (at import), so a COLUMNS set for one invocation changes
     nothing once a process started with another (a full run's workers did: 80 columns)."""
-    monkeypatch.setattr(out, "_width", TABLE_WIDTH)
+    monkeypatch.setattr(out(), "_width", TABLE_WIDTH)
 
 
 def fleet(*args: str) -> Any:

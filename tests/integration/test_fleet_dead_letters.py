@@ -188,7 +188,7 @@ def refused(monkeypatch: pytest.MonkeyPatch) -> set[str]:
 @pytest.fixture(autouse=True)
 def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tool's console as wide as the table (test_fleet.py's fixture says why)."""
-    monkeypatch.setattr(out, "_width", TABLE_WIDTH)
+    monkeypatch.setattr(out(), "_width", TABLE_WIDTH)
 
 
 def fleet(*args: str) -> Any:

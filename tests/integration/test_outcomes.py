@@ -260,3 +260,31 @@ def test_a_record_that_cannot_be_written_never_hides_what_moved(aws: Aws) -> Non
 
     assert report.moved == 3 and report.replay_id is None
     assert report.error is not None and report.error.startswith("moved, but not recorded for `outcome`")
+
+
+def test_a_refused_message_gone_from_the_queues_is_never_called_consumed(aws: Aws) -> None:
+    # GIVEN a replay of three: the consumer took two, the kit refused one back to the DLQ
+    clock = [time.time() - TWO_HOURS]
+    replay_id = replay_three(aws, clock)
+    taken = take_from_source(aws)
+    fail_back_to_dlq(aws, taken["id-bad-1"]["mark"], "bad-1", "fp-bad")
+    record = find(tool_at(aws, clock), replay_id)
+    assert record.verdict_key is not None
+    KitAws(aws.table_name, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
+        record.verdict_key, VerdictTally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
+    )
+    # AND the refused copy is gone from the DLQ since (parked and purged, or expired)
+    [back] = aws.sqs.receive_message(QueueUrl=aws.dlq_url)["Messages"]
+    aws.sqs.delete_message(QueueUrl=aws.dlq_url, ReceiptHandle=back["ReceiptHandle"])
+
+    # WHEN the operator asks what became of it, past the return window
+    clock[0] += TWO_HOURS
+    result = tool(aws, "outcome", replay_id, "--json")
+
+    # THEN none is called consumed: any of the three may be the refused one
+    assert result.exit_code == 1, result.output
+    shown = json.loads(result.stdout)
+    assert {i["fate"] for i in shown["identities"]} == {"may-have-been-refused"}
+    assert shown["counts"]["consumed"] == shown["counts"]["not-back"] == 0
+    assert "3 not found, and may have been refused (not called consumed)" in shown["summary"]
+    assert "the consumer kit refused 1" in shown["summary"]

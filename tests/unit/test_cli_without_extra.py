@@ -27,7 +27,10 @@ def run_without(module: str, tmp_path: Path, *command: str) -> subprocess.Comple
     )
 
 
-@pytest.mark.parametrize("module", ["typer", "click", "rich", "flask", "boto3", "botocore"])
+# jmespath: what boto3 needs, met only once a command imports boto3 (the tool starts without it).
+@pytest.mark.parametrize(
+    "module", ["typer", "click", "rich", "flask", "boto3", "botocore", "aws_lambda_powertools", "jmespath"]
+)
 def test_the_console_script_names_its_extra_when_a_library_of_it_is_missing(
     module: str, tmp_path: Path
 ) -> None:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from sqs_redriver.console.cli.views import fleet_view
+from sqs_redriver.console.cli.render import fleet_view
 from sqs_redriver.console.fleet import (
     Fleet,
     Guard,

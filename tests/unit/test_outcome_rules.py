@@ -4,12 +4,15 @@ still be waiting in its source queue."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sqs_redriver.console.aws import QueueDepth
 from sqs_redriver.console.inventory import Where
-from sqs_redriver.console.outcomes import BACK, Fate, Observation, Seen, Sent, explain, judge
+from sqs_redriver.console.outcomes import BACK, FAILED_AGAIN, Fate, Observation, Seen, Sent, explain, judge
+from sqs_redriver.protocol.sources import SourceKind
 
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
@@ -29,6 +32,8 @@ def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
     found = draw(st.lists(st.sampled_from([s.identity for s in sent]), unique=True)) if sent else []
     seen = {identity: draw(seens) for identity in found}
     window = draw(st.none() | st.integers(0, 7_200))
+    unseen = [s.identity for s in sent if s.identity not in seen]
+    returned = draw(st.lists(st.sampled_from(unseen), unique=True)) if unseen else []
     observation = Observation(
         seen=seen,
         now=SENT_AT + draw(st.integers(0, 20_000)),
@@ -36,6 +41,8 @@ def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
         ok_verdicts=draw(st.none() | st.integers(0, 15)),
         complete=draw(st.booleans()),
         held=draw(st.dictionaries(st.just(SOURCE), helds, max_size=1)),
+        refused=draw(st.integers(0, 3)),
+        back_since={identity: SENT_AT + draw(st.integers(1, 7_200)) for identity in returned},
     )
     return sent, observation
 
@@ -112,7 +119,7 @@ def test_without_a_verdict_a_message_that_may_wait_in_its_source_is_never_consum
     if held is None or held.total or not observation.complete:
         assert not inferred  # the source holds messages, or cannot be read, or a scan missed some
     if held is not None and held.total and observation.ok_verdicts is None:
-        unseen = [j for j in outcome.judged if j.identity not in observation.seen]
+        unseen = [j for j in outcome.judged if j.identity not in {*observation.seen, *observation.back_since}]
         assert all(j.fate is Fate.WAITING for j in unseen)
         assert all("may be waiting there" in explain(j, outcome) for j in unseen)
 
@@ -137,6 +144,87 @@ def test_verdicts_vouch_only_for_as_many_as_they_count(case: tuple[list[Sent], O
     outcome = judge(sent, SENT_AT, observation)
 
     assert len(outcome.of(Fate.CONSUMED)) <= (observation.ok_verdicts or 0)
+
+
+CONSUMED_CLAIMS = (Fate.CONSUMED, Fate.NOT_BACK, Fate.GONE, Fate.NOT_BACK_INVOKED)
+
+
+@given(cases())
+def test_while_a_refusal_of_the_kit_is_not_found_back_nothing_is_called_consumed(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    found_back = [j for j in outcome.judged if j.fate in (*BACK, Fate.PARKED, Fate.BACK_SINCE)]
+    if observation.refused > len(found_back):
+        assert not [j for j in outcome.judged if j.fate in CONSUMED_CLAIMS]
+    assert outcome.refused == observation.refused
+    if observation.refused:
+        assert f"the consumer kit refused {observation.refused}" in outcome.line()
+
+
+@given(cases())
+def test_a_message_the_runs_re_drove_or_parked_since_came_back_and_is_never_consumed(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    for judged in outcome.judged:
+        if judged.identity in observation.back_since:
+            assert judged.fate is Fate.BACK_SINCE and judged.fate in FAILED_AGAIN
+            assert "after it came back to the DLQ" in explain(judged, outcome)
+
+
+def test_a_refused_message_purged_from_the_parking_lot_is_not_consumed() -> None:
+    # GIVEN two sent, one consumed and one the kit refused (parked, then purged): both nowhere
+    sent = [Sent("a", None, SOURCE), Sent("b", None, SOURCE)]
+    observation = Observation(
+        seen={}, now=SENT_AT + 7_200, windows={SOURCE: 600}, held={SOURCE: EMPTY}, ok_verdicts=1, refused=1
+    )
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    # THEN neither is called consumed: either may be the refused one
+    assert [j.fate for j in outcome.judged] == [Fate.MAYBE_REFUSED] * 2
+    assert "refused 1 of the replay's messages and 1 of them are not back" in explain(
+        outcome.judged[0], outcome
+    )
+
+
+def test_a_refusal_found_back_leaves_the_rest_consumed() -> None:
+    sent = [Sent("a", None, SOURCE), Sent("b", "fp-a", SOURCE)]
+    seen = {"b": Seen(Where.PARKING_LOT, "fp-a", "terminal", sent_since=True)}
+    observation = Observation(
+        seen=seen, now=SENT_AT + 7_200, windows={SOURCE: 600}, held={SOURCE: EMPTY}, ok_verdicts=1, refused=1
+    )
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    assert [j.fate for j in outcome.judged] == [Fate.CONSUMED, Fate.PARKED]
+
+
+FUNCTION = "arn:aws:lambda:eu-west-1:111122223333:function:orders"
+
+
+def test_a_function_s_event_is_not_consumed_while_a_record_of_it_came_back_without_its_payload() -> None:
+    sent = [Sent("event-1", None, FUNCTION)]
+    base = Observation(
+        seen={},
+        now=SENT_AT + 7_200,
+        windows={FUNCTION: 600},
+        dead_letter_kinds={FUNCTION: SourceKind.FUNCTION},
+    )
+
+    clean = judge(sent, SENT_AT, base)
+    dropped = judge(sent, SENT_AT, replace(base, unrecognised={FUNCTION: 1}))
+
+    assert clean.judged[0].fate is Fate.NOT_BACK_INVOKED
+    assert dropped.judged[0].fate is Fate.MAYBE_REFUSED
+    assert "came back since without their payload" in explain(dropped.judged[0], dropped)
 
 
 def test_back_with_the_same_or_a_new_fingerprint_or_none() -> None:

@@ -218,9 +218,12 @@ def _resource_name(arn: str) -> str:
 def inspect(raw: Mapping[str, Any], where: Where, sources: Sequence[DeadLetterSource] = ()) -> Inspected:
     """An entry of a ReceiveMessage response (all attributes requested), inspected; with
     ``sources``, the message of a DLQ of another kind (or of its parking lot), read as its dead
-    letter (the re-driver writes no mark, nor a parking reason, into these)."""
+    letter: its parking reason is the one its state record holds (``with_park_reasons``), else the
+    one the re-driver wrote into its attributes in the parking lot, as into an SQS message's (the
+    DLQ's are anyone's to write)."""
     if sources:
-        return Inspected(message=from_sqs(raw, sources), where=where)
+        parked = parking_reason(raw) if where is Where.PARKING_LOT else None
+        return Inspected(message=from_sqs(raw, sources), where=where, parked=parked)
     return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))
 
 

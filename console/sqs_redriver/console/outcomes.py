@@ -68,9 +68,16 @@ class Fate(StrEnum):
     # A dead letter of another service: a function's event nowhere past its function's retries
     NOT_BACK_INVOKED = "not-back-invoked"
     DELIVERED = "delivered"  # a rule target's or a subscription's, taken by its target (never back here)
+    # Nowhere now, but its state record says the runs re-drove or parked it after the replay
+    BACK_SINCE = "back-since"
+    # Nowhere, and a refusal nobody found back may be it (the consumer kit's verdicts; a record of
+    # its function without its payload): never called consumed
+    MAYBE_REFUSED = "may-have-been-refused"
 
 
 BACK = (Fate.BACK_SAME, Fate.BACK_NEW, Fate.BACK_UNCLASSIFIED)
+# What makes `outcome` exit 1: back in the DLQ, parked, back since, or perhaps refused.
+FAILED_AGAIN = (*BACK, Fate.PARKED, Fate.BACK_SINCE, Fate.MAYBE_REFUSED)
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,15 @@ class Observation:
     held: Mapping[str, QueueDepth] = field(default_factory=dict)
     # The sources of another kind sent to (by address), with their kind: what becomes of theirs.
     dead_letter_kinds: Mapping[str, SourceKind] = field(default_factory=dict)
+    # The consumer kit's refusals (terminal verdicts) of the replay's messages: each refused one
+    # went back to the DLQ at once.
+    refused: int = 0
+    # Identities not found whose state record says the runs re-drove or parked them after the
+    # replay: when they last did (the replay deleted any record of them it sent).
+    back_since: Mapping[str, int] = field(default_factory=dict)
+    # By source address: the records of a function found now, sent since the replay, without their
+    # payload (Lambda dropped it): they cannot be told apart, and any may be one the replay sent.
+    unrecognised: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ class Outcome:
     judged: tuple[Judged, ...]
     ok_verdicts: int | None
     complete: bool
+    refused: int = 0  # the consumer kit's refusals of the replay's messages
 
     @property
     def counts(self) -> dict[Fate, int]:
@@ -163,6 +180,8 @@ class Outcome:
         unseen = sum(counts[fate] for fate in UNSEEN)
         if self.ok_verdicts is not None and unseen:
             parts.append(f"the consumer kit counted {self.ok_verdicts} consumed")
+        if self.refused:
+            parts.append(f"the consumer kit refused {self.refused}")
         if not self.complete:
             parts.append("the scans could not read every message (some may be back, in flight)")
         return f"{len(self.judged)} sent: " + (", ".join(parts) or "nothing")
@@ -181,8 +200,19 @@ PHRASES = {
     Fate.TOO_EARLY: "not back after {minutes}m (too early to tell)",
     Fate.NOT_BACK_INVOKED: "not back after {minutes}m, past its function's retries (consumed)",
     Fate.DELIVERED: "delivered to its target (its target's own failures go elsewhere)",
+    Fate.BACK_SINCE: "came back since, and the runs re-drove or parked it (not found now)",
+    Fate.MAYBE_REFUSED: "not found, and may have been refused (not called consumed)",
 }
-UNSEEN = (Fate.NOT_BACK, Fate.GONE, Fate.WAITING, Fate.TOO_EARLY, Fate.NOT_BACK_INVOKED, Fate.DELIVERED)
+UNSEEN = (
+    Fate.NOT_BACK,
+    Fate.GONE,
+    Fate.WAITING,
+    Fate.TOO_EARLY,
+    Fate.NOT_BACK_INVOKED,
+    Fate.DELIVERED,
+    Fate.BACK_SINCE,
+    Fate.MAYBE_REFUSED,
+)
 
 
 def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outcome:
@@ -194,7 +224,11 @@ def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outco
     # Each "ok" verdict is one message consumed; a copy that never left (its delete failed) may
     # have been consumed meanwhile, so only what is left over can vouch for the unseen.
     vouched = observation.ok_verdicts is not None and observation.ok_verdicts - waiting >= len(unseen)
-    judged += [_unseen(s, sent_at, observation, consumed=vouched) for s in unseen]
+    # A refusal is accounted for by a copy found back (in the DLQ, parked, or back since).
+    found_back = sum(1 for j in judged if j.fate in BACK or j.fate is Fate.PARKED)
+    found_back += sum(1 for s in unseen if s.identity in observation.back_since)
+    unaccounted = max(0, observation.refused - found_back)
+    judged += [_unseen(s, sent_at, observation, consumed=vouched, refusals=unaccounted) for s in unseen]
     order = {s.identity: n for n, s in enumerate(unique)}
     return Outcome(
         sent_at=sent_at,
@@ -202,6 +236,7 @@ def judge(sent: Sequence[Sent], sent_at: int, observation: Observation) -> Outco
         judged=tuple(sorted(judged, key=lambda j: order[j.identity])),
         ok_verdicts=observation.ok_verdicts,
         complete=observation.complete,
+        refused=observation.refused,
     )
 
 
@@ -216,19 +251,32 @@ def _found(sent: Sent, seen: Seen) -> Judged:
     return Judged(sent.identity, fate, seen.fingerprint, sent.fingerprint, seen.cause)
 
 
-def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool) -> Judged:
-    """An identity found in neither queue: never consumed while its source queue holds messages
-    (or cannot be read); else consumed on the kit's word, or when its return window has passed and
-    the scans read everything."""
+def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool, refusals: int) -> Judged:
+    """An identity found in neither queue: back since, when its state record says so; never
+    consumed while its source queue holds messages (or cannot be read), nor while a refusal is
+    unaccounted for (``refusals``: the kit's refusals no copy found back accounts for); else
+    consumed on the kit's word, or when its return window has passed and the scans read
+    everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
+    returned = observation.back_since.get(sent.identity)
+    if returned is not None:
+        cause = f"the runs re-drove or parked it at {clock_time(returned)}, after it came back to the DLQ"
+        return Judged(sent.identity, Fate.BACK_SINCE, before=sent.fingerprint, cause=cause, back_by=back_by)
     kind = observation.dead_letter_kinds.get(sent.source)
     if kind is not None:
-        return Judged(sent.identity, _dead_letter_fate(kind, back_by, observation), back_by=back_by)
+        return _dead_letter_judged(sent, kind, back_by, observation)
     held = observation.held.get(sent.source)
     if held is None or held.total:
         # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
         fate = Fate.WAITING
+    elif refusals:
+        cause = (
+            f"the consumer kit refused {observation.refused} of the replay's messages and "
+            f"{refusals} of them are not back in the DLQ nor parked: this may be one (purged, "
+            "expired, or on its way back)"
+        )
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, before=sent.fingerprint, cause=cause, held=held)
     elif consumed:
         fate = Fate.CONSUMED
     elif back_by is None or observation.now < back_by or not observation.complete:
@@ -240,14 +288,24 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     return Judged(sent.identity, fate, before=sent.fingerprint, back_by=back_by, held=held)
 
 
-def _dead_letter_fate(kind: SourceKind, back_by: int | None, observation: Observation) -> Fate:
+def _dead_letter_judged(
+    sent: Sent, kind: SourceKind, back_by: int | None, observation: Observation
+) -> Judged:
     """A dead letter found in neither queue: delivered, when its target's failures never come
-    back here; a function's, consumed once its retries are over and the scans read everything."""
+    back here; a function's, consumed once its retries are over and the scans read everything,
+    unless a record of its function came back since without its payload (it may be this one's)."""
+    fate = Fate.NOT_BACK_INVOKED
     if kind is not SourceKind.FUNCTION:
-        return Fate.DELIVERED
-    if back_by is None or observation.now < back_by or not observation.complete:
-        return Fate.TOO_EARLY
-    return Fate.NOT_BACK_INVOKED
+        fate = Fate.DELIVERED
+    elif back_by is None or observation.now < back_by or not observation.complete:
+        fate = Fate.TOO_EARLY
+    elif observation.unrecognised.get(sent.source):
+        cause = (
+            f"{observation.unrecognised[sent.source]} record(s) of its function came back since without "
+            "their payload (Lambda dropped it): one may be this one's failure"
+        )
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, cause=cause, back_by=back_by)
+    return Judged(sent.identity, fate, back_by=back_by)
 
 
 def explain(judged: Judged, outcome: Outcome) -> str:
@@ -285,7 +343,7 @@ def explain(judged: Judged, outcome: Outcome) -> str:
         return f"the consumer kit counted {outcome.ok_verdicts} consumed, every message not back"
     if judged.fate is Fate.BACK_NEW:
         return f"fingerprint {judged.fingerprint} (was {judged.before or 'none'}): {judged.cause}"
-    return judged.cause
+    return judged.cause  # what was found (back, parked), or why it is back since or may be refused
 
 
 def _too_early(judged: Judged, outcome: Outcome, minutes: int) -> str:
@@ -599,25 +657,73 @@ def snapshot(tool: Tool) -> Snapshot:
 def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
     """What became of ``record``'s identities, now."""
     unmarked_sent = record.kind is not ReplayKind.GROUP_RETRY
-    ok = None
+    ok, refused = None, 0
     if record.verdict_key is not None:
         verdicts = tool.table.load_verdicts(record.verdict_key)
-        ok = verdicts.ok if verdicts.total else None
+        ok, refused = (verdicts.ok if verdicts.total else None), verdicts.terminal
     sources = sorted({s.source for s in record.sent if s.source})
     of_another_kind = {s.address: s for s in tool.deployment.dead_letter_sources if s.address in sources}
     queues = [url for url in sources if url not in of_another_kind]
     windows = _windows(tool, queues)
     windows.update({address: _retries_window(source) for address, source in of_another_kind.items()})
+    found = copies(seen.items, record.at, unmarked_sent=unmarked_sent)
+    unseen = [s.identity for s in record.sent if s.identity not in found]
     observation = Observation(
-        seen=copies(seen.items, record.at, unmarked_sent=unmarked_sent),
+        seen=found,
         now=tool.now(),
         windows=windows,
         ok_verdicts=ok,
         complete=not seen.gaps,
         held=_held(tool, queues),
         dead_letter_kinds={address: source.kind for address, source in of_another_kind.items()},
+        refused=refused,
+        # A group retry is sent by the runs' re-drives: those are not returns.
+        back_since=_back_since(tool, unseen, record.at) if unmarked_sent else {},
+        unrecognised=unrecognised_returns(seen.items, record),
     )
     return judge(record.sent, record.at, observation)
+
+
+def _back_since(tool: Tool, identities: Sequence[str], since: int) -> dict[str, int]:
+    """When the runs last re-drove or parked each of ``identities`` after ``since`` (the replay's
+    second: a return within it is not told from a record written before), as its state record says
+    (a dead letter's, a message's counted in the table: the replay deleted those; a marked one's
+    when it was parked, or when the runs record every re-drive)."""
+    if not identities:
+        return {}
+    redriven = {
+        identity: mark.last_redriven_at
+        for identity, mark in tool.table.load_marks(identities).items()
+        if mark.last_redriven_at is not None and mark.last_redriven_at > since
+    }
+    parked = {
+        identity: reason.last_failed_at
+        for identity, reason in tool.table.load_park_reasons(identities).items()
+        if reason.last_failed_at > since
+    }
+    return {
+        identity: max(at for at in (redriven.get(identity), parked.get(identity)) if at is not None)
+        for identity in {*redriven, *parked}
+    }
+
+
+def unrecognised_returns(items: Iterable[Inspected], record: ReplayRecord) -> dict[str, int]:
+    """By source address, the records of a function in the DLQ or the parking lot, sent at or after
+    the replay, that came back without their payload (Lambda drops it from a record too large for
+    its destination): none can be told to be, or not to be, one the replay sent."""
+    sent = {s.identity for s in record.sent}
+    counted: dict[str, int] = {}
+    for item in items:
+        dead_letter = item.dead_letter
+        if dead_letter is None or dead_letter.source is None or dead_letter.payload is not None:
+            continue
+        if (
+            dead_letter.source.kind is SourceKind.FUNCTION
+            and item.sent_at >= record.at
+            and item.identity not in sent
+        ):
+            counted[dead_letter.source.address] = counted.get(dead_letter.source.address, 0) + 1
+    return counted
 
 
 def _retries_window(source: DeadLetterSource) -> int:

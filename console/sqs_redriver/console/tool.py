@@ -28,10 +28,11 @@ from sqs_redriver.core import delivery
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import StateTable
+from sqs_redriver.protocol.dead_letters import FUNCTION_ARN
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS
 from sqs_redriver.protocol.keys import queue_key_from_arn, queue_key_from_url
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
-from sqs_redriver.protocol.sources import DeadLetterSource, read_source_list
+from sqs_redriver.protocol.sources import DeadLetterSource, Retries, SourceKind, TargetKind, read_source_list
 from sqs_redriver.protocol.wire import Rejection
 
 # An operator waits for the answer: retry throttling, but not for long.
@@ -230,7 +231,9 @@ class Target:
     dead_letter_sources: tuple[DeadLetterSource, ...] = ()
 
     def explicit(self) -> Deployment | None:
-        """The deployment the options name directly, when they name it whole."""
+        """The deployment the options name directly, when they name it whole. A ``--source-url``
+        that is a Lambda function's ARN names a function's re-driver (its dead letters read as the
+        function's records)."""
         given = [self.dlq_url, self.source_urls or self.dead_letter_sources, self.parking_lot_url, self.table]
         if not any(given):
             return None
@@ -240,16 +243,54 @@ class Target:
                 "--parking-lot-url and --table"
             )
         assert self.dlq_url and self.parking_lot_url and self.table
+        queues, functions = _named_sources(self.source_urls)
         return Deployment(
             name="(given on the command line)",
             dlq_url=self.dlq_url,
-            source_queue_urls=self.source_urls,
+            source_queue_urls=queues,
             parking_lot_url=self.parking_lot_url,
             table_name=self.table,
             audit_log_group=self.audit_log_group or "",
             archive_bucket=self.archive_bucket or "",
-            dead_letter_sources=self.dead_letter_sources,
+            dead_letter_sources=self.dead_letter_sources + functions,
         )
+
+
+# A function named on the command line: its retries are unknown there, so its return window is the
+# longest Lambda's default retries take (3 attempts of its longest timeout, 900 s, and the longest
+# wait between two, 120 s), as the construct reckons a function's (cdk/dead_letters.py).
+COMMAND_LINE_FUNCTION_RETRIES = Retries(attempts=3, attempt_seconds=900 + 120)
+
+
+def _named_sources(named: Sequence[str]) -> tuple[tuple[str, ...], tuple[DeadLetterSource, ...]]:
+    """``--source-url`` values: the source queues' URLs, or the functions' ARNs (each a source of
+    a function's re-driver); a UsageError for a mix, or an ARN of another kind."""
+    queues, functions = [], []
+    for value in named:
+        function = FUNCTION_ARN.fullmatch(value)
+        if function is not None:
+            functions.append(
+                DeadLetterSource(
+                    kind=SourceKind.FUNCTION,
+                    arn=function.group(1),
+                    target_kind=TargetKind.FUNCTION,
+                    target_arn=function.group(1),
+                    retries=COMMAND_LINE_FUNCTION_RETRIES,
+                )
+            )
+        elif value.startswith("arn:"):
+            raise UsageError(
+                f"--source-url {inert_str(value)!r} is an ARN but not a Lambda function's: give a source "
+                "queue's URL or a function's ARN (a rule target's or a subscription's re-driver is named by "
+                "--stack)"
+            )
+        else:
+            queues.append(value)
+    if queues and functions:
+        raise UsageError(
+            "--source-url names queues and functions: a re-driver's DLQ holds the dead letters of one kind"
+        )
+    return tuple(queues), tuple(functions)
 
 
 @dataclass

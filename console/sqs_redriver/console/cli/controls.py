@@ -1,19 +1,28 @@
 """The commands of the operator's controls: group records, the pause and the breakers (the library's
-controls.py)."""
+controls.py), each importing what it uses when it runs."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sqs_redriver.console import controls
-from sqs_redriver.console.cli import render
-from sqs_redriver.console.cli.app import JsonOption, ReasonOption, app, audited, breaker_app, err, out
+from sqs_redriver.console.cli.app import (
+    JsonOption,
+    ReasonOption,
+    app,
+    audited,
+    breaker_app,
+    err,
+    out,
+    tool_of,
+)
 from sqs_redriver.console.errors import NotFound
-from sqs_redriver.console.safe_text import inert, some
-from sqs_redriver.console.tool import Tool
-from sqs_redriver.core.table import GroupAction
+
+if TYPE_CHECKING:
+    from sqs_redriver.console import controls
+    from sqs_redriver.console.tool import Tool
+    from sqs_redriver.core.table import GroupAction
 
 ForceOption = Annotated[
     bool,
@@ -31,8 +40,9 @@ def retry_group(
     ctx: typer.Context, fingerprint: FingerprintArgument, reason: ReasonOption, force: ForceOption = False
 ) -> None:
     """Re-drive a group's terminal failures instead of parking them (e.g. after a fix)."""
-    tool = audited(ctx)
-    out.print(inert(controls.mark_group(tool, fingerprint, GroupAction.RETRY, reason, force=force)))
+    from sqs_redriver.core.table import GroupAction
+
+    _mark_group(ctx, fingerprint, GroupAction.RETRY, reason, force=force)
 
 
 @app.command("park-group")
@@ -40,14 +50,32 @@ def park_group(
     ctx: typer.Context, fingerprint: FingerprintArgument, reason: ReasonOption, force: ForceOption = False
 ) -> None:
     """Park a group's messages on sight, transient failures too (e.g. a known bad release)."""
-    tool = audited(ctx)
-    out.print(inert(controls.mark_group(tool, fingerprint, GroupAction.PARK, reason, force=force)))
+    from sqs_redriver.core.table import GroupAction
+
+    _mark_group(ctx, fingerprint, GroupAction.PARK, reason, force=force)
+
+
+def _mark_group(
+    ctx: typer.Context, fingerprint: str, action: GroupAction, reason: str, *, force: bool
+) -> None:
+    from sqs_redriver.console import controls
+
+    _say(controls.mark_group(audited(ctx), fingerprint, action, reason, force=force))
+
+
+def _say(done: str) -> None:
+    """What a control did, on one line (inert: it quotes what the operator typed)."""
+    from sqs_redriver.console.safe_text import inert
+
+    out().print(inert(done))
 
 
 @app.command("clear-group")
 def clear_group(ctx: typer.Context, fingerprint: FingerprintArgument, force: ForceOption = False) -> None:
     """Drop a group's retry or park record: the re-driver decides for it again."""
-    out.print(inert(controls.clear_group(audited(ctx), fingerprint, force=force)))
+    from sqs_redriver.console import controls
+
+    _say(controls.clear_group(audited(ctx), fingerprint, force=force))
 
 
 @app.command()
@@ -60,10 +88,13 @@ def rules(
     json: JsonOption = False,
 ) -> None:
     """The operator's retry and park records: fingerprint, action, who, when and why."""
-    tool: Tool = ctx.obj
+    from sqs_redriver.console.cli import render
+    from sqs_redriver.console.safe_text import inert, some
+
+    tool = tool_of(ctx)
     marks = tool.table.load_group_marks(fingerprints or tool.group_index.load())
     if not fingerprints and tool.group_index.corrupt:
-        err.print(
+        err().print(
             inert(
                 f"warning: {tool.group_index.corrupt}; listed what is valid (the next retry-group, "
                 "park-group or clear-group rewrites it)"
@@ -71,9 +102,9 @@ def rules(
         )
     found = sorted(marks.values(), key=lambda mark: (-mark.at, mark.fingerprint))
     if json:
-        render.print_json(out, [render.group_mark_dict(mark) for mark in found])
+        render.print_json(out(), [render.group_mark_dict(mark) for mark in found])
     else:
-        out.print(render.rules_table(found, tool.now()))
+        out().print(render.rules_table(found, tool.now()))
     missing = [fingerprint for fingerprint in fingerprints or () if fingerprint not in marks]
     if missing:
         raise NotFound(f"no retry or park record for {some(missing)}")
@@ -82,13 +113,17 @@ def rules(
 @app.command()
 def pause(ctx: typer.Context, reason: ReasonOption) -> None:
     """Stop every run from re-driving until `resume` (the retention sweep still runs)."""
-    out.print(inert(controls.pause(audited(ctx), reason)))
+    from sqs_redriver.console import controls
+
+    _say(controls.pause(audited(ctx), reason))
 
 
 @app.command()
 def resume(ctx: typer.Context) -> None:
     """Let the next run re-drive again (says so, and exits 0, when nothing was paused)."""
-    out.print(inert(controls.resume(audited(ctx))))
+    from sqs_redriver.console import controls
+
+    _say(controls.resume(audited(ctx)))
 
 
 SourceOption = Annotated[
@@ -100,6 +135,8 @@ SourceOption = Annotated[
 @breaker_app.command("open")
 def breaker_open(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Open the breaker: runs send only canaries after the cooldown, as when re-drives return."""
+    from sqs_redriver.console import controls
+
     tool = audited(ctx)
     _print_moves(tool, controls.open_breakers(tool, reason, source), reason)
 
@@ -107,10 +144,12 @@ def breaker_open(ctx: typer.Context, reason: ReasonOption, source: SourceOption 
 @breaker_app.command("close")
 def breaker_close(ctx: typer.Context, reason: ReasonOption, source: SourceOption = None) -> None:
     """Close the breaker: the next run re-drives (with its slow start)."""
+    from sqs_redriver.console import controls
+
     tool = audited(ctx)
     _print_moves(tool, controls.close_breakers(tool, reason, source), reason)
 
 
 def _print_moves(tool: Tool, moves: list[controls.BreakerMove], reason: str) -> None:
     for move in moves:
-        out.print(inert(f"{move.source_url}: {move.before} -> {move.after} (by {tool.who}: {reason})"))
+        _say(f"{move.source_url}: {move.before} -> {move.after} (by {tool.who}: {reason})")

@@ -1,4 +1,5 @@
-"""How the command-line tool shows things to a person (``--json`` prints the data instead)."""
+"""How the command-line tool shows things to a person (``--json`` prints the data instead): the
+views of status, groups, a message, the audit trail and the fleet, the rules and a move's summary."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from rich.console import Group as Stack
 from rich.table import Table
 from rich.text import Text
 
+from sqs_redriver.console.audit import AuditedAction, Outcome
 from sqs_redriver.console.aws import QueueDepth
+from sqs_redriver.console.fleet import Fleet, FleetRow, Guard, OtherDestination
 from sqs_redriver.console.inventory import Group, Inspected, Where, source_label
 from sqs_redriver.console.replay import MoveReport
-from sqs_redriver.console.safe_text import age, clipped, duration, inert, inert_str, when
-from sqs_redriver.console.status import DrainProgress, DrainState, Status
+from sqs_redriver.console.safe_text import age, clipped, duration, inert, inert_str, some, when
+from sqs_redriver.console.status import EXPIRY_WARNING_SECONDS, DrainProgress, DrainState, Status
 from sqs_redriver.console.tool import SAMPLE_ID_CHARS
 from sqs_redriver.core.breaker import State
 from sqs_redriver.core.table import GroupMark
@@ -280,3 +283,118 @@ def move_summary(verb: str, report: MoveReport) -> Text:
 
 def _name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+# ``audit``: the operator actions the trail recorded, newest first.
+OUTCOME_STYLE = {
+    Outcome.DONE: "green",
+    Outcome.FAILED: "red",
+    Outcome.INTERRUPTED: "yellow",
+    Outcome.UNFINISHED: "bold red",
+}
+
+
+def audit_table(actions: list[AuditedAction], now: int, since: str) -> Table:
+    """One row per action: when, who, what (with its details), how it ended, how many."""
+    table = Table(title=f"{len(actions)} operator action(s) in the last {since}")
+    table.add_column("when", no_wrap=True)
+    table.add_column("who")
+    table.add_column("action", no_wrap=True)
+    table.add_column("details", min_width=16)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("count", justify="right")
+    for action in actions:
+        details = "; ".join(f"{name}: {value}" for name, value in sorted(action.details.items()))
+        outcome = action.outcome.value + (f": {action.error}" if action.error else "")
+        table.add_row(
+            when(action.at, now),
+            inert(action.who),
+            inert(action.action),
+            inert(details),
+            inert(outcome, style=OUTCOME_STYLE[action.outcome]),
+            "" if action.count is None else str(action.count),
+        )
+    return table
+
+
+# ``fleet``: every dead-letter queue of the account, how full and how old, and who guards it.
+SOURCES_SHOWN = 3
+
+
+def fleet_view(found: Fleet) -> RenderableType:
+    """The dead-letter queues as a table, the destinations that are not queues, the calls made,
+    then the problems."""
+    holding = sum(1 for row in found.rows if row.depth is not None and row.depth.total)
+    several = len(found.regions) > 1
+    table = Table(
+        title=f"{len(found.rows)} dead-letter queue(s) in {', '.join(found.regions)}; {holding} hold messages"
+    )
+    table.add_column("queue", overflow="fold")  # a name cut short names another queue
+    if several:
+        table.add_column("region", no_wrap=True)
+    table.add_column("kind")
+    for name in ("visible", "in flight", "delayed"):
+        table.add_column(name, justify="right")
+    table.add_column("oldest", justify="right", no_wrap=True)
+    table.add_column("expires in", justify="right", no_wrap=True)
+    table.add_column("sources", overflow="fold")
+    table.add_column("guarded by", overflow="fold")
+    for row in found.rows:
+        region = [row.queue.region] if several else []
+        kinds = ", ".join(row.kinds) or "-"
+        table.add_row(inert(row.queue.name), *region, kinds, *_cells(row))
+    parts: list[RenderableType] = [table]
+    if found.elsewhere:
+        parts.append(_elsewhere_table(found.elsewhere, several=several))
+    if found.calls:
+        parts.append(Text(found.calls_summary(), style="dim"))
+    parts.append(
+        inert("\n".join(f"! {problem}" for problem in found.problems), multiline=True, style="red")
+        if found.problems
+        else Text("ok", style="green")
+    )
+    return Stack(*parts)
+
+
+def _cells(row: FleetRow) -> list[RenderableType]:
+    depth = row.depth
+    counts = ["?"] * 3 if depth is None else [str(depth.visible), str(depth.in_flight), str(depth.delayed)]
+    empty = depth is not None and depth.total == 0
+    oldest = "-" if empty else _known(row.oldest_age_seconds)
+    expiry = row.time_to_expiry_seconds
+    expires = Text(
+        "-" if empty else _known(expiry),
+        style="bold red" if expiry is not None and expiry < EXPIRY_WARNING_SECONDS else "",
+    )
+    sources = inert(some([source.label for source in row.sources], shown=SOURCES_SHOWN) or "-")
+    return [*counts, oldest, expires, sources, _guard_cell(row.guards, holds_messages=not empty)]
+
+
+def _elsewhere_table(elsewhere: Sequence[OtherDestination], *, several: bool) -> RenderableType:
+    """The dead-letter destinations that are not SQS queues, each with the source sending to it
+    (under a heading of its own: a title would wrap to the table's width)."""
+    heading = Text(
+        f"{len(elsewhere)} dead-letter destination(s) that are not SQS queues: not re-drivable by this tool"
+    )
+    table = Table()
+    table.add_column("destination", overflow="fold")
+    if several:
+        table.add_column("region", no_wrap=True)
+    table.add_column("kind")
+    table.add_column("source", overflow="fold")
+    for other in elsewhere:
+        region = [other.region] if several else []
+        table.add_row(inert(other.destination), *region, other.source.kind.value, inert(other.source.label))
+    return Stack(heading, table)
+
+
+def _known(seconds: int | None) -> str:
+    return "unknown" if seconds is None else duration(seconds)
+
+
+def _guard_cell(guards: tuple[Guard, ...] | None, *, holds_messages: bool) -> Text:
+    if guards is None:
+        return Text("unknown", style="yellow")
+    if not guards:
+        return Text("unguarded", style="yellow" if holds_messages else "")
+    return inert(", ".join(guard.label for guard in guards))
