@@ -1,6 +1,7 @@
-"""sqs_redriver.kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it
-(a corpus of real-looking ones, in the messages real libraries raise); the text is capped;
-redacting twice changes nothing; no text makes a rule's work more than linear."""
+"""sqs_redriver.protocol.redact, the kit's and the re-driver's one redaction: no secret the rules
+know leaves the consumer, whatever text surrounds it (a corpus of real-looking ones, in the
+messages real libraries raise); the text is capped; redacting twice changes nothing; no text makes
+a rule's work more than linear."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.kit import Redactor
 from sqs_redriver.kit.errors import RedactionPatternError
-from sqs_redriver.kit.redact import BUILTIN_PATTERNS, MASK, SCAN_LIMIT, cap, compile_patterns
+from sqs_redriver.protocol.redact import BUILTIN_PATTERNS, MASK, SCAN_LIMIT, cap, compile_patterns
 from tests.support.record_strategies import robust
 from tests.support.regex_bounds import problems
 from tests.support.secret_corpus import CORPUS, Secret, leaks

@@ -218,10 +218,12 @@ def _resource_name(arn: str) -> str:
 def inspect(raw: Mapping[str, Any], where: Where, sources: Sequence[DeadLetterSource] = ()) -> Inspected:
     """An entry of a ReceiveMessage response (all attributes requested), inspected; with
     ``sources``, the message of a DLQ of another kind (or of its parking lot), read as its dead
-    letter (the re-driver writes no mark, nor a parking reason, into these)."""
-    if sources:
-        return Inspected(message=from_sqs(raw, sources), where=where)
-    return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))
+    letter. A parked message's reason is the one its mark carries (a dead letter's parked copy
+    carries one when it had room; its record's is read later, ``with_park_reasons``)."""
+    if not sources:
+        return Inspected(message=from_sqs(raw), where=where, parked=parking_reason(raw))
+    parked = parking_reason(raw) if where is Where.PARKING_LOT else None
+    return Inspected(message=from_sqs(raw, sources), where=where, parked=parked)
 
 
 def parking_reason(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -1,9 +1,14 @@
-"""Exception text made safe to leave the consumer: secrets masked, length capped, or dropped.
+"""Text made safe to leave: secrets masked, length capped, or dropped. One redaction for the kit
+and the re-driver alike.
 
 Pure: text in, text out. Everything the kit writes from an exception (the mark's failure, its log
 lines, the FAILURE# record, and so the re-driver's S3 archive, and the errors it lets out of a
 record handler or a batch, ``errors``) goes through ``Redactor.redact``; the fingerprint hashes
-``Redactor.mask``'s output, so a secret is neither shown nor hashed.
+``Redactor.mask``'s output, so a secret is neither shown nor hashed. The re-driver applies the
+same built-in rules (``redact_untrusted``) where it reads text a sender could have written: the
+error a dead letter of another service carries (``dead_letters``), the consumer failure a mark or a
+FAILURE# record holds (``failure``), and every ``wire.Rejection``'s words, so no log line, reason,
+record, archive field or parking-lot attribute shows what the rules mask.
 
 The built-in rules mask what looks like an AWS access key id (``AKIA...``, ``ASIA...``), an AWS
 secret access key (40 base64 characters after a key-ish label), a bearer token or an
@@ -12,7 +17,7 @@ and "@" in it included), the value of a ``password=``/``pwd=``/``secret=``/``tok
 -like pair (ODBC's ``{...}`` quoting included), a password in words (``PASSWORD hunter2``, ``the
 password is hunter2``, ``IDENTIFIED BY hunter2``), a JSON Web Token's claims and signature, a PEM
 private key, and GitHub, Slack (tokens and webhooks) and Stripe (secret and restricted) keys; the
-user adds patterns of their own. Only the secret part of a match is masked (a named group
+kit's user adds patterns of their own. Only the secret part of a match is masked (a named group
 ``secret``, if the pattern has one, else the whole match), so the text still says what was wrong.
 Built-in rules are matched at every start, overlapping matches included, so a value that swallows
 the next label ("password password hunter2") does not hide the secret after it.
@@ -29,8 +34,6 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from sqs_redriver.kit.errors import RedactionPatternError
-
 MASK = "<redacted>"
 ELLIPSIS = "…"
 # Characters of exception text read at all; what follows is dropped before anything is matched.
@@ -41,6 +44,11 @@ MAX_PASSES = 4
 SECRET_GROUP = "secret"
 REPLACEMENT_CHARACTER = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class RedactionPatternError(ValueError):
+    """A user's redaction pattern is not a valid regular expression."""
+
 
 _PAIR_LABELS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
@@ -160,6 +168,13 @@ class Redactor:
             yield from _spans(_overlapping(pattern, text), pattern)
         for pattern in self.extra_patterns:
             yield from _spans(pattern.finditer(text), pattern)
+
+
+def redact_untrusted(text: str, max_chars: int = SCAN_LIMIT) -> str:
+    """Text the re-driver read from what a sender may write (a dead letter's error, a mark's or a
+    FAILURE# record's failure, a rejected value), as it may be shown anywhere: masked by the
+    built-in rules and capped at ``max_chars``; stable (redacting it again changes nothing)."""
+    return Redactor(max_chars=max_chars).redact(text)
 
 
 def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
