@@ -1,6 +1,7 @@
 """Real-looking secrets in the exception messages that carry them in real consumers (psycopg,
 SQLAlchemy, pyodbc, redis-py, requests, PyJWT, cryptography, paramiko, PyGithub, slack_sdk, stripe,
-botocore), each with the parts that must never leave the consumer.
+botocore), and in the errors AWS writes into a dead letter of another service (a function's, a
+rule target's), each with the parts that must never leave the consumer or the re-driver.
 
 The tokens are fake and built when the module loads (a fixed seed), their prefixes joined to them
 here rather than written whole, so no secret scanner mistakes this file for a leak.
@@ -345,6 +346,33 @@ def _earlier_kinds() -> list[Secret]:
     ]
 
 
+def _source_errors() -> list[Secret]:
+    """As a function's ``errorMessage``, Lambda's ``ErrorMessage`` or EventBridge's
+    ``ERROR_MESSAGE`` carry them: a database URL with its password, a bare AWS access key id, a
+    bearer token in words."""
+    password, key_id, token = fake(14), "AKIA" + fake(16, string.ascii_uppercase + string.digits), fake(48)
+    return [
+        Secret(
+            "database URL",
+            "RequestId: 5d1f7a2c Error: Runtime exited with error: OperationalError: could not connect "
+            f"to postgres://orders:{password}@orders-db.cluster-c9.eu-west-1.rds.amazonaws.com:5432/orders",
+            (password,),
+        ),
+        Secret(
+            "AWS access key id",
+            f"AccessDenied: User AIDA{fake(16, string.ascii_uppercase)} with key {key_id} is not "
+            "authorized to perform: sqs:SendMessage",
+            (key_id,),
+        ),
+        Secret(
+            "bearer token",
+            "Failed to send the event to the target: HTTP 401 from https://hooks.example.com "
+            f"(sent Bearer {token})",
+            (token,),
+        ),
+    ]
+
+
 CORPUS: tuple[Secret, ...] = tuple(
     _url_passwords()
     + _odbc_passwords()
@@ -355,6 +383,7 @@ CORPUS: tuple[Secret, ...] = tuple(
     + _stripe_keys()
     + _spoken_passwords()
     + _earlier_kinds()
+    + _source_errors()
 )
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sqs_redriver.console.inventory import (
     Inspected,
     Where,
+    inspect,
     is_fingerprint,
     with_park_reasons,
 )
@@ -31,12 +32,12 @@ from sqs_redriver.core.table import (
     park_reason_from_item,
 )
 from sqs_redriver.protocol.dead_letters import Cause, DeadLetter
-from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, DlqMessage, string_attribute
 from sqs_redriver.protocol.limits import MAX_COUNT
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import SourceKind
 from sqs_redriver.protocol.wire import Rejection
-from tests.support.dead_letters import FUNCTION_SOURCE, SAMPLE_SOURCES
+from tests.support.dead_letters import FUNCTION_SOURCE, SAMPLE_SOURCES, function_dlq_message
 
 SENT_AT = 1_800_000_000
 WINDOW = 720
@@ -223,3 +224,26 @@ def test_a_dead_letter_in_the_parking_lot_says_its_reason_and_count_or_that_none
     assert parked.label == "parked (reason not recorded); ValueError: no items"
     assert parked.parking == "parked (reason not recorded)"
     assert replace(parked, where=Where.DLQ).parking is None
+
+
+def test_a_dead_letter_s_parked_copy_says_the_reason_it_carries_and_in_the_dlq_none() -> None:
+    # GIVEN a function DLQ's message as the re-driver parked it: its reason in the mark attribute
+    letter = function_dlq_message({"order": "o-1"})
+    reason = ParkReason(
+        ParkCause.UNKNOWN_SOURCE, "its dead letter names no configured source", 0, 1, 2, "-", "m-0"
+    )
+    mark = Mark("sha256:" + "a" * 64).to_json(parked=reason.to_dict())
+    raw = {
+        **letter.received(),
+        "MessageAttributes": {**letter.attributes, MARK_ATTRIBUTE: string_attribute(mark)},
+    }
+
+    parked, in_dlq = (
+        inspect(raw, Where.PARKING_LOT, [FUNCTION_SOURCE]),
+        inspect(raw, Where.DLQ, [FUNCTION_SOURCE]),
+    )
+
+    # THEN the parked copy says its reason, is the same dead letter, and one in the DLQ claims none
+    assert parked.parking == "unknown_source: its dead letter names no configured source"
+    assert parked.identity == inspect(letter.received(), Where.DLQ, [FUNCTION_SOURCE]).identity
+    assert MARK_ATTRIBUTE not in parked.message.attributes and in_dlq.parking is None

@@ -162,11 +162,18 @@ def test_a_record_that_cannot_be_read_is_parked_naming_the_field() -> None:
     assert "requestContext.functionArn is missing" in park.reason.why
 
 
-def test_a_dead_letter_of_no_configured_source_is_parked_as_such() -> None:
-    [park] = plan([dead_letter_message("{}", RULE_TARGET)]).park
+def test_a_dead_letter_of_no_configured_source_is_parked_naming_what_it_claimed() -> None:
+    claimed = f"{RULE}|{FUNCTION}"
+    [park] = plan([dead_letter_message("{}", RULE_TARGET, origin=claimed)]).park
 
     assert park.reason.cause is ParkCause.UNKNOWN_SOURCE
-    assert park.reason.why == "its dead letter names no configured source"
+    assert park.reason.why == f"its dead letter names no configured source (it names {claimed})"
+
+
+def test_a_dead_letter_that_names_no_source_at_all_is_parked_saying_so() -> None:
+    [park] = plan([dead_letter_message("{}", None)]).park
+
+    assert park.reason.why == "its dead letter names no configured source (it names none)"
 
 
 def test_poison_at_its_limit_is_parked_with_the_function_s_error() -> None:

@@ -21,6 +21,7 @@ from sqs_redriver.protocol.dead_letters import (
     read_dead_letter,
 )
 from sqs_redriver.protocol.limits import SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.redact import ELLIPSIS, redact_untrusted
 from sqs_redriver.protocol.sources import DeadLetterSource, read_source
 from tests.support.dead_letters import (
     FUNCTION_ARN,
@@ -165,8 +166,8 @@ def test_a_huge_or_broken_error_is_kept_short_and_as_valid_text() -> None:
     cause = read_dead_letter(body, {}, [FUNCTION_SOURCE]).cause
 
     assert cause is not None
-    assert cause.code == "E" * MAX_CAUSE_CODE_CHARS
-    assert cause.message == "?" + "m" * (MAX_CAUSE_MESSAGE_CHARS - 1)
+    assert cause.code == "E" * (MAX_CAUSE_CODE_CHARS - 1) + ELLIPSIS
+    assert cause.message == "\ufffd" + "m" * (MAX_CAUSE_MESSAGE_CHARS - 2) + ELLIPSIS
 
 
 def test_a_record_of_a_function_not_configured_names_it_and_has_no_source() -> None:
@@ -619,7 +620,9 @@ def test_a_function_dlq_messages_event_reads_back_exactly(
     dead_letter = read(letter, FUNCTION_SOURCE)
 
     assert dead_letter.payload == json.dumps(event)
-    assert dead_letter.cause == Cause(str(error_code), error_message[:MAX_CAUSE_MESSAGE_CHARS])
+    assert dead_letter.cause == Cause(
+        str(error_code), redact_untrusted(error_message, MAX_CAUSE_MESSAGE_CHARS)
+    )
     assert dead_letter.replayable
 
 

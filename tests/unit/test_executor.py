@@ -24,7 +24,7 @@ from tests.support.factories import TEN_ATTRIBUTES
 from tests.support.fakes import FakeArchive, FakeQueue, FakeStateStore, dlq_message
 
 NOW = 1_800_000_000
-REFUSED = EntryFailure("InvalidParameterValue", "no", sender_fault=True)
+REFUSED = EntryFailure("InvalidParameterValue", "MessageBody holds characters SQS refuses", sender_fault=True)
 SERVER_FAULT = EntryFailure("InternalError", "try again", sender_fault=False)
 SILENT = logging.getLogger("executor-tests")
 
@@ -83,7 +83,7 @@ def test_redrives_go_to_their_source_with_the_next_count_and_only_those_are_dele
     assert world.state.records == []  # marked messages carry their own count
 
 
-def test_a_message_the_source_refuses_for_good_is_parked_with_the_code() -> None:
+def test_a_message_the_source_refuses_for_good_is_parked_with_the_code_and_what_it_said() -> None:
     world = World()
     world.orders.refuse["bad"] = REFUSED
     [bad] = tracked(dlq_message("bad"))
@@ -92,7 +92,9 @@ def test_a_message_the_source_refuses_for_good_is_parked_with_the_code() -> None
 
     [parked] = world.parking_lot.sent
     reason = json.loads(parked.attributes[MARK_ATTRIBUTE]["StringValue"])["parked"]
-    assert reason["why"] == "source queue rejected it: InvalidParameterValue"
+    assert reason["why"] == (
+        "source queue rejected it: InvalidParameterValue (MessageBody holds characters SQS refuses)"
+    )
     assert world.dlq.deleted == [bad.message_id] and executed.tally.parked == 1
 
 

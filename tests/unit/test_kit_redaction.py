@@ -1,11 +1,13 @@
-"""sqs_redriver.kit.redact: no secret the rules know leaves the consumer, whatever text surrounds it
-(a corpus of real-looking ones, in the messages real libraries raise); the text is capped;
-redacting twice changes nothing; no text makes a rule's work more than linear."""
+"""sqs_redriver.protocol.redact, the kit's and the re-driver's one redaction: no secret the rules
+know leaves the consumer, whatever text surrounds it (a corpus of real-looking ones, in the
+messages real libraries raise); the text is capped; redacting twice changes nothing; no text makes
+a rule's work more than linear."""
 
 from __future__ import annotations
 
 import re
 import string
+from unittest.mock import patch
 
 import pytest
 from hypothesis import assume, given
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.kit import Redactor
 from sqs_redriver.kit.errors import RedactionPatternError
-from sqs_redriver.kit.redact import BUILTIN_PATTERNS, MASK, SCAN_LIMIT, cap, compile_patterns
+from sqs_redriver.protocol.redact import BUILTIN_PATTERNS, MASK, SCAN_LIMIT, TRIGGERS, cap, compile_patterns
 from tests.support.record_strategies import robust
 from tests.support.regex_bounds import problems
 from tests.support.secret_corpus import CORPUS, Secret, leaks
@@ -307,3 +309,41 @@ def test_adversarial_long_text_is_redacted_to_its_properties(pieces: list[str], 
     once.encode("utf-8")
     if len(text) > SCAN_LIMIT * 2:
         assert DEFAULT.mask(text) == DEFAULT.mask(text[: SCAN_LIMIT * 2])
+
+
+# --- the triggers: a rule is skipped only on text where it cannot match --------------------------
+
+CASED_FRAGMENTS = FRAGMENTS + tuple(f.upper() for f in FRAGMENTS) + tuple(f.title() for f in FRAGMENTS)
+ascii_texts = st.lists(
+    st.sampled_from(CASED_FRAGMENTS) | st.text(string.printable, max_size=6), max_size=40
+).map("".join)
+
+
+def assert_every_match_holds_a_trigger(text: str) -> None:
+    for pattern, words in TRIGGERS.items():
+        for match in pattern.finditer(text):
+            assert any(word in match.group(0).lower() for word in words), (pattern.pattern, match.group(0))
+
+
+def test_every_rule_has_its_triggers() -> None:
+    assert list(TRIGGERS) == list(BUILTIN_PATTERNS)
+
+
+@pytest.mark.parametrize("secret", CORPUS, ids=str)
+def test_every_match_in_the_corpus_holds_one_of_its_rule_s_triggers(secret: Secret) -> None:
+    assert_every_match_holds_a_trigger(secret.text)
+
+
+@given(text=ascii_texts.filter(str.isascii))
+@robust
+def test_every_match_in_any_ascii_text_holds_one_of_its_rule_s_triggers(text: str) -> None:
+    assert_every_match_holds_a_trigger(text)
+
+
+@given(text=ascii_texts | st.sampled_from([s.text for s in CORPUS]) | texts())
+@robust
+def test_a_text_is_masked_as_if_every_rule_ran_on_it(text: str) -> None:
+    with patch("sqs_redriver.protocol.redact._builtin_candidates", lambda _: BUILTIN_PATTERNS):
+        every_rule = DEFAULT.mask(text), DEFAULT.redact(text)
+
+    assert (DEFAULT.mask(text), DEFAULT.redact(text)) == every_rule

@@ -20,7 +20,9 @@ What each target receives:
 
 Before any call, a message the target cannot take as it is fails for good (a sender fault): over
 the target's size limit (``MessageTooLong``), a payload that cannot be turned into the target's
-request (``InvalidPayload``, naming the field), FIFO ids missing (``MissingParameter``).
+request (``InvalidPayload``, naming the field and what is wrong with it), FIFO ids missing
+(``MissingParameter``). A failure's message is what the delivery found, or what the service said of
+that message (its error's message, the code apart); the parking reason of a refusal keeps both.
 
 What the target answers, per message (a sender fault is parked; any other failure leaves the
 message in the DLQ for a later run):
@@ -205,7 +207,7 @@ class _OneByOne(_Target):
             return self._call(payload, message)
         except ClientError as exc:
             code = _error_code(exc)
-            return EntryFailure(code, str(exc), sender_fault=code in self.sender_faults)
+            return EntryFailure(code, _error_message(exc), sender_fault=code in self.sender_faults)
         except BotoCoreError as exc:
             return EntryFailure(CALL_FAILED, str(exc), sender_fault=False)
 
@@ -368,7 +370,7 @@ class EventBusTarget(_Target):
                 for entry in chunk:
                     self._put([entry], result)
             else:
-                result.failed[chunk[0].entry_id] = EntryFailure(code, str(exc), sender_fault=True)
+                result.failed[chunk[0].entry_id] = EntryFailure(code, _error_message(exc), sender_fault=True)
         except BotoCoreError as exc:
             self._fail_call(chunk, exc, result)
         else:
@@ -635,3 +637,8 @@ def _json_text(value: object, field: str) -> str:
 
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "")) or "Unknown"
+
+
+def _error_message(exc: ClientError) -> str:
+    """What the service said of one message (the code apart, as SQS's batch answers give it)."""
+    return str(exc.response.get("Error", {}).get("Message", "")) or str(exc)

@@ -14,11 +14,13 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.protocol.envelope import (
     MARK_ATTRIBUTE,
     DlqMessage,
+    attribute_size,
     from_sqs,
+    has_room_for_mark,
     message_size,
     string_attribute,
 )
-from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
+from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_BATCH_SIZE, SQS_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -306,8 +308,15 @@ def outgoing(
 
 
 def with_mark(tracked: Tracked, mark_json: str) -> dict[str, Any]:
-    """The message's own attributes, plus the mark when the message has room for it."""
+    """The message's own attributes, plus the mark when the message has room for it. A dead letter
+    of another service never goes back with one (``delivery.delivered``), but its parked copy
+    carries its parking reason in it as an SQS message's does, when there is room for it."""
     attributes: dict[str, Any] = dict(tracked.message.attributes)
-    if tracked.carries_mark:
-        attributes[MARK_ATTRIBUTE] = string_attribute(mark_json)
+    mark = string_attribute(mark_json)
+    if tracked.carries_mark or (
+        tracked.message.dead_letter is not None
+        and has_room_for_mark(tracked.message.body, attributes)
+        and attribute_size(MARK_ATTRIBUTE, mark) <= MAX_MARK_BYTES
+    ):
+        attributes[MARK_ATTRIBUTE] = mark
     return attributes

@@ -46,8 +46,8 @@ from types import FrameType, MappingProxyType, TracebackType
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from sqs_redriver.kit.redact import Redactor
 from sqs_redriver.protocol.failure import FailureKind
+from sqs_redriver.protocol.redact import Redactor
 
 Predicate = Callable[[BaseException], FailureKind | None]
 ExceptionTypes = Iterable[type[BaseException]]

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqs_redriver.kit.errors import KitConfigError, RedactionPatternError
-from sqs_redriver.kit.redact import Redactor, compile_patterns
 from sqs_redriver.protocol.limits import MAX_ERROR_MESSAGE_CHARS, SQS_MAX_RECEIVE_COUNT
+from sqs_redriver.protocol.redact import Redactor, compile_patterns
 from sqs_redriver.protocol.settings import (
     ENV_DLQ_URL,
     ENV_ERROR_TEXT,

@@ -36,8 +36,8 @@ from sqs_redriver.kit.classify import (
 from sqs_redriver.kit.config import KitConfig, load_config
 from sqs_redriver.kit.errors import AllRecordsFailedError, KitAwsError, RecordFailedError, UnsendableRecord
 from sqs_redriver.kit.records import InboundRecord, from_event_record, plan_dead_letter
-from sqs_redriver.kit.redact import Redactor, compile_patterns
 from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.redact import Redactor, compile_patterns
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.base import BasePartialBatchProcessor

@@ -21,13 +21,13 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 
 from sqs_redriver.protocol.failure import Failure
 
+# A bad redaction pattern: raised by the redaction the kit shares with the re-driver, and one of
+# the kit's exceptions for its users (``from sqs_redriver.kit.errors import RedactionPatternError``).
+from sqs_redriver.protocol.redact import RedactionPatternError as RedactionPatternError
+
 
 class KitConfigError(ValueError):
     """A kit setting is missing or outside what the kit accepts; the message names the variable."""
-
-
-class RedactionPatternError(ValueError):
-    """A user's redaction pattern is not a valid regular expression."""
 
 
 class KitAwsError(RuntimeError):

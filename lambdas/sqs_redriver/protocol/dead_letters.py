@@ -6,6 +6,13 @@ once, into a ``DeadLetter``: the source it belongs to, what goes back to the tar
 source said about the failure. A message that cannot be read is a ``DeadLetter`` with a
 ``problem`` naming the field; the run parks it with that reason. Nothing here raises.
 
+Every text of a dead letter but what goes back (its payload and attributes: the message itself)
+is redacted here, as it is read (``redact``): the source's error (a function's ``errorMessage``,
+Lambda's ``ErrorMessage``, EventBridge's ``ERROR_MESSAGE``, and their codes), the request id,
+where it says it came from, and any problem's words. Each is bounded too, in characters and as
+JSON, as a consumer's failure is (``failure``), so a parking reason built of them fits the
+parking lot's attribute. No log line, reason, record, metric or archive field gets them otherwise.
+
 The shapes, as AWS documents them:
 
 - A function's on-failure destination record (a JSON document: ``requestContext``,
@@ -31,22 +38,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqs_redriver.protocol.failure import MAX_ERROR_CLASS_JSON_BYTES, MAX_ERROR_MESSAGE_JSON_BYTES, bounded
 from sqs_redriver.protocol.limits import (
+    MAX_ERROR_CLASS_CHARS,
+    MAX_ERROR_MESSAGE_CHARS,
     SQS_ATTRIBUTE_NAME_CHARACTERS,
     SQS_MAX_ATTRIBUTE_NAME_CHARS,
     SQS_MAX_ATTRIBUTE_TYPE_CHARS,
     SQS_MAX_MESSAGE_ATTRIBUTES,
     SQS_MAX_MESSAGE_BYTES,
 )
+from sqs_redriver.protocol.redact import redact_untrusted
 from sqs_redriver.protocol.sources import ARN_PATTERN, MAX_ARN_CHARS, DeadLetterSource, SourceKind
 from sqs_redriver.protocol.wire import Rejection, json_depth, required, text, text_of
 
 MessageAttributes = Mapping[str, Mapping[str, Any]]
 
-# What a cause keeps of the source's words (they go into logs and park reasons).
-MAX_CAUSE_CODE_CHARS = 256
-MAX_CAUSE_MESSAGE_CHARS = 1_024
+# What a cause keeps of the source's words (they go into logs and park reasons): as much as of a
+# consumer's error class and message, so a parking reason is as long as a consumer failure's.
+MAX_CAUSE_CODE_CHARS = MAX_ERROR_CLASS_CHARS
+MAX_CAUSE_CODE_JSON_BYTES = MAX_ERROR_CLASS_JSON_BYTES
+MAX_CAUSE_MESSAGE_CHARS = MAX_ERROR_MESSAGE_CHARS
+MAX_CAUSE_MESSAGE_JSON_BYTES = MAX_ERROR_MESSAGE_JSON_BYTES
 MAX_REQUEST_ID_CHARS = 256
+# What is kept of where a dead letter says it came from (two ARNs for a rule target's).
+MAX_ORIGIN_CHARS = 512
+MAX_ORIGIN_JSON_BYTES = 1_024
 # A dead letter's JSON is parsed (and a destination record's event re-serialised) recursively.
 MAX_DEAD_LETTER_JSON_DEPTH = 128
 
@@ -160,7 +177,7 @@ def _destination_record(body: str, sources: Sequence[DeadLetterSource]) -> DeadL
     arn, unqualified = function.group(0), function.group(1)
     by_arn = {source.arn: source for source in sources}
     source = by_arn.get(arn) or by_arn.get(unqualified)
-    return DeadLetter(source, payload, cause=cause, request_id=request_id, origin=arn)
+    return DeadLetter(source, payload, cause=cause, request_id=request_id, origin=_origin(arn))
 
 
 def _request_context(context: Mapping[str, Any]) -> tuple[re.Match[str], str, str]:
@@ -170,7 +187,7 @@ def _request_context(context: Mapping[str, Any]) -> tuple[re.Match[str], str, st
         function = FUNCTION_ARN.fullmatch(text_of(context, "functionArn", max_chars=MAX_ARN_CHARS))
         if function is None:
             raise Rejection("functionArn", "is not a Lambda function's ARN")
-        request_id = text_of(context, "requestId", max_chars=MAX_REQUEST_ID_CHARS)
+        request_id = redact_untrusted(text_of(context, "requestId", max_chars=MAX_REQUEST_ID_CHARS))
         condition = text_of(context, "condition", max_chars=64, pattern=CONDITION_PATTERN)
         if condition == SUCCESS_CONDITION:
             raise Rejection("condition", "is Success: an on-success record, not a failure")
@@ -198,7 +215,7 @@ def _function_dlq_message(
     It does not name its function: it belongs to the one configured, if there is one."""
     try:
         _json_value(body, "body")  # an event Lambda invoked a function with is JSON
-        request_id = _attribute(attributes, "RequestID", max_chars=MAX_REQUEST_ID_CHARS)
+        request_id = redact_untrusted(_attribute(attributes, "RequestID", max_chars=MAX_REQUEST_ID_CHARS))
         code = _attribute(attributes, "ErrorCode", types=("Number", "String"))
         message = _optional_attribute(attributes, "ErrorMessage")
     except Rejection as rejection:
@@ -221,7 +238,7 @@ def _rule_target_message(
     except Rejection as rejection:
         raise Rejection(rejection.field, rejection.problem, subject=RULE_TARGET_SUBJECT) from None
     source = next((s for s in sources if s.arn == rule and s.target_arn == target), None)
-    return DeadLetter(source, body, cause=_cause(code, message), origin=f"{rule}|{target}")
+    return DeadLetter(source, body, cause=_cause(code, message), origin=_origin(f"{rule}|{target}"))
 
 
 def _subscription_message(
@@ -240,12 +257,12 @@ def _subscription_message(
                 raise Rejection("body", "is not an SNS notification (Type, MessageId, TopicArn, Message)")
             if expected and topic != expected:
                 raise Rejection("TopicArn", f"is {topic}, not the subscription's topic {expected}")
-            return DeadLetter(sources[0], body, origin=topic)
+            return DeadLetter(sources[0], body, origin=_origin(topic))
     except Rejection as rejection:
         raise Rejection(rejection.field, rejection.problem, subject=SUBSCRIPTION_SUBJECT) from None
     of_topic = [s for s in sources if topic is not None and not s.raw_delivery and s.topic_arn == topic]
     source = of_topic[0] if len(of_topic) == 1 else None
-    return DeadLetter(source, body, origin=topic or "")
+    return DeadLetter(source, body, origin=_origin(topic or ""))
 
 
 # --- the parts ------------------------------------------------------------------------------------
@@ -309,14 +326,22 @@ def _text_of_json(value: Any, field: str) -> str:
 
 
 def _cause(code: object, message: object) -> Cause:
-    return Cause(_clipped(code, MAX_CAUSE_CODE_CHARS), _clipped(message, MAX_CAUSE_MESSAGE_CHARS))
+    return Cause(
+        _words(code, MAX_CAUSE_CODE_CHARS, MAX_CAUSE_CODE_JSON_BYTES),
+        _words(message, MAX_CAUSE_MESSAGE_CHARS, MAX_CAUSE_MESSAGE_JSON_BYTES),
+    )
 
 
-def _clipped(value: object, max_chars: int) -> str:
-    """A source's words kept as text, cut short, a lone surrogate replaced."""
+def _origin(claimed: str) -> str:
+    return _words(claimed, MAX_ORIGIN_CHARS, MAX_ORIGIN_JSON_BYTES)
+
+
+def _words(value: object, max_chars: int, max_json_bytes: int) -> str:
+    """A source's words as they may be shown: redacted, cut short (in characters and as JSON),
+    a lone surrogate replaced."""
     if not isinstance(value, str):
         return ""
-    return value[:max_chars].encode("utf-8", "replace").decode("utf-8")
+    return bounded(redact_untrusted(value, max_chars), max_chars, max_json_bytes)
 
 
 def _attribute(

@@ -86,9 +86,13 @@ class DlqMessage:
 def from_sqs(raw: Mapping[str, Any], sources: Sequence[DeadLetterSource] = ()) -> DlqMessage:
     """Build a DlqMessage from one entry of a ReceiveMessage response. Never raises for what a
     sender wrote: a mark that is not valid is left out, with the rejection that says why. The
-    message of a DLQ of another kind (``sources``) is read as that kind's dead letter."""
+    message of a DLQ of another kind (``sources``) is read as that kind's dead letter; the mark
+    attribute is the re-driver's there too (a parked copy's parking reason), never the dead
+    letter's: it is set aside, unread (a dead letter's count lives in the table)."""
     attributes = dict(raw.get("MessageAttributes") or {})
     body = raw.get("Body", "")
+    if sources:
+        attributes.pop(MARK_ATTRIBUTE, None)
     dead_letter = read_dead_letter(body, attributes, sources) if sources else None
     mark, rejection = (None, None) if sources else _mark_of(body, attributes)
     return DlqMessage(

@@ -22,6 +22,7 @@ from sqs_redriver.protocol.limits import (
     MAX_FINGERPRINT_CHARS,
     MAX_QUEUE_ARN_CHARS,
 )
+from sqs_redriver.protocol.redact import redact_untrusted
 from sqs_redriver.protocol.str_enum import StrEnum
 from sqs_redriver.protocol.wire import Rejection
 
@@ -78,7 +79,8 @@ class Failure:
     @classmethod
     def from_dict(cls, payload: object) -> Failure:
         """Parse a failure; raise a ``Rejection`` (a ValueError) naming the field that is not one
-        the consumer kit writes (limits in limits.py)."""
+        the consumer kit writes (limits in limits.py). Its words are redacted as they are read:
+        the kit redacted them, but anyone who may send to the DLQ can write a mark."""
         if not isinstance(payload, Mapping):
             raise Rejection("", "is not a JSON object", subject=FAILURE_SUBJECT)
         try:
@@ -87,15 +89,15 @@ class Failure:
                 raise Rejection("kind", f"is {kind!r}, not terminal or transient")
             return cls(
                 kind=FailureKind(kind),
-                error_class=wire.text_of(payload, "class", max_chars=MAX_ERROR_CLASS_CHARS),
-                message=wire.text_of(payload, "msg", max_chars=MAX_ERROR_MESSAGE_CHARS),
+                error_class=_words(payload, "class", MAX_ERROR_CLASS_CHARS),
+                message=_words(payload, "msg", MAX_ERROR_MESSAGE_CHARS),
                 fingerprint=wire.text_of(
                     payload, "fp", max_chars=MAX_FINGERPRINT_CHARS, pattern=FINGERPRINT_PATTERN
                 ),
                 at=wire.integer_of(payload, "at", low=0, high=MAX_EPOCH_SECONDS),
                 attempt=wire.integer_of(payload, "try", low=0, high=MAX_COUNT),
                 # Where it came from: routing takes it only when it names a configured source.
-                source=wire.text_of(payload, "src", max_chars=MAX_QUEUE_ARN_CHARS),
+                source=_words(payload, "src", MAX_QUEUE_ARN_CHARS),
             )
         except Rejection as rejection:
             raise Rejection(rejection.field, rejection.problem, subject=FAILURE_SUBJECT) from None
@@ -108,6 +110,10 @@ class Failure:
         """One line for a parking reason: what failed, and the group it belongs to."""
         fields = self.to_dict()
         return f"{self.kind.value} error {fields['class']}: {fields['msg']} (fingerprint {self.fingerprint})"
+
+
+def _words(payload: Mapping[str, Any], field: str, max_chars: int) -> str:
+    return redact_untrusted(wire.text_of(payload, field, max_chars=max_chars), max_chars)
 
 
 @dataclass(frozen=True)

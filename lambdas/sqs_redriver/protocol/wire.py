@@ -1,5 +1,7 @@
 """Checks of untrusted JSON at the boundary: a value of the expected type and range, or a
-``Rejection`` that names the field and what was wrong. Nothing here raises anything else."""
+``Rejection`` that names the field and what was wrong. Nothing here raises anything else. A
+rejection's words may quote what was rejected: they are redacted (``redact``) before anyone reads
+them, so a secret written where a number belongs never reaches a log line or a reason."""
 
 from __future__ import annotations
 
@@ -8,14 +10,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from sqs_redriver.protocol.redact import redact_untrusted
+
 
 class Rejection(ValueError):
-    """Input that failed validation: ``field`` names where, ``problem`` what was wrong."""
+    """Input that failed validation: ``field`` names where, ``problem`` what was wrong; both, and
+    the whole line (a secret may span the two), redacted."""
 
     def __init__(self, field: str, problem: str, *, subject: str = "valid") -> None:
-        super().__init__(f"not {subject}: {field} {problem}")
-        self.field = field
-        self.problem = problem
+        super().__init__(redact_untrusted(f"not {subject}: {field} {problem}"))
+        self.field = redact_untrusted(field)
+        self.problem = redact_untrusted(problem)
 
     def within(self, field: str, *, subject: str) -> Rejection:
         """The same rejection, of a field nested in ``field``."""

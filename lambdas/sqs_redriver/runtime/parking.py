@@ -13,8 +13,10 @@ from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, outgoing
 from sqs_redriver.core.table import GroupAction, GroupMark, MessageRecord, ParkCause, ParkReason, RecordStatus
-from sqs_redriver.protocol.failure import bounded
+from sqs_redriver.protocol.failure import MAX_ERROR_MESSAGE_JSON_BYTES, bounded
 from sqs_redriver.protocol.keys import ARCHIVE_PREFIX
+from sqs_redriver.protocol.limits import MAX_ERROR_MESSAGE_CHARS
+from sqs_redriver.protocol.redact import redact_untrusted
 from sqs_redriver.runtime.consumer_health import suspect_reason_text
 from sqs_redriver.runtime.ports import Archive, MessageStore, Queue
 from sqs_redriver.runtime.report import log_decision
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from sqs_redriver.core.message import Tracked
+    from sqs_redriver.core.sqs import EntryFailure
     from sqs_redriver.runtime.batch import ExecutionBooks
     from sqs_redriver.runtime.plan import Park
 
@@ -40,6 +43,14 @@ MAX_OPERATOR_NAME_CHARS = 64
 
 
 MAX_OPERATOR_NAME_JSON_BYTES = 160
+
+
+# What a reason keeps of a problem's or a refusal's words (a dead letter's, a target's), bounded
+# like the consumer's error message.
+MAX_DETAIL_CHARS = MAX_ERROR_MESSAGE_CHARS
+
+
+MAX_DETAIL_JSON_BYTES = MAX_ERROR_MESSAGE_JSON_BYTES
 
 
 def over_limit(tracked: Tracked, max_redrive_count: int) -> bool:
@@ -122,7 +133,7 @@ def unreplayable_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkRe
     dead_letter = tracked.message.dead_letter
     assert dead_letter is not None, "only a dead letter of another service is unreplayable"
     if dead_letter.problem is not None:
-        why = f"its dead letter cannot be read: {dead_letter.problem}"
+        why = f"its dead letter cannot be read: {detail(str(dead_letter.problem))}"
     else:
         request = f" (request {dead_letter.request_id})" if dead_letter.request_id else ""
         why = f"its source dropped the payload{request}: nothing to deliver again"
@@ -130,20 +141,32 @@ def unreplayable_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkRe
 
 
 def unknown_source_reason(tracked: Tracked, *, now: int, routes: Routes) -> ParkReason:
-    if tracked.message.dead_letter is not None:
-        why = "its dead letter names no configured source"
+    """No configured source is the one it names: the name it gave (a dead letter's origin, as
+    read: redacted and bounded) or SQS's source ARN."""
+    dead_letter = tracked.message.dead_letter
+    if dead_letter is not None:
+        named = f"it names {dead_letter.origin}" if dead_letter.origin else "it names none"
+        why = f"its dead letter names no configured source ({named})"
         return park_reason(tracked, ParkCause.UNKNOWN_SOURCE, why, now=now, routes=routes)
     named_by = "" if tracked.message.source_arn else " (the consumer kit's err.src)"
     why = f"no configured source queue is {named_source(tracked)}{named_by}"
     return park_reason(tracked, ParkCause.UNKNOWN_SOURCE, why, now=now, routes=routes)
 
 
-def rejected_reason(tracked: Tracked, code: str, *, now: int, routes: Routes) -> ParkReason:
+def rejected_reason(tracked: Tracked, refusal: EntryFailure, *, now: int, routes: Routes) -> ParkReason:
     """The target will never accept this message as it is (a sender fault): park it, never retry
-    forever. A source queue's, or another kind's target's."""
+    forever. A source queue's, or another kind's target's: its code and what it said (the field
+    and the rule broken, when the delivery found it; AWS's words, which may quote the message,
+    redacted)."""
     refused_by = "source queue" if tracked.message.dead_letter is None else "target"
-    why = f"{refused_by} rejected it: {code}"
+    said = detail(refusal.message)
+    why = f"{refused_by} rejected it: {refusal.code}" + (f" ({said})" if said else "")
     return park_reason(tracked, ParkCause.SOURCE_REJECTED, why, now=now, routes=routes)
+
+
+def detail(text: str) -> str:
+    """A problem's or a refusal's words as a reason keeps them: redacted and bounded."""
+    return bounded(redact_untrusted(text, MAX_DETAIL_CHARS), MAX_DETAIL_CHARS, MAX_DETAIL_JSON_BYTES)
 
 
 # What the archive keeps of a parked message, and under which key.

@@ -123,7 +123,7 @@ class RedriveSender:
         for key, failure in result.failed.items():
             tracked = redrives[int(key)].tracked
             if failure.sender_fault:
-                reason = rejected_reason(tracked, failure.code, now=books.now, routes=self.routes)
+                reason = rejected_reason(tracked, failure, now=books.now, routes=self.routes)
                 books.rejected.append(Park(tracked, reason))
                 continue
             if failure.code == FUNCTION_ERROR:

@@ -1,9 +1,14 @@
-"""Exception text made safe to leave the consumer: secrets masked, length capped, or dropped.
+"""Text made safe to leave: secrets masked, length capped, or dropped. One redaction for the kit
+and the re-driver alike.
 
 Pure: text in, text out. Everything the kit writes from an exception (the mark's failure, its log
 lines, the FAILURE# record, and so the re-driver's S3 archive, and the errors it lets out of a
 record handler or a batch, ``errors``) goes through ``Redactor.redact``; the fingerprint hashes
-``Redactor.mask``'s output, so a secret is neither shown nor hashed.
+``Redactor.mask``'s output, so a secret is neither shown nor hashed. The re-driver applies the
+same built-in rules (``redact_untrusted``) where it reads text a sender could have written: the
+error a dead letter of another service carries (``dead_letters``), the consumer failure a mark or a
+FAILURE# record holds (``failure``), and every ``wire.Rejection``'s words, so no log line, reason,
+record, archive field or parking-lot attribute shows what the rules mask.
 
 The built-in rules mask what looks like an AWS access key id (``AKIA...``, ``ASIA...``), an AWS
 secret access key (40 base64 characters after a key-ish label), a bearer token or an
@@ -12,7 +17,7 @@ and "@" in it included), the value of a ``password=``/``pwd=``/``secret=``/``tok
 -like pair (ODBC's ``{...}`` quoting included), a password in words (``PASSWORD hunter2``, ``the
 password is hunter2``, ``IDENTIFIED BY hunter2``), a JSON Web Token's claims and signature, a PEM
 private key, and GitHub, Slack (tokens and webhooks) and Stripe (secret and restricted) keys; the
-user adds patterns of their own. Only the secret part of a match is masked (a named group
+kit's user adds patterns of their own. Only the secret part of a match is masked (a named group
 ``secret``, if the pattern has one, else the whole match), so the text still says what was wrong.
 Built-in rules are matched at every start, overlapping matches included, so a value that swallows
 the next label ("password password hunter2") does not hide the secret after it.
@@ -25,11 +30,10 @@ characters are read: a message is capped far below that anyway.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-from sqs_redriver.kit.errors import RedactionPatternError
 
 MASK = "<redacted>"
 ELLIPSIS = "…"
@@ -41,6 +45,12 @@ MAX_PASSES = 4
 SECRET_GROUP = "secret"
 REPLACEMENT_CHARACTER = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_MASKS = re.compile(re.escape(MASK))
+
+
+class RedactionPatternError(ValueError):
+    """A user's redaction pattern is not a valid regular expression."""
+
 
 _PAIR_LABELS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
@@ -98,6 +108,36 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 
 
+# Words every match of a built-in rule holds, in lower case (its literal part: a key id's prefix,
+# a label, "://", a token's prefix): on ASCII text a rule runs only when the text holds one, so
+# text with nothing secret-like costs a few substring checks instead of a scan by every rule (the
+# re-driver reads one per message). Other text (where re's case-insensitive matching reaches
+# beyond lower(): "\u017f" is an "s" to it) goes through every rule. Tested on every rule.
+TRIGGERS: dict[re.Pattern[str], tuple[str, ...]] = dict(
+    zip(
+        BUILTIN_PATTERNS,
+        (
+            ("akia", "asia", "abia", "acca", "aida", "aroa"),
+            ("key", "secret"),
+            ("authorization",),
+            ("bearer",),
+            ("://",),
+            ("pass", "pwd", "secret", "token", "key", "credential"),
+            ("pass", "identified"),
+            ("eyj",),
+            ("-----begin",),
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+            ("xox", "xapp-"),
+            ("hooks.slack.com/",),
+            ("/services/",),
+            ("k_live_", "k_test_"),
+        ),
+        strict=True,
+    )
+)
+_TRIGGER_WORDS = frozenset(word for words in TRIGGERS.values() for word in words)
+
+
 def compile_patterns(patterns: Iterable[str | re.Pattern[str]]) -> tuple[re.Pattern[str], ...]:
     """The user's patterns compiled; RedactionPatternError names the first invalid one."""
     compiled = []
@@ -136,6 +176,8 @@ class Redactor:
         stable (redacting it again changes nothing)."""
         if self.drop_text:
             return ""
+        if len(text) <= self.max_chars and not self.extra_patterns and not _builtin_candidates(text):
+            return text  # ASCII without a word any built-in rule needs: nothing to mask, nor to cut
         current = _head(text)
         for _ in range(MAX_PASSES):
             following = cap(self.mask(current), self.max_chars)
@@ -147,8 +189,10 @@ class Redactor:
     def mask(self, text: str) -> str:
         """``text`` (its first SCAN_LIMIT characters) with every secret replaced by MASK; not capped."""
         text = _head(text)
-        masks = [match.span() for match in re.finditer(re.escape(MASK), text)]
+        masks = [match.span() for match in _MASKS.finditer(text)] if MASK in text else []
         spans = [_widen(span, masks) for span in self._secret_spans(text) if not _within(span, masks)]
+        if not spans:
+            return text
         pieces, position = [], 0
         for start, end in _merged(spans):
             pieces += [text[position:start], MASK]
@@ -156,10 +200,33 @@ class Redactor:
         return "".join([*pieces, text[position:]])
 
     def _secret_spans(self, text: str) -> Iterable[tuple[int, int]]:
-        for pattern in BUILTIN_PATTERNS:
+        for pattern in _builtin_candidates(text):
             yield from _spans(_overlapping(pattern, text), pattern)
         for pattern in self.extra_patterns:
             yield from _spans(pattern.finditer(text), pattern)
+
+
+def redact_untrusted(text: str, max_chars: int = SCAN_LIMIT) -> str:
+    """Text the re-driver read from what a sender may write (a dead letter's error, a mark's or a
+    FAILURE# record's failure, a rejected value), as it may be shown anywhere: masked by the
+    built-in rules and capped at ``max_chars``; stable (redacting it again changes nothing)."""
+    return _untrusted(max_chars).redact(text)
+
+
+@functools.cache
+def _untrusted(max_chars: int) -> Redactor:
+    return Redactor(max_chars=max_chars)
+
+
+def _builtin_candidates(text: str) -> Iterable[re.Pattern[str]]:
+    """The built-in rules that may match ``text``: on ASCII text, those whose TRIGGERS it holds."""
+    if not text.isascii():
+        return BUILTIN_PATTERNS
+    lowered = text.lower()
+    found = {word for word in _TRIGGER_WORDS if word in lowered}
+    if not found:
+        return ()
+    return [pattern for pattern, words in TRIGGERS.items() if not found.isdisjoint(words)]
 
 
 def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
@@ -195,7 +262,7 @@ def _head(text: str) -> str:
         while end and not text[end].isspace():
             end -= 1
         text = text[:end] + ELLIPSIS
-    return _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+    return text if text.isascii() else _SURROGATE.sub(REPLACEMENT_CHARACTER, text)
 
 
 def _within(span: tuple[int, int], masks: list[tuple[int, int]]) -> bool:
