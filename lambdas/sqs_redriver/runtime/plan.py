@@ -349,8 +349,10 @@ class Planner:
                 continue
             group = holding.group
             if holding.held is Held.CANARY:
-                tag = VerdictTag(group_verdict_key(now, t.mark.identity), trial=True) if state.tag else None
-                group = replace(group, verdict_key=tag.verdict_key if tag else "")
+                # A probe: its first failure comes straight back (the kit), or is the target's
+                # answer (a function probed synchronously); the kit counts its verdict.
+                tag = VerdictTag(group_verdict_key(now, t.mark.identity), trial=True)
+                group = replace(group, verdict_key=tag.verdict_key)
                 decisions.redrive += (Redrive(t, 0, tag),)
                 decisions.canaries += (t,)
             elif holding.held is Held.RELEASED:
