@@ -248,9 +248,8 @@ class HeldGroups:
         self._save(view, now)
 
     def _judged(self, group: HeldGroup, now: int) -> HeldGroup:
-        verdicts = (
-            self._store.load_verdicts(group.verdict_key) if group.canary and group.verdict_key else None
-        )
+        reports = self._reads_verdicts and group.canary and group.verdict_key
+        verdicts = self._store.load_verdicts(group.verdict_key) if reports else None
         after = judged(group, verdicts, now=now, rules=self.rules)
         if after != group:
             self._log_change(group, after)
