@@ -115,8 +115,8 @@ def partial_outage(
     ``traffic_minutes``, its customers spread over five domains; from t=0 its downstream refuses one
     of them for ``outage_minutes`` (``DownstreamUnavailable: ... Connection refused``), the others
     go through; every 40th order is poison. Run until every good order was fulfilled and the DLQ
-    is empty after the domain recovered, or a cap. A function's only (a rule's target is refused
-    whole by Invoke, not by one domain)."""
+    is empty after the domain recovered, and every poison order is parked, or a cap. A function's
+    only (a rule's target is refused whole by Invoke, not by one domain)."""
     if kind is not SourceKind.FUNCTION:
         raise ValueError("a partial outage is played for a function source only")
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
@@ -137,8 +137,12 @@ def partial_outage(
             order = order_body(f"o-{i:05d}", rng=random.Random(seed + i), poison=poison, customer=customer)
             world.produce([order])
             (poison_keys if poison else good_keys).add(order_key(order))
-            world.run(until=lambda: drained() and False, for_seconds=every_seconds)
-        world.run(until=drained, for_seconds=cap_hours * 3600 - world.clock.elapsed)
+            world.run(until=lambda: drained() and False, for_seconds=every_seconds)  # notes, never stops
+        # then until the poison is parked too
+        world.run(
+            until=lambda: drained() and poison_keys <= world.journal.parked().keys(),
+            for_seconds=cap_hours * 3600 - world.clock.elapsed,
+        )
         observed = _observed(world)
     return figures(
         f"partial outage: 1 domain in 5, {outage_minutes:g} min, live traffic",

@@ -148,7 +148,7 @@ def partial_outage(
     over five domains; from t=0 the downstream refuses one of them (``DownstreamUnavailable: ...
     Connection refused``) for ``outage_minutes`` while it takes every other order; every 40th order
     is poison. Run until every good order is fulfilled and the DLQ is empty after the domain
-    recovered, or a cap."""
+    recovered, and every poison order is parked, or a cap."""
     refusal = [(float(SIM_EPOCH), SIM_EPOCH + outage_minutes * MINUTE, REFUSED_DOMAIN)]
     consumer = (
         kit_order_consumer(partial_outages=refusal)
@@ -172,8 +172,12 @@ def partial_outage(
             body = order_body(f"o-{i:05d}", rng=random.Random(seed + i), poison=poison, customer=customer)
             world.send([body])
             (poison_keys if poison else good_keys).add(world.key_of(body))
-            world.run(until=lambda: drained() and False, for_seconds=every_seconds)
-        world.run(until=drained, for_seconds=cap_hours * 3600 - world.clock.elapsed)
+            world.run(until=lambda: drained() and False, for_seconds=every_seconds)  # notes, never stops
+        # then until the poison is parked too
+        world.run(
+            until=lambda: drained() and poison_keys <= world.journal.parked().keys(),
+            for_seconds=cap_hours * 3600 - world.clock.elapsed,
+        )
         left = {key for keys in world.keys_in_queues().values() for key in keys}
         simulated, journal = world.clock.elapsed, world.journal
         requests, kit_requests = world.requests, world.consumer_requests
