@@ -81,8 +81,8 @@ held_json_texts = st.one_of(
             st.one_of(
                 st.dictionaries(
                     st.sampled_from(
-                        ["since", "probes", "probe_at", "canary", "sent_at", "verdict_at", "verdict_key",
-                         "released_at", "other"]
+                        ["since", "failed_canaries", "canary_at", "canary", "sent_at", "verdict_at",
+                         "verdict_key", "released_at", "other"]
                     ),
                     st.one_of(st.integers(-5, NOW * 2), st.text(max_size=5), st.none()),
                 ),

@@ -1,5 +1,5 @@
 """sqs_redriver.runtime.held: a failure named transient is never parked by its count; at its limit its
-failure group is held in the DLQ, probed by one canary at a time, released when the canary passes.
+failure group is held in the DLQ, tested by one canary at a time, released when the canary passes.
 Decided with no AWS (the rules, and the plan that applies them); the run's view against a fake store."""
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import DeadLetterSource, Retries, SourceKind, TargetKind
 from sqs_redriver.runtime.held import (
-    MAX_PROBE_INTERVAL_SECONDS,
+    MAX_CANARY_INTERVAL_SECONDS,
+    CanaryRules,
     Held,
     HeldGroups,
-    ProbeRules,
+    canary_step,
     decide,
     failure_group,
     judged,
     kept,
     not_sent,
-    probe_step,
 )
 from sqs_redriver.runtime.plan import BatchPlan, BatchState, Planner, PlanRules, VerdictTag
 from sqs_redriver.runtime.report import Tally
@@ -42,7 +42,7 @@ from tests.support.fakes import dlq_message, queue_url
 NOW = 1_800_000_000
 ORDERS = queue_url("orders")
 POLICY = BreakerPolicy(failure_threshold=3, cooldown_seconds=60, success_threshold=2, failure_ratio=0.5)
-RULES = ProbeRules(base_seconds=60, max_seconds=900)
+RULES = CanaryRules(base_seconds=60, max_seconds=900)
 FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:notifier"
 NOTIFIER = DeadLetterSource(SourceKind.FUNCTION, FUNCTION, TargetKind.FUNCTION, FUNCTION, Retries(3, 960))
 REFUSED = "mail provider refused alpha.example for order o-00012: Connection refused"
@@ -93,7 +93,7 @@ def plan(
 
 
 def held_group(**fields: object) -> HeldGroup:
-    values: dict[str, object] = {"group": "fp-mail", "since": NOW - 600, "probe_at": NOW + 60}
+    values: dict[str, object] = {"group": "fp-mail", "since": NOW - 600, "canary_at": NOW + 60}
     values.update(fields)
     return HeldGroup(**values)  # type: ignore[arg-type]
 
@@ -138,10 +138,12 @@ def test_an_sqs_consumer_s_failure_without_the_kit_s_words_has_no_group() -> Non
 
 
 @given(st.integers(0, 10_000), st.integers(0, 86_400), st.integers(0, 86_400))
-def test_probes_are_at_most_the_interval_apart_and_at_least_a_second(
-    probes: int, base: int, cap: int
+def test_a_group_s_canaries_are_at_most_the_interval_apart_and_at_least_a_second(
+    failed_canaries: int, base: int, cap: int
 ) -> None:
-    assert 1 <= probe_step(probes, base_seconds=base, max_seconds=cap) <= MAX_PROBE_INTERVAL_SECONDS
+    assert (
+        1 <= canary_step(failed_canaries, base_seconds=base, max_seconds=cap) <= MAX_CANARY_INTERVAL_SECONDS
+    )
 
 
 def tracked_of(message: DlqMessage):  # type: ignore[no-untyped-def]
@@ -154,15 +156,15 @@ def test_under_its_limit_a_message_of_a_group_not_held_is_left_to_the_backoff() 
     assert holding.held is Held.NOT_HELD and holding.group is None
 
 
-def test_at_its_limit_it_holds_its_group_until_the_first_probe() -> None:
+def test_at_its_limit_it_holds_its_group_until_the_first_canary() -> None:
     holding = decide(tracked_of(failed(3)), "fp-mail", None, at_limit=True, now=NOW, rules=RULES)
 
     assert holding.held is Held.HOLD and holding.group is not None
     assert holding.group.held and holding.group.since == NOW and holding.until == NOW + 60
 
 
-def test_a_due_probe_makes_the_message_its_group_s_canary_and_the_next_waits_for_its_verdict() -> None:
-    group = held_group(probe_at=NOW)
+def test_a_due_canary_makes_the_message_its_group_s_canary_and_the_next_waits_for_its_verdict() -> None:
+    group = held_group(canary_at=NOW)
     first = decide(tracked_of(failed(3, body="a")), "fp-mail", group, at_limit=True, now=NOW, rules=RULES)
     assert first.held is Held.CANARY and first.group is not None and first.group.canary == "id-a"
 
@@ -171,15 +173,15 @@ def test_a_due_probe_makes_the_message_its_group_s_canary_and_the_next_waits_for
     assert (second.held, second.until) == (Held.HOLD, NOW + 180)
 
 
-def test_a_canary_back_in_the_dlq_failed_and_the_next_probe_is_a_step_later() -> None:
-    group = held_group(canary="id-a", sent_at=NOW - 120, verdict_at=NOW + 60, probes=2)
+def test_a_canary_back_in_the_dlq_failed_and_the_next_goes_a_step_later() -> None:
+    group = held_group(canary="id-a", sent_at=NOW - 120, verdict_at=NOW + 60, failed_canaries=2)
     back = failed(4, body="a", last_at=NOW - 120)
 
     holding = decide(tracked_of(back), "fp-mail", group, at_limit=True, now=NOW, rules=RULES)
 
     assert holding.held is Held.HOLD and holding.group is not None
-    assert (holding.group.probes, holding.group.canary) == (3, "")
-    assert holding.until == holding.group.probe_at == NOW + probe_step(3, base_seconds=60, max_seconds=900)
+    assert (holding.group.failed_canaries, holding.group.canary) == (3, "")
+    assert holding.until == holding.group.canary_at == NOW + canary_step(3, base_seconds=60, max_seconds=900)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +208,7 @@ def test_a_canary_out_is_judged_by_the_kit_s_verdict_or_by_not_being_back_when_d
         "out": (True, "id-a"),
     }[outcome]
     assert (after.held, after.canary) == expected
-    assert after.probes == group.probes + (outcome == "failed")
+    assert after.failed_canaries == group.failed_canaries + (outcome == "failed")
 
 
 def test_messages_of_a_released_group_go_at_once_and_one_failing_again_after_the_release_holds_it() -> None:
@@ -222,14 +224,14 @@ def test_messages_of_a_released_group_go_at_once_and_one_failing_again_after_the
     assert again.held is Held.HOLD and again.group is not None and again.group.held
 
 
-def test_a_canary_the_target_failed_at_once_counts_a_probe_and_one_not_sent_does_not() -> None:
-    group = held_group(canary="id-a", sent_at=NOW, verdict_at=NOW + 1, probes=1)
+def test_a_canary_the_target_failed_at_once_counts_as_failed_and_one_not_sent_does_not() -> None:
+    group = held_group(canary="id-a", sent_at=NOW, verdict_at=NOW + 1, failed_canaries=1)
 
-    failed_probe = not_sent(group, failed_at_target=True, now=NOW, rules=RULES)
+    failed_now = not_sent(group, failed_at_target=True, now=NOW, rules=RULES)
     unsent = not_sent(group, failed_at_target=False, now=NOW, rules=RULES)
 
-    assert (failed_probe.probes, failed_probe.canary) == (2, "")
-    assert (unsent.probes, unsent.canary, unsent.held) == (1, "", True)
+    assert (failed_now.failed_canaries, failed_now.canary) == (2, "")
+    assert (unsent.failed_canaries, unsent.canary, unsent.held) == (1, "", True)
 
 
 def test_a_record_keeps_the_held_groups_first_then_the_recently_released() -> None:
@@ -275,9 +277,9 @@ def test_a_source_s_transient_error_past_the_suspect_limit_is_held() -> None:
     assert result.park == () and len(result.hold) == 1 and result.held[0].group.startswith("src-")
 
 
-def test_a_due_probe_sends_one_canary_per_group_with_no_delay_as_a_probe_and_holds_the_others() -> None:
+def test_a_due_canary_goes_one_per_group_with_no_delay_tagged_as_a_probe_s_and_the_others_wait() -> None:
     batch = [failed(3, body=name) for name in "abc"] + [failed(3, body="z", fingerprint="fp-other")]
-    held = {"fp-mail": held_group(probe_at=NOW), "fp-other": held_group(group="fp-other", probe_at=NOW)}
+    held = {"fp-mail": held_group(canary_at=NOW), "fp-other": held_group(group="fp-other", canary_at=NOW)}
 
     result = plan(batch, held)
 
@@ -304,7 +306,7 @@ def test_the_retention_guard_still_parks_a_held_message_and_caps_the_hold_before
     expiring = failed(3, body="old", sent_at=NOW - 4 * 86_400 + 1800)
     young = failed(3, body="young", sent_at=NOW - 4 * 86_400 + 3600 + 30)
 
-    result = plan([expiring, young], {"fp-mail": held_group(probe_at=NOW + 300)}, retention=retention)
+    result = plan([expiring, young], {"fp-mail": held_group(canary_at=NOW + 300)}, retention=retention)
 
     assert [p.reason.cause for p in result.park] == [ParkCause.EXPIRING]
     [hold] = result.hold
@@ -344,7 +346,7 @@ def test_a_named_transient_failure_is_never_parked_by_its_count_whatever_its_gro
     states = {
         "none": {},
         "held": {"fp-1": held_group(group="fp-1")},
-        "due": {"fp-1": held_group(group="fp-1", probe_at=NOW)},
+        "due": {"fp-1": held_group(group="fp-1", canary_at=NOW)},
         "released": {"fp-1": held_group(group="fp-1", released_at=NOW - 30)},
     }
 
@@ -398,12 +400,12 @@ def test_the_view_reads_the_record_once_per_run_and_writes_what_a_plan_changed()
 
     groups.current(NOW)
     groups.current(NOW + 1)
-    groups.update([held_group(probes=1)], NOW + 1)
+    groups.update([held_group(failed_canaries=1)], NOW + 1)
     groups.begin_run()
     groups.current(NOW + 300)
 
     assert store.loads == 2
-    assert [g.probes for g in store.saves[0]] == [1]
+    assert [g.failed_canaries for g in store.saves[0]] == [1]
 
 
 def test_the_view_releases_a_group_whose_canary_the_kit_said_ok_and_records_it() -> None:

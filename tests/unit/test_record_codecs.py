@@ -317,8 +317,8 @@ held_groups = st.builds(
     HeldGroup,
     group=st.from_regex(r"[a-f0-9]{16}", fullmatch=True),
     since=st.integers(0, NOW),
-    probes=st.integers(0, 1_000),
-    probe_at=st.integers(0, NOW + 300),
+    failed_canaries=st.integers(0, 1_000),
+    canary_at=st.integers(0, NOW + 300),
     canary=st.text(max_size=128),
     sent_at=st.integers(0, NOW),
     verdict_at=st.integers(0, NOW + 3_600),
@@ -334,10 +334,10 @@ def test_held_groups_round_trip(groups: list[HeldGroup]) -> None:
     assert sorted(parsed, key=lambda g: g.group) == sorted(groups, key=lambda g: g.group)
 
 
-def test_a_held_group_whose_next_probe_is_further_ahead_than_any_canary_window_is_rejected() -> None:
+def test_a_held_group_whose_next_canary_is_further_ahead_than_any_canary_window_is_rejected() -> None:
     far = NOW + RECORD_MAX_CANARY_WINDOW_SECONDS + MAX_CLOCK_SKEW_SECONDS + 1
-    item = held_item("HELD#d", [HeldGroup("0123456789abcdef", since=NOW, probe_at=far)])
-    with pytest.raises(CorruptRecord, match="probe_at"):
+    item = held_item("HELD#d", [HeldGroup("0123456789abcdef", since=NOW, canary_at=far)])
+    with pytest.raises(CorruptRecord, match="canary_at"):
         held_from_item(item, now=NOW)
 
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-# The operator's kill switch: while a pause is recorded, no run re-drives, probes or scans.
+# The operator's kill switch: while a pause is recorded, no run re-drives, failed_canaries or scans.
 
 
 @dataclass(frozen=True)
@@ -982,15 +982,15 @@ MAX_VERDICT_KEY_CHARS = 256
 class HeldGroup:
     """A failure group (a fingerprint, or a source's error: runtime/held.py) in an outage of its
     own: its messages wait in the DLQ while one canary at a time tests it. ``since``: when it was
-    held; ``probes``: its canaries that failed since; ``probe_at``: when the next may go;
+    held; ``failed_canaries``: its canaries that failed since; ``canary_at``: when the next may go;
     ``canary`` (an identity, "" when none is out), ``sent_at``, ``verdict_at`` and
     ``verdict_key`` (the kit's, "" without it): the canary out; ``released_at``: when its canary
     passed (0: held), after which its messages are re-driven at once."""
 
     group: str
     since: int
-    probes: int = 0
-    probe_at: int = 0
+    failed_canaries: int = 0
+    canary_at: int = 0
     canary: str = ""
     sent_at: int = 0
     verdict_at: int = 0
@@ -1002,14 +1002,14 @@ class HeldGroup:
         return not self.released_at
 
 
-HELD_TIMES = ("since", "probe_at", "sent_at", "verdict_at", "released_at")
+HELD_TIMES = ("since", "canary_at", "sent_at", "verdict_at", "released_at")
 
 
 def held_item(key: str, groups: Sequence[HeldGroup]) -> dict[str, Any]:
     entries = {
         g.group: {
             **{name: getattr(g, name) for name in HELD_TIMES},
-            "probes": g.probes,
+            "failed_canaries": g.failed_canaries,
             "canary": g.canary,
             "verdict_key": g.verdict_key,
         }
@@ -1025,7 +1025,7 @@ def held_from_item(item: Item, *, now: int) -> tuple[HeldGroup, ...]:
     entries = json_object(text(item, "groups", key, max_chars=RECORD_MAX_JSON_CHARS), "groups", key)
     if len(entries) > MAX_HELD_GROUPS:
         raise CorruptRecord(key, "groups", f"more than {MAX_HELD_GROUPS} groups")
-    # A canary's verdict is due at most its window ahead; the next probe, much less.
+    # A canary's verdict is due at most its window ahead; the next canary, much less.
     ahead = now + RECORD_MAX_CANARY_WINDOW_SECONDS + MAX_CLOCK_SKEW_SECONDS
     groups = []
     for group, entry in entries.items():
@@ -1038,7 +1038,9 @@ def held_from_item(item: Item, *, now: int) -> tuple[HeldGroup, ...]:
         groups.append(
             HeldGroup(
                 group=group,
-                probes=integer(entry.get("probes"), f"{name}.probes", key, low=0, high=MAX_COUNT),
+                failed_canaries=integer(
+                    entry.get("failed_canaries"), f"{name}.failed_canaries", key, low=0, high=MAX_COUNT
+                ),
                 canary=checked_text(
                     entry.get("canary"), f"{name}.canary", key, max_chars=MAX_IDENTITY_CHARS, empty=True
                 ),

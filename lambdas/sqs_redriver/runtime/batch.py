@@ -281,7 +281,7 @@ class BatchHandler:
 
     def _account_group_canaries(self, plan: BatchPlan, executed: Executed, now: int) -> None:
         """A held group's canary that was not delivered: failed at once by its target (a failed
-        probe), or not sent (the next probe a step later)."""
+        canary), or not sent (the next a step later)."""
         assert self.held is not None, "only a plan with held groups has their canaries"
         sent = {t.message_id for t in executed.sent_to_source}
         failed = {t.message_id for t in executed.failed_at_target}

@@ -10,11 +10,11 @@ Such a failure is never parked by its count (the re-drive limit, the suspect lim
 reaches one, its group is **held**:
 
 - its messages wait in the DLQ (hidden until the group's next decision), the rest of the DLQ flows;
-- when a probe is due, one message of the group goes as its **canary**, with no delay, tagged for
-  the kit's verdict when the consumer reports them; probes are spaced by the backoff's steps, at
-  most ``MAX_PROBE_INTERVAL_SECONDS`` apart, so the outage's end is heard within a schedule period;
+- when its next canary is due, one message of the group goes as that **canary**, with no delay, tagged for
+  the kit's verdict when the consumer reports them; failed_canaries are spaced by the backoff's steps, at
+  most ``MAX_CANARY_INTERVAL_SECONDS`` apart, so the outage's end is heard within a schedule period;
 - the canary fails: back in the DLQ after its re-drive, the kit's transient or terminal verdict,
-  or the target's own answer (a function probed synchronously): the next probe is a step later;
+  or the target's own answer (a function probed synchronously): the next canary goes a step later;
 - it passes: the kit's ok, or not back when its verdict is due: the group is **released**, and its
   messages are re-driven at once when next received; one that fails again after the release holds
   the group again.
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # A held group's canaries go at least this often: the schedule's default period, so a group's
 # outage that ended is heard by the next run or the one after, for one delivery per period.
-MAX_PROBE_INTERVAL_SECONDS = 300
+MAX_CANARY_INTERVAL_SECONDS = 300
 # A released group is remembered this long (a message re-driven at its release that fails again
 # holds it again at once); then forgotten.
 RELEASE_MEMORY_SECONDS = 86_400
@@ -70,11 +70,13 @@ def failure_group(tracked: Tracked) -> str | None:
     return SOURCE_GROUP_PREFIX + digest
 
 
-def probe_step(probes: int, *, base_seconds: int, max_seconds: int) -> int:
-    """How long after ``probes`` failed canaries the next one goes: the backoff's step, at most
-    MAX_PROBE_INTERVAL_SECONDS (at least a second)."""
-    cap = max(1, min(max_seconds, MAX_PROBE_INTERVAL_SECONDS))
-    return max(1, min(cap, backoff.backoff_step(probes + 1, base_seconds=base_seconds, max_seconds=cap)))
+def canary_step(failed_canaries: int, *, base_seconds: int, max_seconds: int) -> int:
+    """How long after ``failed_canaries`` failed canaries the next one goes: the backoff's step, at most
+    MAX_CANARY_INTERVAL_SECONDS (at least a second)."""
+    cap = max(1, min(max_seconds, MAX_CANARY_INTERVAL_SECONDS))
+    return max(
+        1, min(cap, backoff.backoff_step(failed_canaries + 1, base_seconds=base_seconds, max_seconds=cap))
+    )
 
 
 class Held(StrEnum):
@@ -96,12 +98,14 @@ class Holding:
 
 
 @dataclass(frozen=True)
-class ProbeRules:
+class CanaryRules:
     base_seconds: int
     max_seconds: int
 
-    def next_probe(self, probes: int, now: int) -> int:
-        return now + probe_step(probes, base_seconds=self.base_seconds, max_seconds=self.max_seconds)
+    def next_canary(self, failed_canaries: int, now: int) -> int:
+        return now + canary_step(
+            failed_canaries, base_seconds=self.base_seconds, max_seconds=self.max_seconds
+        )
 
 
 def decide(
@@ -111,7 +115,7 @@ def decide(
     *,
     at_limit: bool,
     now: int,
-    rules: ProbeRules,
+    rules: CanaryRules,
 ) -> Holding:
     """The message's fate in a re-drive step (see the module's docstring); ``at_limit``: it would
     be parked by its count if its failure were not named transient."""
@@ -119,33 +123,33 @@ def decide(
         if group is None and not at_limit:
             return Holding(Held.NOT_HELD)
         # The outage begins (or goes on after a release that was too early): the group is held.
-        started = HeldGroup(group_name, since=now, probe_at=rules.next_probe(0, now))
-        return Holding(Held.HOLD, started, started.probe_at)
+        started = HeldGroup(group_name, since=now, canary_at=rules.next_canary(0, now))
+        return Holding(Held.HOLD, started, started.canary_at)
     if not group.held:
         return Holding(Held.RELEASED, group)
     if group.canary:
         if tracked.mark.identity == group.canary and tracked.redriven_since(group.sent_at):
             return Holding(Held.HOLD, *_canary_failed(group, now, rules))
         return Holding(Held.HOLD, group, max(group.verdict_at, now))
-    if now >= group.probe_at:
+    if now >= group.canary_at:
         return Holding(Held.CANARY, replace(group, canary=tracked.mark.identity, sent_at=now))
-    return Holding(Held.HOLD, group, group.probe_at)
+    return Holding(Held.HOLD, group, group.canary_at)
 
 
-def _canary_failed(group: HeldGroup, now: int, rules: ProbeRules) -> tuple[HeldGroup, int]:
+def _canary_failed(group: HeldGroup, now: int, rules: CanaryRules) -> tuple[HeldGroup, int]:
     failed = replace(
         group,
-        probes=group.probes + 1,
-        probe_at=rules.next_probe(group.probes + 1, now),
+        failed_canaries=group.failed_canaries + 1,
+        canary_at=rules.next_canary(group.failed_canaries + 1, now),
         canary="",
         sent_at=0,
         verdict_at=0,
         verdict_key="",
     )
-    return failed, failed.probe_at
+    return failed, failed.canary_at
 
 
-def judged(group: HeldGroup, verdicts: VerdictCounts | None, *, now: int, rules: ProbeRules) -> HeldGroup:
+def judged(group: HeldGroup, verdicts: VerdictCounts | None, *, now: int, rules: CanaryRules) -> HeldGroup:
     """A held group whose canary is out, judged before a batch: the kit's verdict on it (ok:
     passed; transient or terminal: failed), or, without one, not back when its verdict was due:
     passed. Otherwise as it was."""
@@ -162,13 +166,13 @@ def released(group: HeldGroup, now: int) -> HeldGroup:
     return replace(group, canary="", sent_at=0, verdict_at=0, verdict_key="", released_at=now)
 
 
-def not_sent(group: HeldGroup, *, failed_at_target: bool, now: int, rules: ProbeRules) -> HeldGroup:
+def not_sent(group: HeldGroup, *, failed_at_target: bool, now: int, rules: CanaryRules) -> HeldGroup:
     """Its canary was not delivered: the target failed it at once (a function probed synchronously:
-    a failed probe), or the send failed (the next probe a step later, its count unchanged)."""
+    a failed canary), or the send failed (the next a step later, its count unchanged)."""
     if failed_at_target:
         return _canary_failed(group, now, rules)[0]
-    probe_at = rules.next_probe(group.probes, now)
-    return replace(group, canary="", sent_at=0, verdict_at=0, verdict_key="", probe_at=probe_at)
+    canary_at = rules.next_canary(group.failed_canaries, now)
+    return replace(group, canary="", sent_at=0, verdict_at=0, verdict_key="", canary_at=canary_at)
 
 
 def kept(groups: Iterable[HeldGroup], *, now: int) -> list[HeldGroup]:
@@ -200,7 +204,7 @@ class HeldGroups:
     """The held groups of one DLQ, as this run knows them; ``begin_run`` forgets the last run's."""
 
     def __init__(
-        self, store: HeldStore, *, key: str, rules: ProbeRules, reads_verdicts: bool, logger: Any
+        self, store: HeldStore, *, key: str, rules: CanaryRules, reads_verdicts: bool, logger: Any
     ) -> None:
         self._store = store
         self._key = key
@@ -264,7 +268,7 @@ class HeldGroups:
         if before is None or (not before.held and after.held):
             self._log.warning(
                 "failure group held: a partial outage, its messages wait in the DLQ",
-                extra={"group": after.group, "next_probe_at": after.probe_at},
+                extra={"group": after.group, "next_canary_at": after.canary_at},
             )
         elif before.held and not after.held:
             self._log.info("failure group released: its canary passed", extra={"group": after.group})
@@ -273,10 +277,14 @@ class HeldGroups:
                 "failure group's canary sent",
                 extra={"group": after.group, "canary": after.canary, "verdict_at": after.verdict_at},
             )
-        elif after.probes > before.probes:
+        elif after.failed_canaries > before.failed_canaries:
             self._log.info(
                 "failure group's canary failed: still held",
-                extra={"group": after.group, "probes": after.probes, "next_probe_at": after.probe_at},
+                extra={
+                    "group": after.group,
+                    "failed_canaries": after.failed_canaries,
+                    "next_canary_at": after.canary_at,
+                },
             )
 
 

@@ -14,7 +14,7 @@ from sqs_redriver.core.table import ParkCause
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime import backoff, canary, fifo
 from sqs_redriver.runtime.consumer_health import ConsumerSignal, Judged, judge
-from sqs_redriver.runtime.held import Held, ProbeRules, decide, failure_group, group_verdict_key
+from sqs_redriver.runtime.held import CanaryRules, Held, decide, failure_group, group_verdict_key
 from sqs_redriver.runtime.parking import (
     operator_parked,
     operator_reason,
@@ -337,20 +337,20 @@ class Planner:
         """The messages of named-transient failures: held with their group, its canary, released,
         or (not held) left to the backoff as any other (held.py)."""
         rules = self.rules
-        probe_rules = ProbeRules(rules.base_delay_seconds, rules.max_delay_seconds)
+        canary_rules = CanaryRules(rules.base_delay_seconds, rules.max_delay_seconds)
         now, groups, decisions = state.now, dict(state.held), HeldDecisions()
         for t in due.messages:
             name = due.groups.get(t.message_id)
             if name is None:
                 continue
             at_limit = t.mark.suspected >= rules.suspect_limit or over_limit(t, rules.max_redrive_count)
-            holding = decide(t, name, groups.get(name), at_limit=at_limit, now=now, rules=probe_rules)
+            holding = decide(t, name, groups.get(name), at_limit=at_limit, now=now, rules=canary_rules)
             if holding.held is Held.NOT_HELD or holding.group is None:
                 continue
             group = holding.group
             if holding.held is Held.CANARY:
-                # A probe: its first failure comes straight back (the kit), or is the target's
-                # answer (a function probed synchronously); the kit counts its verdict.
+                # Tagged as a probe's canary: its first failure comes straight back (the kit), or is
+                # the target's answer (a function probed synchronously); the kit counts its verdict.
                 tag = VerdictTag(group_verdict_key(now, t.mark.identity), trial=True)
                 group = replace(group, verdict_key=tag.verdict_key)
                 decisions.redrive += (Redrive(t, 0, tag),)

@@ -30,7 +30,7 @@ from sqs_redriver.runtime.batch_loop import BatchLoop
 from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
 from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
-from sqs_redriver.runtime.held import HeldGroups, ProbeRules
+from sqs_redriver.runtime.held import CanaryRules, HeldGroups
 from sqs_redriver.runtime.parking import Parker
 from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender
@@ -126,7 +126,7 @@ def _held_groups(settings: Settings, state: StateTable, logger: Any) -> HeldGrou
     return HeldGroups(
         state,
         key=RecordKind.HELD.key(settings.dlq_url),
-        rules=ProbeRules(settings.base_delay_seconds, settings.max_delay_seconds),
+        rules=CanaryRules(settings.base_delay_seconds, settings.max_delay_seconds),
         reads_verdicts=settings.consumer_verdicts,
         logger=logger,
     )
