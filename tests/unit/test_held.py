@@ -422,3 +422,12 @@ def test_without_consumer_verdicts_the_view_reads_none_and_waits_for_the_verdict
     store = FakeStore([out], {"canary/k": VerdictCounts(ok=1)})
 
     assert view(store, reads_verdicts=False).current(NOW)["fp-mail"].held
+
+
+def test_a_group_that_finds_no_room_in_the_record_is_left_to_the_backoff_never_parked() -> None:
+    full = {f"g{i}": held_group(group=f"g{i}") for i in range(32)}
+
+    result = plan([failed(3, body="a")], full)
+
+    assert result.park == () and [r.tracked.message.body for r in result.redrive] == ["a"]
+    assert result.held == ()

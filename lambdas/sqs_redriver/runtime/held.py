@@ -116,11 +116,13 @@ def decide(
     at_limit: bool,
     now: int,
     rules: CanaryRules,
+    room: bool = True,
 ) -> Holding:
     """The message's fate in a re-drive step (see the module's docstring); ``at_limit``: it would
-    be parked by its count if its failure were not named transient."""
+    be parked by its count if its failure were not named transient; ``room``: the record has room
+    for another held group (without, a group that is not held yet is left to the backoff)."""
     if group is None or (not group.held and tracked.redriven_since(group.released_at)):
-        if group is None and not at_limit:
+        if (group is None and not at_limit) or not room:
             return Holding(Held.NOT_HELD)
         # The outage begins (or goes on after a release that was too early): the group is held.
         started = HeldGroup(group_name, since=now, canary_at=rules.next_canary(0, now))

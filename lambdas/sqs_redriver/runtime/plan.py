@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, RunOutcome, trips_now
-from sqs_redriver.core.table import ParkCause
+from sqs_redriver.core.table import MAX_HELD_GROUPS, ParkCause
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime import backoff, canary, fifo
 from sqs_redriver.runtime.consumer_health import ConsumerSignal, Judged, judge
@@ -344,7 +344,10 @@ class Planner:
             if name is None:
                 continue
             at_limit = t.mark.suspected >= rules.suspect_limit or over_limit(t, rules.max_redrive_count)
-            holding = decide(t, name, groups.get(name), at_limit=at_limit, now=now, rules=canary_rules)
+            room = sum(1 for g in groups.values() if g.held) < MAX_HELD_GROUPS
+            holding = decide(
+                t, name, groups.get(name), at_limit=at_limit, now=now, rules=canary_rules, room=room
+            )
             if holding.held is Held.NOT_HELD or holding.group is None:
                 continue
             group = holding.group
