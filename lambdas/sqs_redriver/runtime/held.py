@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqs_redriver.core.table import MAX_HELD_GROUPS, HeldGroup
 from sqs_redriver.protocol.failure import FailureKind
-from sqs_redriver.protocol.keys import canary_verdict_key
 from sqs_redriver.protocol.transient import normalize_message, transient_words
 from sqs_redriver.runtime import backoff
 
@@ -71,8 +70,8 @@ def failure_group(tracked: Tracked) -> str | None:
 
 
 def canary_step(failed_canaries: int, *, base_seconds: int, max_seconds: int) -> int:
-    """How long after ``failed_canaries`` failed canaries the next one goes: the backoff's step, at most
-    MAX_CANARY_INTERVAL_SECONDS (at least a second)."""
+    """How long after ``failed_canaries`` failed canaries the next one goes: the backoff's step,
+    at most MAX_CANARY_INTERVAL_SECONDS (at least a second)."""
     cap = max(1, min(max_seconds, MAX_CANARY_INTERVAL_SECONDS))
     return max(
         1, min(cap, backoff.backoff_step(failed_canaries + 1, base_seconds=base_seconds, max_seconds=cap))
@@ -288,8 +287,3 @@ class HeldGroups:
                     "next_canary_at": after.canary_at,
                 },
             )
-
-
-def group_verdict_key(sent_at: int, identity: str) -> str:
-    """The verdict key of a held group's canary (the kit counts its verdict there)."""
-    return canary_verdict_key(sent_at, identity)

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, RunOutcome, trips_now
 from sqs_redriver.core.table import MAX_HELD_GROUPS, ParkCause
+from sqs_redriver.protocol.keys import canary_verdict_key
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime import backoff, canary, fifo
 from sqs_redriver.runtime.consumer_health import ConsumerSignal, Judged, judge
-from sqs_redriver.runtime.held import CanaryRules, Held, decide, failure_group, group_verdict_key
+from sqs_redriver.runtime.held import CanaryRules, Held, decide, failure_group
 from sqs_redriver.runtime.parking import (
     operator_parked,
     operator_reason,
@@ -354,7 +355,7 @@ class Planner:
             if holding.held is Held.CANARY:
                 # Tagged as a probe's canary: its first failure comes straight back (the kit), or is
                 # the target's answer (a function probed synchronously); the kit counts its verdict.
-                tag = VerdictTag(group_verdict_key(now, t.mark.identity), trial=True)
+                tag = VerdictTag(canary_verdict_key(now, t.mark.identity), trial=True)
                 group = replace(group, verdict_key=tag.verdict_key)
                 decisions.redrive += (Redrive(t, 0, tag),)
                 decisions.canaries += (t,)
