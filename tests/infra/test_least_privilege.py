@@ -220,6 +220,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
             "FAILURE#*",
             "RETRY#*",
             "PARK#*",
+            keyed_on("HELD#", dlq),
             *breakers,
             pause,
             drain,

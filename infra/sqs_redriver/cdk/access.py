@@ -459,6 +459,8 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
                         PARK_RECORD_PREFIX,
                     )
                 ),
+                # the held groups, read with the batch's group marks (runtime/held.py)
+                RecordKind.HELD.key(dlq_url),
                 # what a large drain's worker checks before each batch (runtime/workers.py)
                 *breakers,
                 pause,

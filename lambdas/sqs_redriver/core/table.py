@@ -1188,12 +1188,23 @@ class StateTable(DynamoTable):
         """An operator's retry or park mark of each of these fingerprints that has one (one
         BatchGetItem of both keys of each); when both are found, parking wins, and it is logged.
         A record with corrupt fields still counts by its key (and is reported)."""
+        return self.load_failure_groups(fingerprints, None)[0]
+
+    def load_failure_groups(
+        self, fingerprints: Iterable[str], held_key: str | None
+    ) -> tuple[dict[str, GroupMark], tuple[HeldGroup, ...]]:
+        """The operator's marks of these fingerprints and, when ``held_key`` is given, the groups
+        held in a partial outage (``load_held``), in one BatchGetItem."""
         wanted = sorted(set(fingerprints))
         keys = [group_record_key(action, fp) for fp in wanted for action in GroupAction]
         now = self._now()
         found: list[GroupMark] = []
-        for item in self._get_items(keys):
+        held: tuple[HeldGroup, ...] = ()
+        for item in self._get_items([*keys, *([held_key] if held_key else [])]):
             key = item_key(item)
+            if key == held_key:
+                held = self._held(item)
+                continue
             try:
                 if not expired(item, key, now=now):
                     found.append(group_mark_from_item(item, now=now))
@@ -1206,7 +1217,7 @@ class StateTable(DynamoTable):
                 "failure group marked both for retry and for parking: parked",
                 extra={"fingerprint": fingerprint},
             )
-        return marks
+        return marks, held
 
     def save_group_mark(self, mark: GroupMark) -> None:
         """Record an operator's retry or park of a failure group; the other action's record of
@@ -1467,8 +1478,9 @@ class StateTable(DynamoTable):
     def load_held(self, key: str) -> tuple[HeldGroup, ...]:
         """The held groups (none: none recorded, or a corrupt record)."""
         item = self._get_item(key)
-        if not item:
-            return ()
+        return self._held(item) if item else ()
+
+    def _held(self, item: Item) -> tuple[HeldGroup, ...]:
         try:
             return held_from_item(item, now=self._now())
         except CorruptRecord as corrupt:

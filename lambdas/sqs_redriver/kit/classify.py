@@ -32,6 +32,9 @@ at the same place, with the same message once ids and numbers are taken out.
   ``order 'o-17' of 3 items`` and ``order 'o-99' of 4 items`` agree.
 
 Hashed with SHA-256 (never ``hash()``, which is salted per process); 16 hex characters.
+
+The AWS error codes of the built-in rules and the message's normalization are the protocol's
+(``protocol/transient.py``): the re-driver applies the same defaults to a source's error.
 """
 
 from __future__ import annotations

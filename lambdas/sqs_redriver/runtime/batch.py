@@ -19,11 +19,11 @@ from sqs_redriver.runtime.report import StopReason, Tally, log_decision
 from sqs_redriver.runtime.retention import Retention, guarded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from sqs_redriver.core.breaker import BreakerWriter, Mode
     from sqs_redriver.core.message import Tracked
-    from sqs_redriver.core.table import HeldGroup
+    from sqs_redriver.core.table import GroupMark, HeldGroup
     from sqs_redriver.protocol.envelope import DlqMessage
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
     from sqs_redriver.runtime.held import HeldGroups
@@ -227,14 +227,14 @@ class BatchHandler:
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
-        # An operator's retry and park marks, read only for a batch with consumer failures.
+        # An operator's retry and park marks, read only for a batch with consumer failures; the
+        # held groups (held.py), once a run, for a batch with failures named transient: together.
         fingerprints = {t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure}
-        groups = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
+        groups, held_groups = self._failure_groups(tracking.unique, fingerprints, now)
 
         breaker, errors = self._hear_returns(tracking.unique, breaker, writer, source)
         retention = self.retention()
         signals = self.watch.for_failures(breaker, tracking.unique)
-        held_groups = self.held.current(now) if self.held is not None and not self.fifo else {}
         state = BatchState(
             mode, breaker, so_far, now, groups, tag, retention, source, signals, drain, held_groups
         )
@@ -269,6 +269,21 @@ class BatchHandler:
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return HandledBatch(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def _failure_groups(
+        self, batch: list[Tracked], fingerprints: set[str], now: int
+    ) -> tuple[Mapping[str, GroupMark], Mapping[str, HeldGroup]]:
+        """The operator's marks of the batch's fingerprints, and the held groups when a failure of
+        the batch is named transient (not on FIFO); the held record is read with the marks, once
+        a run."""
+        named = self.held is not None and not self.fifo and any(held.failure_group(t) for t in batch)
+        if not named or self.held is None:
+            return (self.group_marks.load_group_marks(fingerprints) if fingerprints else {}), {}
+        if self.held.loaded:
+            marks = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
+            return marks, self.held.current(now)
+        marks, record = self.group_marks.load_failure_groups(fingerprints, self.held.key)
+        return marks, self.held.current(now, record)
 
     def _verdict_time(self, group: HeldGroup, plan: BatchPlan, now: int) -> HeldGroup:
         """A held group's canary sent by this plan is judged after its source's canary window (at

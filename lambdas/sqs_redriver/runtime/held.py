@@ -219,13 +219,24 @@ class HeldGroups:
         with self._lock:
             self._groups = None
 
-    def current(self, now: int) -> dict[str, HeldGroup]:
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def loaded(self) -> bool:
+        with self._lock:
+            return self._groups is not None
+
+    def current(self, now: int, record: Sequence[HeldGroup] | None = None) -> dict[str, HeldGroup]:
         """The groups, their canaries judged (the kit's verdicts read for those it reports on);
-        written back when a judgment changed one."""
+        written back when a judgment changed one. ``record``: the record as a batch read it beside
+        its other records (none: read here when this run has not yet)."""
         with self._lock:
             known = self._groups
         if known is None:
-            known = {g.group: g for g in self._store.load_held(self._key)}
+            read = self._store.load_held(self._key) if record is None else record
+            known = {g.group: g for g in read}
         judged_now = {name: self._judged(group, now) for name, group in known.items()}
         with self._lock:
             self._groups = {**(self._groups or {}), **judged_now}
