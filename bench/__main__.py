@@ -6,7 +6,8 @@ to every request (closer to real AWS than moto's local calls).
 
 `--recovery` runs, instead, the recovery scenarios in simulated time (bench/recovery.py):
 
-    python -m bench --recovery [--scenarios outage-60 outage-120 poison poison-then-fresh lone-poison]
+    python -m bench --recovery [--scenarios outage-60 outage-120 poison poison-then-fresh lone-poison
+        partial-outage]
         [--kits off on silent] [--json]
 
 `--baselines` runs one outage and backlog re-driven by each design (bench/recovery_compare.py),

@@ -3,7 +3,7 @@ on-failure destination) and of an EventBridge rule's target (a function), in sim
 (local_aws.dead_letter_recovery, local_aws.dead_letter_world): the real re-driver with the default
 stack's settings, Lambda, EventBridge and the function played. A table per target.
 
-    python -m bench.dead_letters [--scenarios outage outage-breaker poison]
+    python -m bench.dead_letters [--scenarios outage outage-breaker poison partial-outage]
         [--targets lambda eventbridge] [--json]
 
 - ``outage``: 300 orders failed into the DLQ by the target down from t=0 for 60 minutes; run until
@@ -11,7 +11,9 @@ stack's settings, Lambda, EventBridge and the function played. A table per targe
 - ``outage-breaker`` (a function only): the same, the function guarding its downstream with a
   Powertools circuit breaker the source names (``DeadLetterSource.breaker``);
 - ``poison``: 10 poison orders among 40 good, all failed into the DLQ in a 5-minute blip at t=0,
-  then a healthy target for 6 hours.
+  then a healthy target for 6 hours;
+- ``partial-outage`` (a function only): an order every 30 s for 75 minutes, the function's
+  downstream refusing one customer domain in five (``Connection refused``) for the first 60.
 
 Targets (issue 33): deliveries into the outage at most 30, recovery to an empty DLQ within 10
 minutes, every poison parked within 90 minutes, no good order parked.
@@ -29,16 +31,18 @@ from dataclasses import asdict
 from typing import Any
 
 from bench.report import scenario_table
-from local_aws.dead_letter_recovery import DeadLetterFigures, outage, poison
+from local_aws.dead_letter_recovery import DeadLetterFigures, outage, partial_outage, poison
 from sqs_redriver.protocol.sources import SourceKind
 
 SCENARIOS: dict[str, Callable[[SourceKind], DeadLetterFigures]] = {
     "outage": lambda kind: outage(kind, 300, 60),
     "outage-breaker": lambda kind: outage(kind, 300, 60, circuit=True),
     "poison": lambda kind: poison(kind, 10, 40),
+    "partial-outage": lambda kind: partial_outage(kind, 60),
 }
 TARGETS = {kind.value: kind for kind in (SourceKind.FUNCTION, SourceKind.RULE_TARGET)}
-FUNCTION_ONLY = {"outage-breaker"}  # the function's own breaker: a function source's
+# the function's own breaker, one domain refused by its downstream: a function source's
+FUNCTION_ONLY = {"outage-breaker", "partial-outage"}
 
 ROWS: list[tuple[str, Callable[[DeadLetterFigures], Any]]] = [
     ("good / poison orders", lambda f: f"{f.good} / {f.poison}"),

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench.report import scenario_table
-from local_aws.recovery import KitUse, lone_poison, outage, poison, poison_then_fresh
+from local_aws.recovery import KitUse, lone_poison, outage, partial_outage, poison, poison_then_fresh
 from local_aws.recovery_figures import RecoveryFigures
 from local_aws.simulation import default_stack
 
@@ -27,6 +27,7 @@ SCENARIOS: dict[str, Callable[[KitUse], RecoveryFigures]] = {
     "poison": lambda kit: poison(10, 40, kit=kit),
     "poison-then-fresh": lambda kit: poison_then_fresh(10, 40, 20, kit=kit),
     "lone-poison": lambda kit: lone_poison(kit=kit),
+    "partial-outage": lambda kit: partial_outage(60, kit=kit),
 }
 KITS = {use.value: use for use in KitUse}
 KIT_LABELS = {"off": "no", "on": "yes", "silent": "granted, silent"}

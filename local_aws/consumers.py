@@ -110,18 +110,27 @@ class KitOrderConsumer(PlainOrderConsumer):
         )
 
 
-def plain_order_consumer(outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
-    """A PlainOrderConsumer whose downstream fails during ``outages`` (epoch seconds, simulated)."""
+PartialOutages = Sequence[tuple[float, float, str]]  # (start, end, the customers' domain refused)
+
+
+def plain_order_consumer(
+    outages: Sequence[tuple[float, float]] = (), partial_outages: PartialOutages = ()
+) -> ConsumerFactory:
+    """A PlainOrderConsumer whose downstream fails during ``outages`` (epoch seconds, simulated),
+    and refuses the customers of one domain during each of ``partial_outages``."""
 
     def build(host: ConsumerHost) -> Consumer:
-        return PlainOrderConsumer(_downstream(outages, host.clock))
+        return PlainOrderConsumer(_downstream(outages, host.clock, partial_outages))
 
     return build
 
 
-def kit_order_consumer(outages: Sequence[tuple[float, float]] = ()) -> ConsumerFactory:
-    """A KitOrderConsumer whose downstream fails during ``outages``; its kit is configured from the
-    deployed consumer's ``REDRIVER_*`` variables and calls AWS through the host's clients."""
+def kit_order_consumer(
+    outages: Sequence[tuple[float, float]] = (), partial_outages: PartialOutages = ()
+) -> ConsumerFactory:
+    """A KitOrderConsumer whose downstream fails during ``outages`` (and ``partial_outages``, for
+    one domain's customers); its kit is configured from the deployed consumer's ``REDRIVER_*``
+    variables and calls AWS through the host's clients."""
 
     def build(host: ConsumerHost) -> Consumer:
         kit = ConsumerKit.from_environment(
@@ -132,7 +141,7 @@ def kit_order_consumer(outages: Sequence[tuple[float, float]] = ()) -> ConsumerF
             dynamodb=host.dynamodb,
             clock=host.clock,
         )
-        return KitOrderConsumer(_downstream(outages, host.clock), kit)
+        return KitOrderConsumer(_downstream(outages, host.clock, partial_outages), kit)
 
     return build
 
@@ -153,22 +162,25 @@ def kit_logs_to_stderr(level: str = "WARNING") -> Iterator[None]:
             handler.setStream(previous_stream)
 
 
-def _downstream(outages: Sequence[tuple[float, float]], clock: Callable[[], float]) -> SimulatedDownstream:
+def _downstream(
+    outages: Sequence[tuple[float, float]], clock: Callable[[], float], partial_outages: PartialOutages = ()
+) -> SimulatedDownstream:
     # The clock is passed explicitly: SimulatedDownstream's default (time.time captured at import)
     # would not follow freezegun.
-    injection = FailureInjection(outage_windows=tuple(outages))
+    injection = FailureInjection(outage_windows=tuple(outages), partial_outages=tuple(partial_outages))
     return SimulatedDownstream(injection, clock=clock, rng=random.Random(7))
 
 
-def order_body(order_id: str, *, rng: random.Random, poison: bool = False) -> str:
-    """A small order; a poison one has an item of quantity 0, which parse_order always refuses."""
+def order_body(order_id: str, *, rng: random.Random, poison: bool = False, customer: str = "c-1") -> str:
+    """A small order of ``customer``; a poison one has an item of quantity 0, which parse_order
+    always refuses."""
     items: list[dict[str, Any]] = [
         {"sku": f"sku-{rng.randint(1, 50)}", "quantity": rng.randint(1, 3), "unit_price": "9.90"}
         for _ in range(rng.randint(1, 3))
     ]
     if poison:
         items = [{"sku": "sku-0", "quantity": 0, "unit_price": "1.00"}]
-    return json.dumps({"order_id": order_id, "customer_id": "c-1", "currency": "EUR", "items": items})
+    return json.dumps({"order_id": order_id, "customer_id": customer, "currency": "EUR", "items": items})
 
 
 def order_id_of(body: str) -> str:

@@ -8,6 +8,8 @@ in simulated time (local_aws.dead_letter_world), each returning its figures.
 - ``poison``: poison orders among good ones, all failed into the DLQ during a 5-minute blip of the
   target at t=0 (a poison order fails for good: the function raises InvalidOrder; the rule's target
   refuses its event); then a healthy target for a fixed span.
+- ``partial_outage`` (a function only): live traffic while the function's downstream refuses one
+  customer domain in five for an hour, and takes every other order (issue 40).
 
 Default settings, no consumer kit (a function's failures come back as new records: nothing carries
 the kit's verdicts), the default stack's 5-minute schedule.
@@ -22,9 +24,9 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from local_aws.consumers import order_body
-from local_aws.dead_letter_world import TargetLog, open_dead_letter_world, order_key
+from local_aws.dead_letter_world import DeadLetterWorld, TargetLog, open_dead_letter_world, order_key
 from local_aws.journal import Journal
-from local_aws.recovery import Settled
+from local_aws.recovery import DOMAINS, PARTIAL_POISON_EVERY, REFUSED_DOMAIN, Settled
 from local_aws.recovery_figures import MINUTE
 from local_aws.simulated_time import SIM_EPOCH
 from sqs_redriver.protocol.sources import SourceKind
@@ -100,6 +102,75 @@ def poison(
     )  # fmt: skip
 
 
+def partial_outage(
+    kind: SourceKind,
+    outage_minutes: float = 60,
+    *,
+    traffic_minutes: float = 75,
+    every_seconds: float = 30,
+    cap_hours: float = 4,
+    seed: int = 7,
+) -> DeadLetterFigures:
+    """Live traffic: the function's producers invoke it with an order every ``every_seconds`` for
+    ``traffic_minutes``, its customers spread over five domains; from t=0 its downstream refuses one
+    of them for ``outage_minutes`` (``DownstreamUnavailable: ... Connection refused``), the others
+    go through; every 40th order is poison. Run until every good order was fulfilled and the DLQ
+    is empty after the domain recovered, and every poison order is parked, or a cap. A function's
+    only (a rule's target is refused whole by Invoke, not by one domain)."""
+    if kind is not SourceKind.FUNCTION:
+        raise ValueError("a partial outage is played for a function source only")
+    started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
+    recovery = outage_minutes * MINUTE
+    refusal = [(float(SIM_EPOCH), SIM_EPOCH + recovery, REFUSED_DOMAIN)]
+    with open_dead_letter_world(kind, partial_outages=refusal, seed=seed) as world:
+        good_keys: set[str] = set()
+        poison_keys: set[str] = set()
+        fulfilled = lambda: world.downstream.submitted.keys()  # noqa: E731
+        settled = Settled(world.clock, good_keys, fulfilled=fulfilled, dlq_total=world.dlq_total)
+
+        def drained() -> bool:  # noted once the domain recovered; the traffic goes on regardless
+            return world.clock.elapsed >= recovery and settled.check()
+
+        for i in range(int(traffic_minutes * MINUTE // every_seconds)):
+            poison = i % PARTIAL_POISON_EVERY == PARTIAL_POISON_EVERY // 2
+            customer = f"c-{i}@{DOMAINS[i % len(DOMAINS)]}"
+            order = order_body(f"o-{i:05d}", rng=random.Random(seed + i), poison=poison, customer=customer)
+            world.produce([order])
+            (poison_keys if poison else good_keys).add(order_key(order))
+            world.run(until=lambda: drained() and False, for_seconds=every_seconds)  # notes, never stops
+        # then until the poison is parked too
+        world.run(
+            until=lambda: drained() and poison_keys <= world.journal.parked().keys(),
+            for_seconds=cap_hours * 3600 - world.clock.elapsed,
+        )
+        observed = _observed(world)
+    return figures(
+        f"partial outage: 1 domain in 5, {outage_minutes:g} min, live traffic",
+        kind,
+        observed,
+        circuit=False,
+        good_keys=good_keys,
+        poison_keys=poison_keys,
+        outage_minutes=outage_minutes,
+        settled_at=settled.at,
+        wall=time.perf_counter() - started,
+    )
+
+
+def _observed(world: DeadLetterWorld) -> Observed:
+    """What the world left, read before it closes."""
+    return Observed(
+        world.log,
+        world.journal,
+        submitted=dict(world.downstream.submitted),
+        in_dlq=set(world.dlq_keys()),
+        being_tried=world.target.pending_keys(),
+        reasons=world.parking_reasons(),
+        requests=world.requests,
+        simulated=world.clock.elapsed,
+    )
+
+
 def _scenario(
     name: str,
     kind: SourceKind,
@@ -124,16 +195,7 @@ def _scenario(
         fulfilled = lambda: world.downstream.submitted.keys()  # noqa: E731
         settled = Settled(world.clock, good_keys, fulfilled=fulfilled, dlq_total=world.dlq_total)
         world.run(until=settled.check if settle else lambda: False, for_seconds=hours * 3600)
-        observed = Observed(
-            world.log,
-            world.journal,
-            submitted=dict(world.downstream.submitted),
-            in_dlq=set(world.dlq_keys()),
-            being_tried=world.target.pending_keys(),
-            reasons=world.parking_reasons(),
-            requests=world.requests,
-            simulated=world.clock.elapsed,
-        )
+        observed = _observed(world)
     return figures(
         name,
         kind,

@@ -618,6 +618,7 @@ class DeadLetterWorld:
         circuit: bool,
         seed: int,
         metrics: MetricsOptions,
+        partial_outages: Sequence[tuple[float, float, str]] = (),
     ) -> None:
         self.kind = kind
         self.clock = clock
@@ -633,7 +634,11 @@ class DeadLetterWorld:
         self.settings = redriver_settings(self.resources, self.source)
         self._rng = random.Random(seed)
         self.downstream = SimulatedDownstream(
-            FailureInjection(outage_windows=outages if kind is SourceKind.FUNCTION else ()), clock=clock
+            FailureInjection(
+                outage_windows=outages if kind is SourceKind.FUNCTION else (),
+                partial_outages=partial_outages if kind is SourceKind.FUNCTION else (),
+            ),
+            clock=clock,
         )
         self.target = PlayedLambda(
             self,
@@ -849,10 +854,13 @@ def open_dead_letter_world(
     circuit: bool = False,
     seed: int = 7,
     metrics: MetricsOptions | None = None,
+    partial_outages: Sequence[tuple[float, float, str]] = (),
 ) -> Iterator[DeadLetterWorld]:
     """A DeadLetterWorld at simulated time SIM_EPOCH in a fresh in-process moto: a function source
     (``kind`` FUNCTION; ``circuit``: the function keeps a Powertools breaker the source names) or a
-    rule's target (RULE_TARGET). AWS metrics published as ``metrics`` says (two minutes late)."""
+    rule's target (RULE_TARGET). AWS metrics published as ``metrics`` says (two minutes late). A
+    function's downstream refuses the customers of one domain during each of ``partial_outages``
+    (start, end, domain)."""
     with (
         environment({"AWS_DEFAULT_REGION": REGION}, unset=["AWS_ENDPOINT_URL", "AWS_PROFILE"]),
         mock_aws(config={"lambda": {"use_docker": False}}),
@@ -867,4 +875,5 @@ def open_dead_letter_world(
             circuit=circuit,
             seed=seed,
             metrics=metrics or MetricsOptions(seed=seed),
+            partial_outages=partial_outages,
         )

@@ -4,7 +4,9 @@
   run until every order is fulfilled and the DLQ is empty, or a cap;
 - ``poison``: poison orders among good ones, a healthy downstream, a fixed span;
 - ``poison_then_fresh``: the same, then fresh orders sent into a short outage (what poison costs them);
-- ``lone_poison``: one poison order alone, a fixed span.
+- ``lone_poison``: one poison order alone, a fixed span;
+- ``partial_outage``: live traffic while the downstream refuses one customer domain in five for an
+  hour, and takes every other order (issue 40: a partial outage is held, not parked).
 
 Each with one of three consumers (``kit``, a ``KitUse``): ``ON``, the kit consumer
 (``kit_order_consumer``) and the re-driver's deployed settings (consumer verdicts on, as the
@@ -124,6 +126,75 @@ def poison_then_fresh(
         stop_when_settled=False,
         shuffle=rng,
         fresh=fresh,
+    )
+
+
+# A notifier's mail provider refuses one recipient domain in five for an hour (issue 40).
+DOMAINS = ("alpha.example", "bravo.example", "charlie.example", "delta.example", "echo.example")
+REFUSED_DOMAIN = DOMAINS[0]
+PARTIAL_POISON_EVERY = 40  # every 40th order of the live traffic is poison (another domain's)
+
+
+def partial_outage(
+    outage_minutes: float = 60,
+    *,
+    kit: KitUse = KitUse.OFF,
+    traffic_minutes: float = 75,
+    every_seconds: float = 30,
+    cap_hours: float = 4,
+    seed: int = 7,
+) -> RecoveryFigures:
+    """Live traffic: an order every ``every_seconds`` for ``traffic_minutes``, its customers spread
+    over five domains; from t=0 the downstream refuses one of them (``DownstreamUnavailable: ...
+    Connection refused``) for ``outage_minutes`` while it takes every other order; every 40th order
+    is poison. Run until every good order is fulfilled and the DLQ is empty after the domain
+    recovered, and every poison order is parked, or a cap."""
+    refusal = [(float(SIM_EPOCH), SIM_EPOCH + outage_minutes * MINUTE, REFUSED_DOMAIN)]
+    consumer = (
+        kit_order_consumer(partial_outages=refusal)
+        if kit is KitUse.ON
+        else plain_order_consumer(partial_outages=refusal)
+    )
+    started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
+    recovery = outage_minutes * MINUTE
+    adjust = None if kit.expects_verdicts else without_consumer_verdicts
+    with open_world(consumer, adjust_settings=adjust) as world:
+        good_keys: set[str] = set()
+        poison_keys: set[str] = set()
+        settled = Settled.of(world, good_keys)
+
+        def drained() -> bool:  # noted once the domain recovered; the traffic goes on regardless
+            return world.clock.elapsed >= recovery and settled.check()
+
+        for i in range(int(traffic_minutes * MINUTE // every_seconds)):
+            poison = i % PARTIAL_POISON_EVERY == PARTIAL_POISON_EVERY // 2
+            customer = f"c-{i}@{DOMAINS[i % len(DOMAINS)]}"
+            body = order_body(f"o-{i:05d}", rng=random.Random(seed + i), poison=poison, customer=customer)
+            world.send([body])
+            (poison_keys if poison else good_keys).add(world.key_of(body))
+            world.run(until=lambda: drained() and False, for_seconds=every_seconds)  # notes, never stops
+        # then until the poison is parked too
+        world.run(
+            until=lambda: drained() and poison_keys <= world.journal.parked().keys(),
+            for_seconds=cap_hours * 3600 - world.clock.elapsed,
+        )
+        left = {key for keys in world.keys_in_queues().values() for key in keys}
+        simulated, journal = world.clock.elapsed, world.journal
+        requests, kit_requests = world.requests, world.consumer_requests
+    name = f"partial outage: 1 domain in 5, {outage_minutes:g} min, live traffic"
+    return figures(
+        name + {KitUse.ON: ", kit", KitUse.OFF: ", no kit", KitUse.SILENT: ", silent kit"}[kit],
+        journal,
+        kit=kit,
+        good_keys=good_keys,
+        poison_keys=poison_keys,
+        outage_minutes=outage_minutes,
+        simulated=simulated,
+        wall=time.perf_counter() - started,
+        settled_at=settled.at,
+        left_in_queues=left,
+        requests=requests,
+        kit_requests=kit_requests,
     )
 
 

@@ -81,15 +81,24 @@ def parse_order(body: str, rules: OrderRules = STRICT) -> Order:
 
 @dataclass(frozen=True)
 class FailureInjection:
-    """Makes the simulated downstream fail: always inside outage windows, else at a rate."""
+    """Makes the simulated downstream fail: always inside outage windows, else at a rate; and,
+    inside a partial outage's window, for the customers of one domain alone (``partial_outages``:
+    start, end, the domain of the customer ids it refuses)."""
 
     failure_rate: float = 0.0
     outage_windows: Sequence[tuple[float, float]] = ()
+    partial_outages: Sequence[tuple[float, float, str]] = ()
 
     def downstream_fails(self, now: float, rng: random.Random) -> bool:
         if any(start <= now < end for start, end in self.outage_windows):
             return True
         return self.failure_rate > 0 and rng.random() < self.failure_rate
+
+    def refused_domain(self, customer_id: str, now: float) -> str | None:
+        """The customer's domain when a partial outage refuses it now, else None."""
+        domain = customer_id.rpartition("@")[2]
+        refused = any(start <= now < end and domain == d for start, end, d in self.partial_outages)
+        return domain if refused else None
 
 
 class SimulatedDownstream:
@@ -112,6 +121,11 @@ class SimulatedDownstream:
         """Submit the order; return a confirmation id or raise DownstreamUnavailable."""
         if self._injection.downstream_fails(self._clock(), self._rng):
             raise DownstreamUnavailable(f"downstream unavailable for order {order.order_id}")
+        domain = self._injection.refused_domain(order.customer_id, self._clock())
+        if domain is not None:
+            raise DownstreamUnavailable(
+                f"mail provider refused {domain} for order {order.order_id}: Connection refused"
+            )
         self.submitted[order.order_id] += 1
         return f"conf-{order.order_id}"
 

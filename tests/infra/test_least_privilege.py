@@ -190,7 +190,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     redriver = deployment.redriver
     dlq, sources = redriver.dead_letter_queue, redriver.source_queues
     breakers = [keyed_on("BREAKER#", source) for source in sources]
-    own = [*breakers, keyed_on("SWEEP#", dlq), keyed_on("RUNS#", dlq)]
+    own = [*breakers, keyed_on("SWEEP#", dlq), keyed_on("RUNS#", dlq), keyed_on("HELD#", dlq)]
     continuation = keyed_on("CONTINUATION#", dlq)
     pause, drain = keyed_on("PAUSE#", dlq), keyed_on("DRAIN#", dlq)
     # a large drain's worker leases: WORKER#<DLQ URL>#<slot>
@@ -220,6 +220,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
             "FAILURE#*",
             "RETRY#*",
             "PARK#*",
+            keyed_on("HELD#", dlq),
             *breakers,
             pause,
             drain,

@@ -71,6 +71,28 @@ json_texts = st.one_of(
     ),
 )
 
+# The held groups' JSON text (HELD#): entries of any field, value and group name.
+held_json_texts = st.one_of(
+    json_texts,
+    st.builds(
+        lambda payload: {"S": json.dumps(payload)},
+        st.dictionaries(
+            st.one_of(st.sampled_from(["fp-1", "src-0123456789abcdef"]), st.text(max_size=6)),
+            st.one_of(
+                st.dictionaries(
+                    st.sampled_from(
+                        ["since", "failed_canaries", "canary_at", "canary", "sent_at", "verdict_at",
+                         "verdict_key", "released_at", "other"]
+                    ),
+                    st.one_of(st.integers(-5, NOW * 2), st.text(max_size=5), st.none()),
+                ),
+                st.integers(),
+            ),
+            max_size=3,
+        ),
+    ),
+)  # fmt: skip
+
 FIELDS: dict[RecordKind, tuple[str, ...]] = {
     RecordKind.BREAKER: ("state", "failures", "successes", "changed_at", "version", "canary_ids",
                          "canary_verdict_at", "canary_groups", "canary_sent_at"),
@@ -82,6 +104,7 @@ FIELDS: dict[RecordKind, tuple[str, ...]] = {
     RecordKind.PAUSE: ("reason", "by", "at"),
     RecordKind.RUNS: ("runs",),
     RecordKind.SWEEP: ("due_at",),
+    RecordKind.HELD: ("groups",),
     RecordKind.CONTINUATION: ("token", "offered_at", "expires_at"),
     RecordKind.DRAIN: (
         "rate", "phase", "fell_behind_at", "workers", "messages_left", "stepped_at", "started_at",
@@ -92,6 +115,7 @@ FIELDS: dict[RecordKind, tuple[str, ...]] = {
 
 def items_of(kind: RecordKind, subject: str = "s-1") -> st.SearchStrategy[dict[str, Any]]:
     """Any attribute map with this kind's key: its fields present or not, of any type or value."""
-    values = st.one_of(attribute_values, json_texts) if kind is RecordKind.FAILURE else attribute_values
+    texts_of_json = {RecordKind.FAILURE: json_texts, RecordKind.HELD: held_json_texts}
+    values = st.one_of(attribute_values, texts_of_json[kind]) if kind in texts_of_json else attribute_values
     fields = st.dictionaries(st.sampled_from(FIELDS[kind] + ("extra",)), values)
     return fields.map(lambda attributes: {**attributes, "pk": {"S": kind.key(subject)}})

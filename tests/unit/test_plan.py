@@ -364,13 +364,14 @@ def test_a_failure_of_a_parked_group_is_not_counted_as_returned() -> None:
 
 
 def test_a_retry_mark_leaves_a_transient_failure_to_the_usual_rules() -> None:
-    result = plan(
-        [failed(FailureKind.TRANSIENT, fingerprint="fixed", count=3)],
-        groups={"fixed": group("fixed", GroupAction.RETRY)},
-    )
+    batch = [failed(FailureKind.TRANSIENT, fingerprint="fixed", count=3)]
+    marked_for_retry = plan(batch, groups={"fixed": group("fixed", GroupAction.RETRY)})
+    unmarked = plan(batch)
 
-    [parked] = result.park
-    assert parked.reason.cause is ParkCause.OVER_LIMIT
+    # at its limit, held with its failure group (held.py) rather than parked, mark or not
+    assert marked_for_retry.park == () == unmarked.park
+    assert [h.tracked for h in marked_for_retry.hold] == [h.tracked for h in unmarked.hold]
+    assert marked_for_retry.held == unmarked.held != ()
 
 
 def test_another_sources_message_of_a_parked_group_is_left_for_its_own_part() -> None:
@@ -395,11 +396,12 @@ def test_terminal_failures_are_not_counted_as_returned_but_transient_ones_are() 
 
 
 def test_a_message_over_its_limit_is_parked_with_the_consumers_last_error() -> None:
-    result = plan([failed(FailureKind.TRANSIENT, count=3)])
+    retried = failed(FailureKind.TERMINAL, count=3, fingerprint="fixed")
+    result = plan([retried], groups={"fixed": group("fixed", GroupAction.RETRY)})
 
     [parked] = result.park
     assert parked.reason.cause is ParkCause.OVER_LIMIT
-    assert parked.reason.why.startswith("failed after 3 re-drives (limit 3); consumer's transient error")
+    assert parked.reason.why.startswith("failed after 3 re-drives (limit 3); consumer's terminal error")
 
 
 def test_a_trial_goes_with_no_delay_and_the_rest_of_a_run_backs_off_with_its_tag() -> None:

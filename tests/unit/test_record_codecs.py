@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from sqs_redriver.core.table import (
     DrainRecord,
     GroupAction,
     GroupMark,
+    HeldGroup,
     MessageRecord,
     Pause,
     RecordStatus,
@@ -30,6 +32,8 @@ from sqs_redriver.core.table import (
     failure_from_item,
     group_mark_from_item,
     group_mark_item,
+    held_from_item,
+    held_item,
     json_object,
     mark_from_item,
     message_item,
@@ -66,6 +70,7 @@ PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {
     RecordKind.PAUSE: (lambda item: pause_from_item(item, now=NOW), Pause),
     RecordKind.RUNS: (runs_from_item, RunHistory),
     RecordKind.SWEEP: (lambda item: sweep_due_from_item(item, now=NOW), int),
+    RecordKind.HELD: (lambda item: held_from_item(item, now=NOW), tuple),
     RecordKind.CONTINUATION: (lambda item: check_continuation(item, now=NOW), type(None)),
     RecordKind.DRAIN: (lambda item: drain_from_item(item, now=NOW), DrainRecord),
 }
@@ -306,3 +311,39 @@ def test_an_evidence_word_this_version_does_not_know_is_read_as_none_and_the_bre
 )
 def test_a_drain_record_round_trips(record: DrainRecord) -> None:
     assert drain_from_item(drain_item("DRAIN#d", record), now=NOW) == record
+
+
+held_groups = st.builds(
+    HeldGroup,
+    group=st.from_regex(r"[a-f0-9]{16}", fullmatch=True),
+    since=st.integers(0, NOW),
+    failed_canaries=st.integers(0, 1_000),
+    canary_at=st.integers(0, NOW + 300),
+    canary=st.text(max_size=128),
+    sent_at=st.integers(0, NOW),
+    verdict_at=st.integers(0, NOW + 3_600),
+    verdict_key=st.text(max_size=256),
+    released_at=st.integers(0, NOW),
+)
+
+
+@given(st.lists(held_groups, max_size=5, unique_by=lambda g: g.group))
+def test_held_groups_round_trip(groups: list[HeldGroup]) -> None:
+    groups = [g for g in groups if _encodable(g.canary) and _encodable(g.verdict_key)]
+    parsed = held_from_item(held_item("HELD#d", groups), now=NOW)
+    assert sorted(parsed, key=lambda g: g.group) == sorted(groups, key=lambda g: g.group)
+
+
+def test_a_held_group_whose_next_canary_is_further_ahead_than_any_canary_window_is_rejected() -> None:
+    far = NOW + RECORD_MAX_CANARY_WINDOW_SECONDS + MAX_CLOCK_SKEW_SECONDS + 1
+    item = held_item("HELD#d", [HeldGroup("0123456789abcdef", since=NOW, canary_at=far)])
+    with pytest.raises(CorruptRecord, match="canary_at"):
+        held_from_item(item, now=NOW)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

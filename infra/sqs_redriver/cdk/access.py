@@ -422,14 +422,19 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
     ``source_addresses``: what names each source's breaker: a source queue's URL, a dead-letter
     source's address (DeadLetterSource.address).
 
-    Its own records (breakers, sweep, run history, continuation slot, a large drain's record, the
+    Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's record, the
     operator's pause) by their full keys, its large drains' worker leases and its idempotency
     records (Powertools: get, conditional put, update, delete) by their prefix; message records,
     the kit's records and the operator's group records by kind. It never writes an operator
     record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
     breakers = tuple(RecordKind.BREAKER.key(address) for address in source_addresses)
-    own = (*breakers, RecordKind.SWEEP.key(dlq_url), RecordKind.RUNS.key(dlq_url))
+    own = (
+        *breakers,
+        RecordKind.SWEEP.key(dlq_url),
+        RecordKind.RUNS.key(dlq_url),
+        RecordKind.HELD.key(dlq_url),
+    )
     continuation = RecordKind.CONTINUATION.key(dlq_url)
     idempotency = f"{RecordKind.IDEMPOTENCY.key(dlq_url)}#*"
     pause, drain, workers = (
@@ -454,6 +459,8 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
                         PARK_RECORD_PREFIX,
                     )
                 ),
+                # the held groups, read with the batch's group marks (runtime/held.py)
+                RecordKind.HELD.key(dlq_url),
                 # what a large drain's worker checks before each batch (runtime/workers.py)
                 *breakers,
                 pause,

@@ -32,9 +32,11 @@ from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.protocol.failure import Failure, VerdictCounts
 from sqs_redriver.protocol.keys import RecordKind, kind_of, storable, subject_of
 from sqs_redriver.protocol.limits import (
+    FINGERPRINT_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
     MAX_COUNT,
     MAX_EPOCH_SECONDS,
+    MAX_FINGERPRINT_CHARS,
     MAX_IDENTITY_CHARS,
     MAX_MARK_HISTORY,
     RECORD_MAX_BREAKER_COUNT,
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-# The operator's kill switch: while a pause is recorded, no run re-drives, probes or scans.
+# The operator's kill switch: while a pause is recorded, no run re-drives, failed_canaries or scans.
 
 
 @dataclass(frozen=True)
@@ -968,6 +970,93 @@ def drain_from_item(item: Item, *, now: int) -> DrainRecord:
     )
 
 
+# The failure groups held in a partial outage (``HELD#<DLQ URL>``, runtime/held.py): written and
+# read by the re-driver's runs alone.
+
+# A record holds at most this many groups (RECORD_MAX_JSON_CHARS bounds it: ~450 characters each).
+MAX_HELD_GROUPS = 32
+MAX_VERDICT_KEY_CHARS = 256
+
+
+@dataclass(frozen=True)
+class HeldGroup:
+    """A failure group (a fingerprint, or a source's error: runtime/held.py) in an outage of its
+    own: its messages wait in the DLQ while one canary at a time tests it. ``since``: when it was
+    held; ``failed_canaries``: its canaries that failed since; ``canary_at``: when the next may go;
+    ``canary`` (an identity, "" when none is out), ``sent_at``, ``verdict_at`` and
+    ``verdict_key`` (the kit's, "" without it): the canary out; ``released_at``: when its canary
+    passed (0: held), after which its messages are re-driven at once."""
+
+    group: str
+    since: int
+    failed_canaries: int = 0
+    canary_at: int = 0
+    canary: str = ""
+    sent_at: int = 0
+    verdict_at: int = 0
+    verdict_key: str = ""
+    released_at: int = 0
+
+    @property
+    def held(self) -> bool:
+        return not self.released_at
+
+
+HELD_TIMES = ("since", "canary_at", "sent_at", "verdict_at", "released_at")
+
+
+def held_item(key: str, groups: Sequence[HeldGroup]) -> dict[str, Any]:
+    entries = {
+        g.group: {
+            **{name: getattr(g, name) for name in HELD_TIMES},
+            "failed_canaries": g.failed_canaries,
+            "canary": g.canary,
+            "verdict_key": g.verdict_key,
+        }
+        for g in groups[:MAX_HELD_GROUPS]
+    }
+    return {"pk": {"S": key}, "groups": {"S": json.dumps(entries, sort_keys=True)}}
+
+
+def held_from_item(item: Item, *, now: int) -> tuple[HeldGroup, ...]:
+    """The held groups; ``CorruptRecord`` when a field is missing, mistyped or out of range
+    (a time later than the longest wait ahead, a group name that is not a fingerprint's)."""
+    key = item_key(item)
+    entries = json_object(text(item, "groups", key, max_chars=RECORD_MAX_JSON_CHARS), "groups", key)
+    if len(entries) > MAX_HELD_GROUPS:
+        raise CorruptRecord(key, "groups", f"more than {MAX_HELD_GROUPS} groups")
+    # A canary's verdict is due at most its window ahead; the next canary, much less.
+    ahead = now + RECORD_MAX_CANARY_WINDOW_SECONDS + MAX_CLOCK_SKEW_SECONDS
+    groups = []
+    for group, entry in entries.items():
+        name = f"groups.{group[:MAX_FINGERPRINT_CHARS]}"
+        if len(group) > MAX_FINGERPRINT_CHARS or not FINGERPRINT_PATTERN.fullmatch(group):
+            raise CorruptRecord(key, "groups", "a group that is not a fingerprint")
+        if not isinstance(entry, Mapping):
+            raise CorruptRecord(key, name, "not a JSON object")
+        times = {t: integer(entry.get(t), f"{name}.{t}", key, low=0, high=ahead) for t in HELD_TIMES}
+        groups.append(
+            HeldGroup(
+                group=group,
+                failed_canaries=integer(
+                    entry.get("failed_canaries"), f"{name}.failed_canaries", key, low=0, high=MAX_COUNT
+                ),
+                canary=checked_text(
+                    entry.get("canary"), f"{name}.canary", key, max_chars=MAX_IDENTITY_CHARS, empty=True
+                ),
+                verdict_key=checked_text(
+                    entry.get("verdict_key"),
+                    f"{name}.verdict_key",
+                    key,
+                    max_chars=MAX_VERDICT_KEY_CHARS,
+                    empty=True,
+                ),
+                **times,
+            )
+        )
+    return tuple(groups)
+
+
 def verdicts_from_item(item: Item) -> VerdictCounts:
     """The verdict counts; a counter never added is 0. ``CorruptRecord`` when one is mistyped or
     out of range."""
@@ -994,6 +1083,7 @@ ENTRY_SKIPPED = "entry skipped; the next run's summary drops it"
 SWEEP_DUE = "treated as absent: the retention sweep is due now"
 NO_VERDICTS = "read as no verdicts"
 NO_DRAIN = "read as no drain: the next pace step starts it over"
+NO_HELD_GROUPS = "read as no group held: the next failures of each group hold it again"
 
 
 # A stored version attribute that is not a valid one, as it was read (None: there was none).
@@ -1098,12 +1188,23 @@ class StateTable(DynamoTable):
         """An operator's retry or park mark of each of these fingerprints that has one (one
         BatchGetItem of both keys of each); when both are found, parking wins, and it is logged.
         A record with corrupt fields still counts by its key (and is reported)."""
+        return self.load_failure_groups(fingerprints, None)[0]
+
+    def load_failure_groups(
+        self, fingerprints: Iterable[str], held_key: str | None
+    ) -> tuple[dict[str, GroupMark], tuple[HeldGroup, ...]]:
+        """The operator's marks of these fingerprints and, when ``held_key`` is given, the groups
+        held in a partial outage (``load_held``), in one BatchGetItem."""
         wanted = sorted(set(fingerprints))
         keys = [group_record_key(action, fp) for fp in wanted for action in GroupAction]
         now = self._now()
         found: list[GroupMark] = []
-        for item in self._get_items(keys):
+        held: tuple[HeldGroup, ...] = ()
+        for item in self._get_items([*keys, *([held_key] if held_key else [])]):
             key = item_key(item)
+            if key == held_key:
+                held = self._held(item)
+                continue
             try:
                 if not expired(item, key, now=now):
                     found.append(group_mark_from_item(item, now=now))
@@ -1116,7 +1217,7 @@ class StateTable(DynamoTable):
                 "failure group marked both for retry and for parking: parked",
                 extra={"fingerprint": fingerprint},
             )
-        return marks
+        return marks, held
 
     def save_group_mark(self, mark: GroupMark) -> None:
         """Record an operator's retry or park of a failure group; the other action's record of
@@ -1371,6 +1472,25 @@ class StateTable(DynamoTable):
         except CorruptRecord as corrupt:
             self._report(corrupt, NO_DRAIN)
             return None
+
+    # The failure groups held in a partial outage (runtime/held.py).
+
+    def load_held(self, key: str) -> tuple[HeldGroup, ...]:
+        """The held groups (none: none recorded, or a corrupt record)."""
+        item = self._get_item(key)
+        return self._held(item) if item else ()
+
+    def _held(self, item: Item) -> tuple[HeldGroup, ...]:
+        try:
+            return held_from_item(item, now=self._now())
+        except CorruptRecord as corrupt:
+            self._report(corrupt, NO_HELD_GROUPS)
+            return ()
+
+    def save_held(self, key: str, groups: Sequence[HeldGroup]) -> None:
+        """Record the held groups (unconditional: runs rarely overlap, and an update lost to an
+        overlap costs one more canary or one run's delay of a release, nothing more)."""
+        self._put_item(held_item(key, groups))
 
     # The retention sweep's due time.
 

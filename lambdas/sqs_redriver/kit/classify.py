@@ -32,12 +32,14 @@ at the same place, with the same message once ids and numbers are taken out.
   ``order 'o-17' of 3 items`` and ``order 'o-99' of 4 items`` agree.
 
 Hashed with SHA-256 (never ``hash()``, which is salted per process); 16 hex characters.
+
+The AWS error codes of the built-in rules and the message's normalization are the protocol's
+(``protocol/transient.py``): the re-driver applies the same defaults to a source's error.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import sysconfig
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,40 +50,13 @@ from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from sqs_redriver.protocol.failure import FailureKind
 from sqs_redriver.protocol.redact import Redactor
+from sqs_redriver.protocol.transient import TRANSIENT_ERROR_CODES, normalize_message, transient_status
 
 Predicate = Callable[[BaseException], FailureKind | None]
 ExceptionTypes = Iterable[type[BaseException]]
 
 # How deep a chain of causes is followed (chains are short; this only guards against cycles).
 MAX_CAUSE_DEPTH = 8
-
-# AWS error codes that mean "try again later", whichever service raised them.
-TRANSIENT_ERROR_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "LimitExceededException",
-        "SlowDown",
-        "PriorRequestNotComplete",
-        "TransactionInProgressException",
-        "EC2ThrottledException",
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "ServiceUnavailable",
-        "ServiceUnavailableException",
-        "InternalError",
-        "InternalFailure",
-        "InternalServerError",
-        "KMSThrottlingException",
-    }
-)
 
 
 # The two exceptions a consumer raises itself live here, not in ``errors``: a class's module is part
@@ -111,9 +86,7 @@ def aws_transient_error(exc: BaseException) -> FailureKind | None:
     error, metadata = response.get("Error"), response.get("ResponseMetadata")
     code = error.get("Code") if isinstance(error, Mapping) else None
     status = metadata.get("HTTPStatusCode") if isinstance(metadata, Mapping) else None
-    if (isinstance(code, str) and code in TRANSIENT_ERROR_CODES) or (
-        isinstance(status, int) and 500 <= status <= 599
-    ):
+    if (isinstance(code, str) and code in TRANSIENT_ERROR_CODES) or transient_status(status):
         return FailureKind.TRANSIENT
     return None
 
@@ -213,33 +186,13 @@ def _opinion(predicate: Predicate, exc: BaseException) -> FailureKind | None:
 KIT_PACKAGE = __name__.partition(".")[0]
 FINGERPRINT_HEX_CHARS = 16
 FINGERPRINT_VERSION = "v1"
-# Longest normalized message hashed; beyond it, messages usually carry payloads, not the bug.
-MAX_NORMALIZED_CHARS = 500
 # Stands for a class whose name or module will not be read.
 UNNAMED_CLASS = "exception"
 DEFAULT_REDACTOR = Redactor()
 
-_NORMALIZERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE),
-        "<uuid>",
-    ),
-    (re.compile(r"'[^'\n]*'|\"[^\"\n]*\""), "<str>"),
-    (re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.IGNORECASE), "<hex>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
-    (re.compile(r"\s+"), " "),
-)
 _LIBRARY_PATHS = tuple(
     {path for name in ("stdlib", "platstdlib", "purelib", "platlib") if (path := sysconfig.get_path(name))}
 )
-
-
-def normalize_message(message: str) -> str:
-    """The message with ids, numbers and quoted values replaced by placeholders."""
-    for pattern, placeholder in _NORMALIZERS:
-        message = pattern.sub(placeholder, message)
-    return message.strip()[:MAX_NORMALIZED_CHARS]
 
 
 def error_class(exc: BaseException) -> str:

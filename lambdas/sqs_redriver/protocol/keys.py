@@ -23,6 +23,7 @@ class RecordKind(StrEnum):
     PAUSE = "PAUSE#"  # <DLQ URL>: an operator's pause of the re-driver of that DLQ
     RUNS = "RUNS#"  # <DLQ URL>: the re-driver's run history, its last runs' summaries
     SWEEP = "SWEEP#"  # <DLQ URL>: when the re-driver's next retention sweep is due
+    HELD = "HELD#"  # <DLQ URL>: the failure groups the re-driver holds in a partial outage, their canaries
     CONTINUATION = "CONTINUATION#"  # <DLQ URL>: the re-driver's one pending continuation
     # <DLQ URL>#<n>: the lease of a large drain's n-th worker (1 .. MAX_WORKERS - 1; the chain is the 0th)
     WORKER = "WORKER#"

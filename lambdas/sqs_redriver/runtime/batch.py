@@ -6,25 +6,27 @@ AWS call that failed) and says whether the batch loop stops."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.breaker import Breaker, Evidence, with_canary
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import counted_in_table, screened, track
 from sqs_redriver.core.transfer import Transfer
-from sqs_redriver.runtime import canary
+from sqs_redriver.runtime import canary, held
 from sqs_redriver.runtime.plan import BatchState, Planner
 from sqs_redriver.runtime.report import StopReason, Tally, log_decision
 from sqs_redriver.runtime.retention import Retention, guarded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from sqs_redriver.core.breaker import BreakerWriter, Mode
     from sqs_redriver.core.message import Tracked
+    from sqs_redriver.core.table import GroupMark, HeldGroup
     from sqs_redriver.protocol.envelope import DlqMessage
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
+    from sqs_redriver.runtime.held import HeldGroups
     from sqs_redriver.runtime.parking import Parker
     from sqs_redriver.runtime.plan import BatchPlan, Hold, Park, VerdictTag
     from sqs_redriver.runtime.ports import GroupMarkStore, MessageStore, Queue, Target
@@ -182,8 +184,10 @@ class BatchHandler:
         expiry_margin_seconds: int,
         watch: ConsumerWatch,
         consumer_verdicts: bool,
+        held_groups: HeldGroups | None = None,
     ) -> None:
         self.planner = planner
+        self.held = held_groups
         self.watch = watch
         self.consumer_verdicts = consumer_verdicts
         self.dlq = dlq
@@ -223,15 +227,20 @@ class BatchHandler:
         tracking = track(batch, recorded, now)
         for duplicate in tracking.duplicates:
             log_decision(self.log, "duplicate in batch: left for a later run", duplicate)
-        # An operator's retry and park marks, read only for a batch with consumer failures.
+        # An operator's retry and park marks, read only for a batch with consumer failures; the
+        # held groups (held.py), once a run, for a batch with failures named transient: together.
         fingerprints = {t.mark.failure.fingerprint for t in tracking.unique if t.mark.failure}
-        groups = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
+        groups, held_groups = self._failure_groups(tracking.unique, fingerprints, now)
 
         breaker, errors = self._hear_returns(tracking.unique, breaker, writer, source)
         retention = self.retention()
         signals = self.watch.for_failures(breaker, tracking.unique)
-        state = BatchState(mode, breaker, so_far, now, groups, tag, retention, source, signals, drain)
+        state = BatchState(
+            mode, breaker, so_far, now, groups, tag, retention, source, signals, drain, held_groups
+        )
         plan = self.planner.plan(tracking, state)
+        if plan.held and self.held is not None:
+            self.held.update([self._verdict_time(g, plan, now) for g in plan.held], now)
         seen = rejected + Tally(returned=plan.returned, others=plan.others, unjudged=plan.unjudged)
         if plan.open_breaker:
             if plan.canaries_back:
@@ -253,11 +262,54 @@ class BatchHandler:
         not sent opens the breaker), and why the batch loop stops after it, if it does."""
         plan, breaker = planned.plan, planned.breaker
         tally = planned.tally + executed.tally
+        if plan.group_canaries:
+            self._account_group_canaries(plan, executed, planned.now)
         if plan.stop is StopReason.CANARY_SENT:
             breaker, tally = self._account_canaries(executed, breaker, tally, writer)
         if executed.failure:
             return self._stopped_by(executed.failure, tally, breaker, plan, leave=plan.leave)
         return HandledBatch(tally, breaker, plan.leave, plan.canary_may_hide, plan.stop)
+
+    def _failure_groups(
+        self, batch: list[Tracked], fingerprints: set[str], now: int
+    ) -> tuple[Mapping[str, GroupMark], Mapping[str, HeldGroup]]:
+        """The operator's marks of the batch's fingerprints, and the held groups when a failure of
+        the batch is named transient (not on FIFO); the held record is read with the marks, once
+        a run."""
+        named = self.held is not None and not self.fifo and any(held.failure_group(t) for t in batch)
+        if not named or self.held is None:
+            return (self.group_marks.load_group_marks(fingerprints) if fingerprints else {}), {}
+        if self.held.loaded:
+            marks = self.group_marks.load_group_marks(fingerprints) if fingerprints else {}
+            return marks, self.held.current(now)
+        marks, record = self.group_marks.load_failure_groups(fingerprints, self.held.key)
+        return marks, self.held.current(now, record)
+
+    def _verdict_time(self, group: HeldGroup, plan: BatchPlan, now: int) -> HeldGroup:
+        """A held group's canary sent by this plan is judged after its source's canary window (at
+        once, for a target whose answer is the verdict: the next batch)."""
+        if not group.canary or group.sent_at != now or group.verdict_at:
+            return group
+        tracked = next(t for t in plan.group_canaries if t.mark.identity == group.canary)
+        source = self.sources[self.routes.source_url(tracked) or self.routes.urls[0]]
+        return replace(group, verdict_at=now + max(source.canary_window_seconds(), 1))
+
+    def _account_group_canaries(self, plan: BatchPlan, executed: Executed, now: int) -> None:
+        """A held group's canary that was not delivered: failed at once by its target (a failed
+        canary), or not sent (the next a step later)."""
+        assert self.held is not None, "only a plan with held groups has their canaries"
+        sent = {t.message_id for t in executed.sent_to_source}
+        failed = {t.message_id for t in executed.failed_at_target}
+        canaries = {t.mark.identity: t for t in plan.group_canaries if t.message_id not in sent}
+        current = self.held.known()
+        changed = [
+            held.not_sent(
+                g, failed_at_target=canaries[g.canary].message_id in failed, now=now, rules=self.held.rules
+            )
+            for g in current.values()
+            if g.held and g.canary in canaries and g.sent_at == now
+        ]
+        self.held.update(changed, now)
 
     def _hear_returns(
         self, batch: list[Tracked], breaker: Breaker, writer: BreakerWriter, source: str | None

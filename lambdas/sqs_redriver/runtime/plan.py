@@ -10,10 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Evidence, Mode, RunOutcome, trips_now
-from sqs_redriver.core.table import ParkCause
+from sqs_redriver.core.table import MAX_HELD_GROUPS, ParkCause
+from sqs_redriver.protocol.keys import canary_verdict_key
 from sqs_redriver.protocol.limits import SQS_MAX_DELAY_SECONDS
 from sqs_redriver.runtime import backoff, canary, fifo
 from sqs_redriver.runtime.consumer_health import ConsumerSignal, Judged, judge
+from sqs_redriver.runtime.held import CanaryRules, Held, decide, failure_group
 from sqs_redriver.runtime.parking import (
     operator_parked,
     operator_reason,
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from sqs_redriver.core.message import Tracked, Tracking
-    from sqs_redriver.core.table import GroupMark, ParkReason
+    from sqs_redriver.core.table import GroupMark, HeldGroup, ParkReason
     from sqs_redriver.runtime.routing import Routes
 
 
@@ -105,6 +107,10 @@ class BatchPlan:
     unjudged: int = 0
     canary_may_hide: bool = False
     stop: StopReason = StopReason.NONE
+    # Failure groups held in a partial outage (held.py) that this plan changed, and the canaries
+    # of held groups among its re-drives.
+    held: tuple[HeldGroup, ...] = ()
+    group_canaries: tuple[Tracked, ...] = ()
 
     def with_claimed_canaries(self, verdict_key: str) -> BatchPlan:
         """The probe is this run's: the canaries go now, with no delay (the cooldown was theirs)."""
@@ -161,6 +167,8 @@ class BatchState:
     # its backoff step, so the consumer answers the pace at once (a backlog's messages have waited
     # their step out in the DLQ).
     drain: bool = False
+    # The failure groups held in a partial outage (held.py), by group.
+    held: Mapping[str, HeldGroup] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,8 @@ class Due:
     batch: list[Tracked]
     messages: list[Tracked]
     waits: dict[str, int]
+    # The groups of the messages whose failure is named transient (held.py), by DLQ MessageId.
+    groups: dict[str, str] = field(default_factory=dict)
 
 
 class Planner:
@@ -201,7 +211,10 @@ class Planner:
         outage = {j.tracked.message_id for j in judged if j.outage}
         batch = [t for t in unique if t.message_id not in others]
         waits = self._waits(batch, state.now)
-        counted = self._returned(batch, outage, waits, state)
+        # Named transient: never parked by its count; its group may be held (held.py). Not on FIFO,
+        # where a held message would hold its whole message group behind it.
+        groups = {} if rules.fifo else {t.message_id: g for t in batch if (g := failure_group(t))}
+        counted = self._returned(batch, outage, waits, state, groups)
         by_metrics = any(
             t.message_id in outage and not t.redriven_since(state.breaker.changed_at) for t in counted
         )
@@ -215,11 +228,11 @@ class Planner:
                 park.append(Park(t, operator_reason(t, parked_group, now=state.now, routes=rules.routes)))
             elif terminal(t, state.groups):
                 park.append(Park(t, terminal_reason(t, now=state.now, routes=rules.routes)))
-            elif t.mark.suspected >= rules.suspect_limit:
+            elif t.mark.suspected >= rules.suspect_limit and t.message_id not in groups:
                 park.append(
                     Park(t, suspect_reason(t, rules.suspect_limit, now=state.now, routes=rules.routes))
                 )
-            elif over_limit(t, rules.max_redrive_count):
+            elif over_limit(t, rules.max_redrive_count) and t.message_id not in groups:
                 reason = over_limit_reason(t, rules.max_redrive_count, now=state.now, routes=rules.routes)
                 park.append(Park(t, reason))
             elif unreplayable(t):
@@ -239,16 +252,21 @@ class Planner:
             unjudged=unjudged,
             evidence=Evidence.METRICS if by_metrics else Evidence.RETURNS,
         )
-        return self._by_mode[state.mode](base, Due(batch, due, waits), state)
+        return self._by_mode[state.mode](base, Due(batch, due, waits, groups), state)
 
     @staticmethod
     def _returned(
-        batch: list[Tracked], outage: set[str], waits: dict[str, int], state: BatchState
+        batch: list[Tracked],
+        outage: set[str],
+        waits: dict[str, int],
+        state: BatchState,
+        groups: Mapping[str, str],
     ) -> list[Tracked]:
         """The batch's failures that count against the breaker: re-driven in its current period, or
         placed in an outage by the metrics. A message still waiting out its backoff in the DLQ is
         counted when it is acted on, not each time it reappears; a terminal failure, one of a group
-        an operator parked, or a suspect says the message is bad, not that the consumer is broken."""
+        an operator parked, or a suspect says the message is bad, not that the consumer is broken;
+        one of a held group, that its group is out, which its canary tests."""
         return [
             t
             for t in batch
@@ -257,6 +275,7 @@ class Planner:
             and not (t.mark.failure and t.mark.failure.terminal)
             and operator_parked(t, state.groups) is None
             and not t.mark.suspect
+            and not _of_held_group(t, groups, state.held)
         ]
 
     def _judge(self, tracked: Tracked, state: BatchState) -> Judged:
@@ -290,21 +309,68 @@ class Planner:
         if trips_now(state.breaker, so_far, self.rules.breaker):
             leave = base.leave + tuple(due.messages)
             return replace(base, leave=leave, open_breaker=True, stop=StopReason.BREAKER_OPENED)
+        held = self._held_groups(due, state)
+        messages = [t for t in due.messages if t.message_id not in held.decided]
         waits = due.waits
         # A longer wait is renewed by the run that receives the message when its hold ends.
         hold = tuple(
             Hold(t, self._hold_seconds(t, min(waits[t.message_id], backoff.MAX_HOLD_SECONDS), state))
-            for t in due.messages
+            for t in messages
             if t.message_id in waits
         )
         # The trial tests the consumer now: like canaries, its messages go with no delay.
         trial = state.tag is not None and state.tag.trial
         redrive = tuple(
             Redrive(t, 0 if trial else self._delay_for(t, state), state.tag)
-            for t in due.messages
+            for t in messages
             if t.message_id not in waits
         )
-        return replace(base, redrive=redrive, hold=hold)
+        return replace(
+            base,
+            redrive=held.redrive + redrive,
+            hold=held.hold + hold,
+            leave=base.leave + held.leave,
+            held=tuple(held.groups.values()),
+            group_canaries=held.canaries,
+        )
+
+    def _held_groups(self, due: Due, state: BatchState) -> HeldDecisions:
+        """The messages of named-transient failures: held with their group, its canary, released,
+        or (not held) left to the backoff as any other (held.py)."""
+        rules = self.rules
+        canary_rules = CanaryRules(rules.base_delay_seconds, rules.max_delay_seconds)
+        now, groups, decisions = state.now, dict(state.held), HeldDecisions()
+        for t in due.messages:
+            name = due.groups.get(t.message_id)
+            if name is None:
+                continue
+            at_limit = t.mark.suspected >= rules.suspect_limit or over_limit(t, rules.max_redrive_count)
+            room = sum(1 for g in groups.values() if g.held) < MAX_HELD_GROUPS
+            holding = decide(
+                t, name, groups.get(name), at_limit=at_limit, now=now, rules=canary_rules, room=room
+            )
+            if holding.held is Held.NOT_HELD or holding.group is None:
+                continue
+            group = holding.group
+            if holding.held is Held.CANARY:
+                # Tagged as a probe's canary: its first failure comes straight back (the kit), or is
+                # the target's answer (a function probed synchronously); the kit counts its verdict.
+                tag = VerdictTag(canary_verdict_key(now, t.mark.identity), trial=True)
+                group = replace(group, verdict_key=tag.verdict_key)
+                decisions.redrive += (Redrive(t, 0, tag),)
+                decisions.canaries += (t,)
+            elif holding.held is Held.RELEASED:
+                decisions.redrive += (Redrive(t, 0, state.tag),)
+            elif holding.until > now:
+                seconds = min(holding.until - now, backoff.MAX_HOLD_SECONDS)
+                decisions.hold += (Hold(t, self._hold_seconds(t, seconds, state)),)
+            else:
+                decisions.leave += (t,)
+            decisions.decided.add(t.message_id)
+            if groups.get(name) != group:
+                groups[name] = group
+                decisions.groups[name] = group
+        return decisions
 
     @staticmethod
     def _hold_seconds(tracked: Tracked, seconds: int, state: BatchState) -> int:
@@ -368,3 +434,21 @@ class Planner:
                 evidence=Evidence.RETURNS,
             )
         return plan
+
+
+@dataclass
+class HeldDecisions:
+    """What a re-drive step made of the messages of held groups (``Planner._held_groups``)."""
+
+    redrive: tuple[Redrive, ...] = ()
+    hold: tuple[Hold, ...] = ()
+    leave: tuple[Tracked, ...] = ()
+    canaries: tuple[Tracked, ...] = ()
+    decided: set[str] = field(default_factory=set)
+    groups: dict[str, HeldGroup] = field(default_factory=dict)
+
+
+def _of_held_group(tracked: Tracked, groups: Mapping[str, str], held: Mapping[str, HeldGroup]) -> bool:
+    name = groups.get(tracked.message_id)
+    group = held.get(name) if name is not None else None
+    return group is not None and group.held

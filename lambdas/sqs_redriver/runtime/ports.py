@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from sqs_redriver.core.sqs import BatchResult, Outgoing, RedriveWindow
-    from sqs_redriver.core.table import DrainRecord, FleetView, GroupMark, MessageRecord, Pause
+    from sqs_redriver.core.table import DrainRecord, FleetView, GroupMark, HeldGroup, MessageRecord, Pause
     from sqs_redriver.protocol.failure import VerdictCounts
     from sqs_redriver.protocol.mark import Mark
     from sqs_redriver.runtime.consumer_health import QueueActivity, WatchedQueue
@@ -173,6 +173,13 @@ class GroupMarkStore(Protocol):
     def load_group_marks(self, fingerprints: Iterable[str]) -> dict[str, GroupMark]:
         """An operator's retry or park mark of each of these fingerprints that has one (parking
         wins when both are recorded)."""
+        ...
+
+    def load_failure_groups(
+        self, fingerprints: Iterable[str], held_key: str | None
+    ) -> tuple[dict[str, GroupMark], tuple[HeldGroup, ...]]:
+        """The same marks and, with ``held_key``, the groups held in a partial outage (held.py),
+        read together."""
         ...
 
 

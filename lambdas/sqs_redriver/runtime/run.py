@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.batch_loop import BatchLoop, LoopResult
     from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
     from sqs_redriver.runtime.consumer_health import ConsumerWatch
+    from sqs_redriver.runtime.held import HeldGroups
     from sqs_redriver.runtime.ports import PauseStore, RunHistoryStore, RunRecords, SweepStore, VerdictStore
     from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.workers import Drains, Fleet
@@ -518,6 +519,7 @@ class Redriver:
         watch: ConsumerWatch,
         drains: Drains,
         breaker_reader: ConsumerBreakerReader | None = None,
+        held: HeldGroups | None = None,
     ) -> None:
         """Composed by ``sqs_redriver.runtime.wiring.compose_redriver``; ``watch`` reads the source
         queues' CloudWatch metrics once per run (the batch handler reads the same); ``drains``
@@ -529,6 +531,7 @@ class Redriver:
         self.log = logger
         self.clock = clock
         self.watch = watch
+        self.held = held
         judge = CanaryJudge(settings, state=state, clock=clock, sleep=sleep, logger=logger, watch=watch)
         self.steps = ModeSteps(
             settings,
@@ -569,6 +572,8 @@ class Redriver:
         its summary to the run history, unless it is a large drain's worker."""
         started, settings = self.clock(), self.settings
         self.watch.begin_run()
+        if self.held is not None:
+            self.held.begin_run()
         if resume is not None and not self._take(resume):
             self.log.info("continuation already taken: nothing to do", extra={"token": resume.token})
             breaker = self.state.load_breaker(settings.breaker_key)

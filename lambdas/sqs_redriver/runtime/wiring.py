@@ -30,6 +30,7 @@ from sqs_redriver.runtime.batch_loop import BatchLoop
 from sqs_redriver.runtime.consumer_breaker import ConsumerBreakerReader
 from sqs_redriver.runtime.consumer_health import ConsumerWatch
 from sqs_redriver.runtime.consumer_metrics import CloudWatchActivity
+from sqs_redriver.runtime.held import CanaryRules, HeldGroups
 from sqs_redriver.runtime.parking import Parker
 from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender
@@ -93,7 +94,10 @@ def compose_redriver(
     executor = _executor(settings, clients, queues, state, routes, limiter=limiter, logger=logger)
     watch = _consumer_watch(settings, clients, queues, clock=clock, logger=logger)
     planner = Planner(_plan_rules(settings, routes), rng or random.Random())
-    loop = _batch_loop(settings, queues, state, routes, executor, watch, planner, clock=clock, logger=logger)
+    held = _held_groups(settings, state, logger)
+    loop = _batch_loop(
+        settings, queues, state, routes, executor, watch, planner, held, clock=clock, logger=logger
+    )
     drains = Drains(
         settings,
         state=state,
@@ -113,6 +117,18 @@ def compose_redriver(
         watch=watch,
         drains=drains,
         breaker_reader=_breaker_reader(settings, clients, logger),
+        held=held,
+    )
+
+
+def _held_groups(settings: Settings, state: StateTable, logger: Any) -> HeldGroups:
+    """The failure groups held in a partial outage (held.py), in the DLQ's HELD# record."""
+    return HeldGroups(
+        state,
+        key=RecordKind.HELD.key(settings.dlq_url),
+        rules=CanaryRules(settings.base_delay_seconds, settings.max_delay_seconds),
+        reads_verdicts=settings.consumer_verdicts,
+        logger=logger,
     )
 
 
@@ -149,6 +165,7 @@ def _batch_loop(
     executor: Executor,
     watch: ConsumerWatch,
     planner: Planner,
+    held: HeldGroups,
     *,
     clock: Callable[[], float],
     logger: Any,
@@ -167,6 +184,7 @@ def _batch_loop(
         expiry_margin_seconds=settings.expiry_margin_seconds,
         watch=watch,
         consumer_verdicts=settings.consumer_verdicts,
+        held_groups=held,
     )
     return BatchLoop(
         dlq=queues.dlq,
