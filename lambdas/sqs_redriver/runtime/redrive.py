@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.delivery import FUNCTION_ERROR, delivered
+from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, outgoing
 from sqs_redriver.core.table import MessageRecord, RecordStatus
+from sqs_redriver.protocol.envelope import invocation_trip
 from sqs_redriver.runtime import fifo
 from sqs_redriver.runtime.parking import rejected_reason
 from sqs_redriver.runtime.plan import Park, Redrive
@@ -64,6 +66,7 @@ class RedriveSender:
         self.limiter.acquire(len(redrives))
         result = self._send_in_rounds(redrives, self._messages(redrives, marks))
         self._book_sent(result, redrives, marks, books)
+        self._record_returns(result, redrives, marks, books)
         self._undo_table_counts(self._book_not_sent(result, redrives, books))
         return result.call_error
 
@@ -74,7 +77,9 @@ class RedriveSender:
         write unit per re-drive, more than the SQS requests of the whole re-drive)."""
         self.state.save_records(
             [
-                MessageRecord(mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked))
+                MessageRecord(
+                    mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked), key=_key(r.tracked)
+                )
                 for r, mark in zip(redrives, marks, strict=True)
                 if self.record_every_redrive or not r.tracked.carries_mark
             ]
@@ -112,6 +117,37 @@ class RedriveSender:
                 redrive.tracked,
                 redrive_count=mark.count,
                 delay_seconds=redrive.delay_seconds,
+            )
+
+    def _record_returns(
+        self, result: BatchResult, redrives: Sequence[Redrive], marks: Sequence[Mark], books: ExecutionBooks
+    ) -> None:
+        """Where a function's failure of a re-drive comes back: the re-drive's count under the trip
+        of the request id its Invoke got back (``invocation_trip``), which Lambda writes into the
+        failure's record. Only a dead letter found there is a return: one a sender replays, under
+        any other request id, is a dead letter of its own. Written once the id is known, minutes
+        before the failure can come back (after Lambda's retries). A trip not recorded (the write
+        failed) makes its failure a dead letter of its own, counted from 0: logged, and an error
+        of the run; the re-drive itself happened, so the message still leaves the DLQ."""
+        records = []
+        for key, request_id in result.request_ids.items():
+            tracked, mark = redrives[int(key)].tracked, marks[int(key)]
+            dead_letter = tracked.message.dead_letter
+            if (
+                dead_letter is not None
+                and dead_letter.source is not None
+                and dead_letter.source.failures_return
+            ):
+                source = self.routes.describe_source(tracked)
+                trip = invocation_trip(mark.identity, request_id)
+                records.append(MessageRecord(mark, RecordStatus.REDRIVEN, source, key=trip))
+        try:
+            self.state.save_records(records)
+        except AwsCallError as exc:
+            books.errors += 1
+            self.log.error(
+                "re-drives' returns not recorded: a failure of theirs will count as a new dead letter",
+                extra={"re_drives": len(records), "error": str(exc)},
             )
 
     def _book_not_sent(
@@ -176,9 +212,15 @@ class RedriveSender:
     def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
         """Put back the counts of table-counted messages whose re-drive did not happen."""
         undo = [
-            MessageRecord(t.mark_as_read, RecordStatus.REDRIVEN, self.routes.describe_source(t))
+            MessageRecord(t.mark_as_read, RecordStatus.REDRIVEN, self.routes.describe_source(t), key=_key(t))
             for t in not_sent
             if not t.carries_mark
         ]
         if undo:
             self.state.save_records(undo)
+
+
+def _key(tracked: Tracked) -> str:
+    """The subject of the record that counts a re-drive in the table: the message's own (a dead
+    letter's trip) when the table alone counts it, else its mark's identity."""
+    return tracked.mark.identity if tracked.carries_mark else tracked.record_key
