@@ -202,7 +202,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     workers = {"Fn::Join": ["", ["WORKER#", {"Ref": logical_id(dlq)}, "#*"]]}
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
     idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
-    # the kit's records of this re-driver alone: VERDICTS#<DLQ URL>#<verdict key>, FAILURE#<DLQ URL>#<identity>
+    # the kit's records of this re-driver alone: VERDICTS#<DLQ URL>#..., FAILURE#<DLQ URL>#...
     verdicts, failures = kit_records("VERDICTS#", dlq), kit_records("FAILURE#", dlq)
     # the DLQ's key, which encrypts what the construct made: each use through its service only
     key = key_grants(deployment, sqs=SQS_KEY, dynamodb=TABLE_KEY, s3=["kms:GenerateDataKey"])
