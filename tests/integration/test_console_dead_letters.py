@@ -465,6 +465,34 @@ def test_a_function_s_poison_parked_by_a_run_is_shown_with_its_parking_reason_an
     assert data["table_record"] == {"count": 2}
 
 
+def test_a_function_s_event_back_from_a_re_drive_is_shown_with_its_count(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's event re-driven once, back in the DLQ under the request id of that re-drive
+    deploy(aws, FUNCTION_SOURCE)
+    clock = FakeClock(time.time() - AN_HOUR)
+    settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
+    the_redriver = local_redriver(
+        settings,
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=clock,
+        sleep=clock.advance,
+        delivery=lambda service, region: function,
+    )
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="request-0"))
+    the_redriver.run(lambda: 600_000)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id=function.request_ids[-1]))
+
+    # WHEN the operator looks at it in the DLQ
+    [waiting] = json.loads(sqs_redriver("groups", "--queue", "dlq", "--json").stdout)
+    data = json.loads(sqs_redriver("show", waiting["sample_id"], "--json").stdout)
+
+    # THEN its count is the one its trip recorded
+    assert data["table_record"] == {"count": 1}
+
+
 PARKED_RECORD = {
     "status": {"S": "PARKED"},
     "redrive_count": {"N": "2"},

@@ -111,7 +111,7 @@ def show(
     """One message: body, attributes, mark and history, failure, parking reason."""
     tool: Tool = ctx.obj
     found = find_message(tool, message_id)
-    recorded = tool.table.load_marks([found.identity]).get(found.identity)
+    recorded = tool.table.load_marks([found.counted_under]).get(found.counted_under)
     if json:
         data = render.message_dict(found)
         data["table_record"] = None if recorded is None else {"count": recorded.count}
