@@ -1,7 +1,8 @@
 """Dead letters of a Lambda function, an EventBridge rule target and an SNS subscription, re-driven
 on moto by the real run: each goes back to its one target, leaves the DLQ only once delivered,
 keeps its count across the round trip (a function's event that fails again comes back in a new
-record, with a new request id), and is parked with the source's error when it keeps failing.
+record, under the request id the re-drive's Invoke got back: only such a record is a return), and
+is parked with the source's error when it keeps failing.
 
 moto cannot run a function's code: the function is played here (``PlayedFunction`` records each
 asynchronous invocation, or refuses it as Lambda does when the function is throttled), as the
