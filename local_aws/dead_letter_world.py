@@ -17,15 +17,17 @@ Played (moto runs no function code): Lambda and EventBridge, and the function.
   (DownstreamUnavailable); with ``circuit``, that submit is guarded by a real Powertools circuit
   breaker on a moto table (``aws_lambda_powertools.utilities.circuit_breaker``, DynamoDB
   persistence, recovery timeout 30 s): its records are Powertools' own.
-- **Lambda, invoked asynchronously** (``Invoke``, ``InvocationType=Event``): answers 202 and runs the
-  function at once; a failed run is tried again a minute later, then two minutes after that
-  (``MaximumRetryAttempts`` 2, as configured); after the last failure Lambda writes a destination
-  record with a new request id (condition RetriesExhausted, the error in ``responsePayload``) to the
-  on-failure destination. For the rule's target, while the target is down the ``Invoke`` call itself
-  fails (TooManyRequestsException: the function is throttled), and an event carrying a poison order
-  is refused for good (InvalidRequestContentException). No well-formed event gets a refusal for
-  good from the real Invoke: this one is played to measure how the re-driver treats a target that
-  refuses an event for good (it treats every Lambda sender fault alike: core/delivery.py).
+- **Lambda, invoked asynchronously** (``Invoke``, ``InvocationType=Event``): answers 202 with the
+  invocation's request id and runs the function at once; a failed run is tried again a minute
+  later, then two minutes after that (``MaximumRetryAttempts`` 2, as configured); after the last
+  failure Lambda writes a destination record under that invocation's request id (condition
+  RetriesExhausted, the error in ``responsePayload``) to the on-failure destination: each
+  re-drive's failure comes back under the id its Invoke got, a new one each time. For the rule's
+  target, while the target is down the ``Invoke`` call itself fails (TooManyRequestsException: the
+  function is throttled), and an event carrying a poison order is refused for good
+  (InvalidRequestContentException). No well-formed event gets a refusal for good from the real
+  Invoke: this one is played to measure how the re-driver treats a target that refuses an event
+  for good (it treats every Lambda sender fault alike: core/delivery.py).
 - **EventBridge** delivers the rule's events to the target (``produce``); a failed delivery goes
   to the target's DLQ at once (its ``RetryPolicy`` allows 0 retries: EventBridge's retry spacing is
   not documented, so none is played) with RULE_ARN, TARGET_ARN, ERROR_CODE, ERROR_MESSAGE,
@@ -239,14 +241,15 @@ class _Try:
     payload: str = field(compare=False)
     attempt: int = field(compare=False)
     by_redriver: bool = field(compare=False)
+    request_id: str = field(compare=False)  # the invocation's: its failure's record carries it
 
 
 class PlayedLambda:
     """Lambda for the one function, invoked asynchronously (see the module's docstring).
 
     ``refusal(payload, now)``: the ClientError the Invoke call itself answers, or None (it takes the
-    event). ``dead_letter(payload, error, attempts)``: called after the last try failed (the
-    function's on-failure destination)."""
+    event). ``dead_letter(payload, error, attempts, request_id)``: called after the last try failed
+    (the function's on-failure destination), with the request id Invoke answered."""
 
     def __init__(
         self,
@@ -255,7 +258,7 @@ class PlayedLambda:
         *,
         refusal: Callable[[str, float], ClientError | None],
         retries: int,
-        dead_letter: Callable[[str, FunctionError, int], None] | None,
+        dead_letter: Callable[[str, FunctionError, int, str], None] | None,
     ) -> None:
         if retries > len(RETRY_DELAYS_SECONDS):
             raise ValueError(f"Lambda retries an asynchronous invocation at most twice, not {retries} times")
@@ -267,8 +270,9 @@ class PlayedLambda:
         self._due: list[_Try] = []
         self._sequence = 0
 
-    def invoke(self, payload: str, *, by_redriver: bool) -> None:
-        """An asynchronous Invoke now: raises the refusal's ClientError, or takes the event."""
+    def invoke(self, payload: str, *, by_redriver: bool) -> str:
+        """An asynchronous Invoke now: raises the refusal's ClientError, or takes the event and
+        answers its request id (Lambda keeps it through its retries)."""
         world = self._world
         refusal = self._refusal(payload, world.clock())
         code = str(refusal.response["Error"]["Code"]) if refusal is not None else ""
@@ -277,7 +281,9 @@ class PlayedLambda:
             throttled = code == THROTTLED
             world.metrics.count(Series.function(FUNCTION_NAME), THROTTLES, int(throttled))
             raise refusal
-        self._schedule(payload, attempt=1, by_redriver=by_redriver, at_ms=world.clock.now_ms)
+        request_id = world.new_id()
+        self._schedule(payload, 1, by_redriver, request_id, at_ms=world.clock.now_ms)
+        return request_id
 
     def invoke_now(self, payload: str, *, by_redriver: bool) -> FunctionError | None:
         """A synchronous Invoke (RequestResponse) now: raises the refusal's ClientError, or runs
@@ -317,13 +323,15 @@ class PlayedLambda:
             return
         if due.attempt <= self._retries:
             at_ms = world.clock.now_ms + RETRY_DELAYS_SECONDS[due.attempt - 1] * 1000
-            self._schedule(due.payload, attempt=due.attempt + 1, by_redriver=due.by_redriver, at_ms=at_ms)
+            self._schedule(due.payload, due.attempt + 1, due.by_redriver, due.request_id, at_ms=at_ms)
         elif self._dead_letter is not None:
-            self._dead_letter(due.payload, error, due.attempt)
+            self._dead_letter(due.payload, error, due.attempt, due.request_id)
 
-    def _schedule(self, payload: str, *, attempt: int, by_redriver: bool, at_ms: int) -> None:
+    def _schedule(
+        self, payload: str, attempt: int, by_redriver: bool, request_id: str, *, at_ms: int
+    ) -> None:
         self._sequence += 1
-        heapq.heappush(self._due, _Try(at_ms, self._sequence, payload, attempt, by_redriver))
+        heapq.heappush(self._due, _Try(at_ms, self._sequence, payload, attempt, by_redriver, request_id))
 
 
 class LambdaClient(ClientProxy):
@@ -346,8 +354,10 @@ class LambdaClient(ClientProxy):
             raise ValueError(
                 f"the world plays Event and RequestResponse invocations, not {kwargs.get('InvocationType')}"
             )
-        self._played.invoke(text, by_redriver=True)
-        return self._client.invoke(**kwargs)  # moto: 202, and runs nothing
+        request_id = self._played.invoke(text, by_redriver=True)
+        response = self._client.invoke(**kwargs)  # moto: 202, and runs nothing
+        response["ResponseMetadata"] = {**response.get("ResponseMetadata", {}), "RequestId": request_id}
+        return response
 
 
 def client_error(code: str, message: str, status: int) -> ClientError:
@@ -674,7 +684,7 @@ class DeadLetterWorld:
             if self.kind is SourceKind.FUNCTION:
                 self.target.invoke(order, by_redriver=False)
             else:
-                self._deliver_event(rule_event(order, event_id=self._new_id(), at=self.clock()))
+                self._deliver_event(rule_event(order, event_id=self.new_id(), at=self.clock()))
 
     def run(self, *, until: Callable[[], bool] = lambda: False, for_seconds: float) -> None:
         """Move the world for ``for_seconds``, or until ``until()`` holds (checked after each run of
@@ -734,14 +744,13 @@ class DeadLetterWorld:
             )
             self.log.dead_lettered.append((self.clock.elapsed, order_key(event)))
 
-    def _destination_record(self, payload: str, error: FunctionError, attempts: int) -> None:
-        record = destination_record(
-            payload, error, request_id=self._new_id(), attempts=attempts, at=self.clock()
-        )
+    def _destination_record(self, payload: str, error: FunctionError, attempts: int, request_id: str) -> None:
+        record = destination_record(payload, error, request_id=request_id, attempts=attempts, at=self.clock())
         self.sqs.send_message(QueueUrl=self.resources.destination_url, MessageBody=record)
         self.log.dead_lettered.append((self.clock.elapsed, order_key(payload)))
 
-    def _new_id(self) -> str:
+    def new_id(self) -> str:
+        """A fresh id (a request's, an event's), from the world's seed."""
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
     def _advance(self, target_ms: int, until: Callable[[], bool]) -> None:

@@ -17,7 +17,7 @@ from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.table import StateTable, breaker_item
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.report import StopReason
 from tests.support.aws import REMAINING, Aws, fail_into_dlq, handler_environment, make_redriver, make_settings
@@ -151,10 +151,13 @@ def test_corrupt_message_and_failure_records_are_ignored_and_their_messages_redr
         message_record(identity["o-1"], now, redrive_count={"N": "1"}, redriven_at=forged_redrive),
         message_record(identity["o-2"], now, redrive_count={"S": "many"}),
         {
-            "pk": {"S": RecordKind.FAILURE.key(identity["o-3"])},
+            "pk": {"S": kit_record_key(RecordKind.FAILURE, aws.dlq_url, identity["o-3"])},
             "failure": {"S": json.dumps(future.to_dict())},
         },
-        {"pk": {"S": RecordKind.FAILURE.key(identity["o-4"])}, "failure": {"S": "[" * 10_000}},
+        {
+            "pk": {"S": kit_record_key(RecordKind.FAILURE, aws.dlq_url, identity["o-4"])},
+            "failure": {"S": "[" * 10_000},
+        },
     ]
     for item in corrupt:
         put(aws, item)

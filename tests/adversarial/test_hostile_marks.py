@@ -98,3 +98,28 @@ def test_the_retention_sweep_parks_an_expiring_message_whatever_its_mark(aws: Aw
     # THEN the sweep parks every one of them: none is left to SQS's retention
     assert (report.parked, report.expiring, report.errors) == (len(HOSTILE), len(HOSTILE), 0)
     assert_each_ended_once(aws, dict.fromkeys(HOSTILE, PARKING_LOT))
+
+
+def test_marks_forged_with_a_past_redrive_count_as_returns_and_can_open_the_breaker(
+    aws: Aws, clock: FakeClock
+) -> None:
+    # GIVEN 6 of 10 messages whose marks claim a re-drive a minute ago (within the breaker's period)
+    now = int(clock.now)
+    for i in range(6):
+        text = mark_json(id=f"forged-{i}", n=1, first=now - 120, at=[now - 60])
+        aws.sqs.send_message(
+            QueueUrl=aws.dlq_url, MessageBody=f"forged-{i}|", MessageAttributes=marked_attribute(text)
+        )
+    for i in range(4):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"good-{i}|")
+    settings = make_settings(aws)
+    redriver = make_redriver(aws, settings, clock)
+
+    report = redriver.run(REMAINING)
+
+    # THEN the mark is the only evidence SQS keeps of a re-drive: the forged ones count as returns,
+    # and the breaker opens (docs/security.md, what a sender to an SQS consumer's DLQ can do);
+    # nothing is lost: every message waits in the DLQ for the breaker
+    assert report.returned == 6
+    assert report.breaker_state.value == "OPEN"
+    assert report.redriven == 0 and report.parked == 0

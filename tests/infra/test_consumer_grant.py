@@ -32,7 +32,11 @@ from tests.support.stacks import (
 )
 from tests.support.templates import as_list, asset_dir, logical_id, properties, role_statements, statements_on
 
-LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["VERDICTS#*", "FAILURE#*"]}}
+
+def kit_leading_keys(dlq: str) -> dict[str, Any]:
+    """The kit's records of the re-driver of the DLQ ``dlq`` (a logical id) alone."""
+    scoped = [{"Fn::Join": ["", [prefix, {"Ref": dlq}, "#*"]]} for prefix in ("VERDICTS#", "FAILURE#")]
+    return {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": scoped}}
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,7 @@ def test_consumer_may_only_update_verdict_and_failure_records_in_the_state_table
         {
             "Action": "dynamodb:UpdateItem",
             "Condition": {
-                **LEADING_KEYS,
+                **kit_leading_keys(logical_id(stack.dead_letter_queue)),
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": list(CONSUMER_ATTRIBUTES)},
                 "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
             },

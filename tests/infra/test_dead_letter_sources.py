@@ -442,6 +442,17 @@ def test_each_sources_breaker_record_in_the_state_table_is_named_by_its_address(
     assert source.address == f"{source.arn}|{source.target_arn}"
 
 
+def test_a_re_driver_of_dead_letters_is_granted_no_kit_record(built: dict[str, Built]) -> None:
+    # No kit reports for these kinds: a consumer's FAILURE# or VERDICTS# record is none of its reading.
+    for case in built.values():
+        state_table = arn(case, case.redriver.state_table)
+        on_table = [s for s in statements(case) if s["Resource"] == state_table]
+        keys = [
+            k for s in on_table for k in s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+        ]
+        assert keys and [k for k in keys if k.startswith(("FAILURE#", "VERDICTS#"))] == []
+
+
 def test_a_rule_target_queue_gets_sendmessage_alone_and_its_key_through_sqs(built: dict[str, Built]) -> None:
     case = built["rule_queue"]
     target = arn(case, case.parts["queue"])

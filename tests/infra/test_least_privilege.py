@@ -155,6 +155,11 @@ def keyed_on(prefix: str, queue: sqs.IQueue) -> dict[str, Any]:
     return {"Fn::Join": ["", [prefix, {"Ref": logical_id(queue)}]]}  # type: ignore[arg-type]
 
 
+def kit_records(prefix: str, dlq: sqs.IQueue) -> dict[str, Any]:
+    """The keys of the consumer kit's records of one kind for the re-driver of ``dlq``."""
+    return {"Fn::Join": ["", [prefix, {"Ref": logical_id(dlq)}, "#*"]]}  # type: ignore[arg-type]
+
+
 def leading_keys(*keys: Any) -> dict[str, Any]:
     return {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(keys)}}
 
@@ -197,6 +202,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     workers = {"Fn::Join": ["", ["WORKER#", {"Ref": logical_id(dlq)}, "#*"]]}
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
     idempotency = {"Fn::Join": ["", ["IDEMPOTENCY#", {"Ref": logical_id(dlq)}, "#*"]]}
+    # the kit's records of this re-driver alone: VERDICTS#<DLQ URL>#..., FAILURE#<DLQ URL>#...
+    verdicts, failures = kit_records("VERDICTS#", dlq), kit_records("FAILURE#", dlq)
     # the DLQ's key, which encrypts what the construct made: each use through its service only
     key = key_grants(deployment, sqs=SQS_KEY, dynamodb=TABLE_KEY, s3=["kms:GenerateDataKey"])
 
@@ -208,8 +215,9 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         {"Action": ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], "Resource": "*"},
         {"Action": DLQ_CONSUME, "Resource": arn_of(dlq)},
         {"Action": QUEUE_SEND, "Resource": [arn_of(queue) for queue in (*sources, redriver.parking_lot)]},
-        # its own records by key; message, kit and group records by kind; no operator record written
-        table(deployment, "dynamodb:GetItem", *own, pause, drain, "VERDICTS#*", idempotency),
+        # its own records by key, its kit's by prefix; message and group records by kind; no
+        # operator record written
+        table(deployment, "dynamodb:GetItem", *own, pause, drain, verdicts, idempotency),
         table(deployment, "dynamodb:PutItem", *own, continuation, drain, workers, idempotency),
         table(deployment, "dynamodb:UpdateItem", idempotency),
         table(deployment, "dynamodb:DeleteItem", continuation, workers, idempotency),
@@ -217,7 +225,7 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
             deployment,
             "dynamodb:BatchGetItem",
             "MSG#*",
-            "FAILURE#*",
+            failures,
             "RETRY#*",
             "PARK#*",
             keyed_on("HELD#", dlq),
@@ -252,7 +260,11 @@ def consumer_grant(deployment: Deployment) -> list[Statement]:
             "Action": "dynamodb:UpdateItem",
             "Resource": arn_of(redriver.state_table),
             "Condition": {
-                **leading_keys("VERDICTS#*", "FAILURE#*"),
+                # its re-driver's records alone, on a table other re-drivers may share
+                **leading_keys(
+                    kit_records("VERDICTS#", redriver.dead_letter_queue),
+                    kit_records("FAILURE#", redriver.dead_letter_queue),
+                ),
                 "ForAllValues:StringEquals": {"dynamodb:Attributes": CONSUMER_ATTRIBUTES},
                 "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
             },

@@ -62,17 +62,20 @@ AN_HOUR = 3_600
 
 class PlayedFunction:
     """The ``lambda`` client a replay invokes the function through: each asynchronous invocation
-    recorded, answered 202 as Lambda does (it runs the function later). ``meta`` is what the
-    tool registers its clock reading on."""
+    recorded, answered 202 with its request id as Lambda does (it runs the function later, and a
+    failure of it comes back under that id). ``meta`` is what the tool registers its clock
+    reading on."""
 
     def __init__(self) -> None:
         self.invoked: list[tuple[str, Any]] = []
+        self.request_ids: list[str] = []
         self.meta = SimpleNamespace(events=SimpleNamespace(register=lambda *_args, **_kwargs: None))
 
     def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
         assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
         self.invoked.append((FunctionName, json.loads(Payload)))
-        return {"StatusCode": 202}
+        self.request_ids.append(f"request-{len(self.request_ids) + 1}")
+        return {"StatusCode": 202, "ResponseMetadata": {"RequestId": self.request_ids[-1]}}
 
 
 @pytest.fixture
@@ -470,7 +473,8 @@ def test_status_shows_each_source_s_breaker_and_the_controls_close_it_by_its_add
 
 def park_by_runs(aws: Aws, function: PlayedFunction, payload: Any) -> None:
     """The real re-driver (its limit 2) re-drives ``payload``'s failure twice; the function fails
-    it a third time (a new record, a new request id) and the run parks it. The runs end before
+    it a third time (a new record, under the request id of the re-drive's Invoke) and the run
+    parks it. The runs end before
     now: the tool holds the record's times to its own clock."""
     clock = FakeClock(time.time() - 4 * AN_HOUR)
     settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
@@ -484,7 +488,8 @@ def park_by_runs(aws: Aws, function: PlayedFunction, payload: Any) -> None:
         delivery=lambda service, region: function,
     )
     for attempt in range(3):
-        put(aws, destination_record(FUNCTION_ARN, payload, request_id=f"request-{attempt}"))
+        request_id = function.request_ids[-1] if attempt else "request-0"
+        put(aws, destination_record(FUNCTION_ARN, payload, request_id=request_id))
         clock.advance(AN_HOUR)
         the_redriver.run(lambda: 600_000)
 
@@ -572,6 +577,34 @@ def test_a_source_url_of_another_kind_is_one_usage_line(aws: Aws, source: str, s
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: --source-url ") and said in line
+
+
+def test_a_function_s_event_back_from_a_re_drive_is_shown_with_its_count(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a function's event re-driven once, back in the DLQ under the request id of that re-drive
+    deploy(aws, FUNCTION_SOURCE)
+    clock = FakeClock(time.time() - AN_HOUR)
+    settings = make_settings(aws, dead_letter_sources=(FUNCTION_SOURCE,), source_queue_url=FUNCTION_ARN)
+    the_redriver = local_redriver(
+        settings,
+        sqs=aws.sqs,
+        dynamodb=aws.dynamodb,
+        s3=aws.s3,
+        clock=clock,
+        sleep=clock.advance,
+        delivery=lambda service, region: function,
+    )
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id="request-0"))
+    the_redriver.run(lambda: 600_000)
+    put(aws, destination_record(FUNCTION_ARN, ORDER, request_id=function.request_ids[-1]))
+
+    # WHEN the operator looks at it in the DLQ
+    [waiting] = json.loads(sqs_redriver("groups", "--queue", "dlq", "--json").stdout)
+    data = json.loads(sqs_redriver("show", waiting["sample_id"], "--json").stdout)
+
+    # THEN its count is the one its trip recorded
+    assert data["table_record"] == {"count": 1}
 
 
 PARKED_RECORD = {

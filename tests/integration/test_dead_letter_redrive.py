@@ -1,7 +1,8 @@
 """Dead letters of a Lambda function, an EventBridge rule target and an SNS subscription, re-driven
 on moto by the real run: each goes back to its one target, leaves the DLQ only once delivered,
 keeps its count across the round trip (a function's event that fails again comes back in a new
-record, with a new request id), and is parked with the source's error when it keeps failing.
+record, under the request id the re-drive's Invoke got back: only such a record is a return), and
+is parked with the source's error when it keeps failing.
 
 moto cannot run a function's code: the function is played here (``PlayedFunction`` records each
 asynchronous invocation, or refuses it as Lambda does when the function is throttled), as the
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -22,6 +24,7 @@ from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
 from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.table import ParkCause
+from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.sources import ConsumerBreaker, DeadLetterSource
 from sqs_redriver.runtime.report import RunReport, StopReason
@@ -47,10 +50,12 @@ LATER = 3600
 
 class PlayedFunction:
     """The ``lambda`` client the re-driver invokes a function through: an accepted invocation is
-    recorded (Lambda answers 202 and runs it later); ``refusing`` makes Lambda refuse the call."""
+    recorded with the request id Lambda's answer gives it (Lambda answers 202 and runs it later;
+    a failure of it comes back under that id); ``refusing`` makes Lambda refuse the call."""
 
     def __init__(self) -> None:
         self.invoked: list[tuple[str, Any]] = []
+        self.request_ids: list[str] = []
         self.probed: list[tuple[str, Any]] = []
         self.refusing: str | None = None
         self.failing = False  # a synchronous invocation answers the function's error
@@ -67,7 +72,8 @@ class PlayedFunction:
             return {"StatusCode": 200, "Payload": io.BytesIO(b"null")}
         assert InvocationType == "Event", "a dead letter goes back as an asynchronous invocation"
         self.invoked.append((FunctionName, json.loads(Payload)))
-        return {"StatusCode": 202}
+        self.request_ids.append(str(uuid.uuid4()))
+        return {"StatusCode": 202, "ResponseMetadata": {"RequestId": self.request_ids[-1]}}
 
 
 @pytest.fixture
@@ -140,20 +146,22 @@ def test_a_function_s_failures_go_back_to_it_as_it_was_invoked_and_leave_the_dlq
     assert queue_counts(aws.sqs, aws.dlq_url).total == 0
 
 
-def test_an_event_back_with_a_new_request_id_is_counted_as_the_same_and_parked_at_the_limit(
+def test_a_failure_back_under_the_request_id_its_invoke_got_is_counted_and_parked_at_the_limit(
     aws: Aws, clock: FakeClock, function: PlayedFunction, payloads: list[dict[str, Any]]
 ) -> None:
     the_redriver = redriver(aws, clock, function, FUNCTION_SOURCE)
-    for attempt in range(3):
-        put(aws, destination_record(FUNCTION_ARN, payloads[0], request_id=f"request-{attempt}"))
-        run(the_redriver, clock)
+    put(aws, destination_record(FUNCTION_ARN, payloads[0], request_id="request-0"))
+    run(the_redriver, clock)
+    for _ in range(2):  # Lambda writes each re-drive's failure under the request id Invoke answered
+        put(aws, destination_record(FUNCTION_ARN, payloads[0], request_id=function.request_ids[-1]))
+        report = run(the_redriver, clock)
 
     assert function.invoked == [(FUNCTION_ARN, payloads[0])] * 2
     [parking] = parked(aws)
-    assert json.loads(parking["Body"])["requestContext"]["requestId"] == "request-2"
+    assert json.loads(parking["Body"])["requestContext"]["requestId"] == function.request_ids[-1]
+    assert report.tally.returned == 1
     assert queue_counts(aws.sqs, aws.dlq_url).total == 0
-    [identity] = aws_identities(aws)
-    record = record_of(aws, identity)
+    record = record_of(aws, from_sqs(parking, [FUNCTION_SOURCE]).content_identity)
     assert (record["status"]["S"], record["redrive_count"]["N"]) == ("PARKED", "2")
     reason = json.loads(record["reason"]["S"])
     assert reason["cause"] == ParkCause.OVER_LIMIT.value
@@ -296,3 +304,88 @@ def test_each_decision_s_log_line_names_the_dead_letter_s_source_and_request(
 
     [line] = [record for record in caplog.records if record.getMessage() == "re-driven"]
     assert (line.source, line.request_id) == (FUNCTION_SOURCE.address, "r-42")  # type: ignore[attr-defined]
+
+
+# What a sender to the DLQ can do with the dead letters it has seen (docs/security.md, per kind).
+
+
+def test_a_sender_replaying_a_function_s_records_under_new_request_ids_never_opens_its_breaker(
+    aws: Aws, clock: FakeClock, function: PlayedFunction
+) -> None:
+    # GIVEN four events of a healthy function, re-driven once while the sender watched
+    the_redriver = redriver(aws, clock, function, FUNCTION_SOURCE)
+    events = [{"order": f"o-{n}"} for n in range(4)]
+    put(aws, *(destination_record(FUNCTION_ARN, e, request_id=f"first-{n}") for n, e in enumerate(events)))
+    run(the_redriver, clock)
+
+    # WHEN the sender puts the same records back, round after round, each under a request id of its own
+    reports = []
+    for _ in range(4):
+        put(aws, *(destination_record(FUNCTION_ARN, e, request_id=str(uuid.uuid4())) for e in events))
+        reports.append(run(the_redriver, clock))
+
+    # THEN none is a return: each is a dead letter of its own, re-driven from count 0, the breaker
+    # never moves, and nothing is parked or lost
+    assert [(r.tally.returned, r.tally.redriven, r.tally.parked) for r in reports] == [(0, 4, 0)] * 4
+    assert all(r.breaker_transitions == [] and r.breaker_state.value == "CLOSED" for r in reports)
+    assert len(function.invoked) == 4 * 5
+    assert parked(aws) == [] and queue_counts(aws.sqs, aws.dlq_url).total == 0
+
+
+def test_a_function_s_failures_of_its_own_re_drives_are_returns_and_open_its_breaker(
+    aws: Aws, clock: FakeClock, function: PlayedFunction
+) -> None:
+    the_redriver = redriver(aws, clock, function, FUNCTION_SOURCE, max_redrive_count=5)
+    events = [{"order": f"o-{n}"} for n in range(4)]
+    put(aws, *(destination_record(FUNCTION_ARN, e, request_id=f"first-{n}") for n, e in enumerate(events)))
+    run(the_redriver, clock)
+
+    # Lambda writes each re-drive's failure under the request id its Invoke answered
+    returns = zip(function.invoked, function.request_ids, strict=True)
+    put(aws, *(destination_record(FUNCTION_ARN, p, request_id=r) for (_, p), r in returns))
+    report = run(the_redriver, clock)
+
+    assert report.tally.returned == 4
+    assert report.breaker_state.value == "OPEN"
+    assert len(function.invoked) == 4  # the returns wait in the DLQ for the breaker
+    assert queue_counts(aws.sqs, aws.dlq_url).total == 4
+
+
+@pytest.mark.parametrize(
+    ("source", "target_queue", "dead_letter"),
+    [
+        (
+            RULE_TARGET_SOURCE,
+            "fulfilment",
+            lambda n: rule_target_dlq_message(rule_event({"order": f"o-{n}"})),
+        ),
+        (
+            RAW_SUBSCRIPTION_SOURCE,
+            "order-audit",
+            lambda n: subscription_dlq_message(f"order o-{n}", raw=True),
+        ),
+    ],
+    ids=["rule target", "subscription"],
+)
+def test_a_dead_letter_of_a_target_that_answers_in_the_call_sent_again_is_never_a_return(
+    aws: Aws,
+    clock: FakeClock,
+    function: PlayedFunction,
+    source: DeadLetterSource,
+    target_queue: str,
+    dead_letter: Any,
+) -> None:
+    # GIVEN four dead letters delivered to the target (a re-drive's failure never comes back here)
+    target_url = aws.sqs.create_queue(QueueName=target_queue)["QueueUrl"]
+    the_redriver = redriver(aws, clock, function, source)
+    reports = []
+    # WHEN the same four are sent to the DLQ again and again (a sender, or the source's duplicates)
+    for _ in range(4):
+        put(aws, *(dead_letter(n) for n in range(4)))
+        reports.append(run(the_redriver, clock))
+
+    # THEN each is delivered again, as the dead letter it is: no return, no breaker, nothing parked
+    assert [(r.tally.returned, r.tally.redriven, r.tally.parked) for r in reports] == [(0, 4, 0)] * 4
+    assert all(r.breaker_transitions == [] for r in reports)
+    assert queue_counts(aws.sqs, target_url).total == 16
+    assert parked(aws) == [] and queue_counts(aws.sqs, aws.dlq_url).total == 0

@@ -21,7 +21,7 @@ from local_aws.queues import drain
 from sqs_redriver.kit import ConsumerKit, TerminalError, TransientError
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, from_sqs, string_attribute
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, Failure, FailureKind
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings import ENV_DLQ_URL, ENV_MAX_RECEIVE_COUNT, ENV_TABLE_NAME
 from tests.support.aws import MAX_RECEIVE_COUNT, Aws, mark_of, stored_item
@@ -147,7 +147,9 @@ def test_a_terminal_failure_with_no_room_for_the_mark_goes_unchanged_with_a_fail
     assert failed == []
     [dead] = drain(aws.sqs, aws.dlq_url)
     assert dead["Body"] == body("terminal") and dead["MessageAttributes"] == attributes
-    record = stored_item(aws, RecordKind.FAILURE.key(from_sqs(dead).content_identity))
+    record = stored_item(
+        aws, kit_record_key(RecordKind.FAILURE, aws.dlq_url, from_sqs(dead).content_identity)
+    )
     assert record is not None
     failure = Failure.from_dict(json.loads(record["failure"]["S"]))
     assert (failure.kind, failure.error_class, failure.attempt) == (
@@ -166,7 +168,10 @@ def test_a_too_large_message_also_goes_unchanged_with_a_failure_record(aws: Aws)
 
     [dead] = drain(aws.sqs, aws.dlq_url)
     assert MARK_ATTRIBUTE not in dead.get("MessageAttributes", {})
-    assert stored_item(aws, RecordKind.FAILURE.key(from_sqs(dead).content_identity)) is not None
+    assert (
+        stored_item(aws, kit_record_key(RecordKind.FAILURE, aws.dlq_url, from_sqs(dead).content_identity))
+        is not None
+    )
 
 
 def test_a_failed_dlq_send_leaves_the_record_failed_for_sqs_to_retry(aws: Aws) -> None:
@@ -293,7 +298,7 @@ def test_verdicts_of_a_run_are_one_update_with_counts_and_fingerprints(aws: Aws)
     run(kit, aws, Consumer(), receive(aws))
 
     # THEN one UpdateItem holds the counts and both failures' fingerprints
-    record = stored_item(aws, RecordKind.VERDICTS.key("w-1"))
+    record = stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))
     assert record is not None
     assert dynamodb.counts == Counter({"update_item": 1})
     assert {name: record[name]["N"] for name in ("ok", "transient", "terminal")} == {
@@ -313,7 +318,7 @@ def test_ten_redriven_messages_of_one_run_cost_one_table_call(aws: Aws) -> None:
     run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws))
 
     assert dynamodb.counts == Counter({"update_item": 1})
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))["ok"] == {"N": "10"}  # type: ignore[index]
 
 
 def test_verdicts_add_up_across_batches_and_runs_are_kept_apart(aws: Aws) -> None:
@@ -323,8 +328,8 @@ def test_verdicts_add_up_across_batches_and_runs_are_kept_apart(aws: Aws) -> Non
         run(kit, aws, Consumer(), receive(aws))
         drain(aws.sqs, aws.source_url)
 
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["ok"] == {"N": "2"}  # type: ignore[index]
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-2"))["ok"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))["ok"] == {"N": "2"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-2"))["ok"] == {"N": "1"}  # type: ignore[index]
 
 
 def test_a_later_delivery_of_a_redriven_message_gives_no_verdict(aws: Aws) -> None:
@@ -333,7 +338,10 @@ def test_a_later_delivery_of_a_redriven_message_gives_no_verdict(aws: Aws) -> No
 
     run(make_kit(aws, dynamodb=dynamodb), aws, Consumer(), receive(aws, times=2))
 
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1")) is None and dynamodb.counts == Counter()
+    assert (
+        stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1")) is None
+        and dynamodb.counts == Counter()
+    )
 
 
 def test_messages_never_redriven_give_no_verdict_and_cost_no_table_call(aws: Aws) -> None:
@@ -371,7 +379,9 @@ def test_verdicts_are_written_even_when_the_whole_batch_fails(aws: Aws) -> None:
             processor=BatchProcessor(event_type=EventType.SQS),
         )
 
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["transient"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))["transient"] == {
+        "N": "1"
+    }  # type: ignore[index]
 
 
 # -- FIFO -----------------------------------------------------------------------------------------
@@ -480,4 +490,4 @@ def test_wrap_and_flush_work_without_process_partial_response(aws: Aws) -> None:
     written = kit.flush_verdicts()
 
     assert processor.response() == {"batchItemFailures": []} and written == 1
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["terminal"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))["terminal"] == {"N": "1"}  # type: ignore[index]

@@ -17,7 +17,7 @@ from sqs_redriver.protocol.failure import (
     Failure,
     FailureKind,
 )
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from tests.support.aws import Aws, stored_item
 from tests.support.kit import NOW, Calls
 
@@ -38,11 +38,11 @@ def failure(at: int, message: str = "order o-1 is invalid") -> Failure:
 
 def kit_aws(aws: Aws) -> tuple[KitAws, Calls]:
     calls = Calls(aws.dynamodb)
-    return KitAws(aws.table_name, sqs=aws.sqs, dynamodb=calls), calls
+    return KitAws(aws.table_name, dlq_url=aws.dlq_url, sqs=aws.sqs, dynamodb=calls), calls
 
 
 def recorded_failure(aws: Aws) -> Failure:
-    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60, clock=lambda: NOW)
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=60, clock=lambda: NOW, kit_scope=aws.dlq_url)
     recorded = table.load_marks([IDENTITY])[IDENTITY].failure
     assert recorded is not None
     return recorded
@@ -53,7 +53,7 @@ def test_a_failure_record_is_one_update_of_the_kits_own_attributes_read_by_the_r
 
     kit.put_failure(IDENTITY, failure(NOW), NOW)
 
-    record = stored_item(aws, RecordKind.FAILURE.key(IDENTITY))
+    record = stored_item(aws, kit_record_key(RecordKind.FAILURE, aws.dlq_url, IDENTITY))
     assert record is not None
     assert calls.counts == Counter({"update_item": 1})
     assert set(record) <= set(FAILURE_RECORD_ATTRIBUTES)
@@ -77,7 +77,7 @@ def test_a_newer_failure_replaces_an_older_one_and_a_late_older_one_is_ignored(a
 def test_a_failure_record_of_an_earlier_kit_without_its_time_is_replaced(aws: Aws) -> None:
     aws.dynamodb.put_item(
         TableName=aws.table_name,
-        Item={"pk": {"S": RecordKind.FAILURE.key(IDENTITY)}, "failure": {"S": "{}"}},
+        Item={"pk": {"S": kit_record_key(RecordKind.FAILURE, aws.dlq_url, IDENTITY)}, "failure": {"S": "{}"}},
     )
     kit, _ = kit_aws(aws)
 
@@ -93,7 +93,7 @@ def test_verdicts_are_one_update_of_the_kits_own_attributes(aws: Aws) -> None:
     kit.add_verdicts("w-1", tally, NOW)
     kit.add_verdicts("w-1", tally, NOW + 10)
 
-    record = stored_item(aws, RecordKind.VERDICTS.key("w-1"))
+    record = stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))
     assert record is not None
     assert calls.counts == Counter({"update_item": 2})
     assert set(record) <= set(VERDICT_RECORD_ATTRIBUTES)
@@ -108,11 +108,11 @@ def test_verdicts_never_revive_an_expired_record(aws: Aws) -> None:
     with pytest.raises(KitAwsError, match="ConditionalCheckFailed"):
         kit.add_verdicts("w-1", VerdictTally(ok=1), past_expiry)
 
-    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
+    assert stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
 
 
 def test_a_failure_record_write_that_fails_otherwise_raises(aws: Aws) -> None:
-    kit = KitAws("no-such-table", sqs=aws.sqs, dynamodb=aws.dynamodb)
+    kit = KitAws("no-such-table", dlq_url=aws.dlq_url, sqs=aws.sqs, dynamodb=aws.dynamodb)
 
     with pytest.raises(KitAwsError, match="failure record"):
         kit.put_failure(IDENTITY, failure(NOW), NOW)

@@ -14,7 +14,7 @@ from sqs_redriver.kit import ConsumerKit, TerminalError
 from sqs_redriver.kit.consumer import DROPPED_TEXT
 from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.failure import Failure
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from sqs_redriver.protocol.settings import ENV_ERROR_TEXT, ENV_ERROR_TEXT_MAX_CHARS, ENV_REDACT_PATTERNS
 from tests.support.aws import Aws, mark_of, stored_item
 from tests.support.broken_exceptions import Nameless, Unprintable
@@ -84,7 +84,9 @@ def test_secrets_never_reach_the_failure_record_of_a_message_with_no_room_for_th
     run(kit_with(aws), aws, raising(TerminalError(LEAKY)), receive(aws))
 
     [dead] = drain(aws.sqs, aws.dlq_url)
-    record = stored_item(aws, RecordKind.FAILURE.key(from_sqs(dead).content_identity))
+    record = stored_item(
+        aws, kit_record_key(RecordKind.FAILURE, aws.dlq_url, from_sqs(dead).content_identity)
+    )
     assert record is not None
     stored = record["failure"]["S"]
     assert "password=<redacted>" in stored

@@ -25,7 +25,7 @@ from sqs_redriver.core.table import (
 )
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
 from sqs_redriver.protocol.failure import Failure, FailureKind
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from sqs_redriver.protocol.mark import Mark
 from tests.support.aws import REMAINING, Aws, make_redriver, make_settings, stored_item
 from tests.support.factories import FakeClock, order_body
@@ -33,7 +33,7 @@ from tests.support.faults import Fault, Faults
 
 
 def table(aws: Aws, dynamodb: Any = None) -> StateTable:
-    return StateTable(aws.table_name, dynamodb or aws.dynamodb, ttl_seconds=3600)
+    return StateTable(aws.table_name, dynamodb or aws.dynamodb, ttl_seconds=3600, kit_scope=aws.dlq_url)
 
 
 def send_failed(
@@ -239,7 +239,7 @@ def test_forget_marks_deletes_the_records_of_those_identities_only(aws: Aws, clo
     aws.dynamodb.put_item(
         TableName=aws.table_name,
         Item={
-            "pk": {"S": RecordKind.FAILURE.key("sha256:5")},
+            "pk": {"S": kit_record_key(RecordKind.FAILURE, aws.dlq_url, "sha256:5")},
             "failure": {"S": json.dumps(failure.to_dict())},
         },
     )

@@ -131,7 +131,7 @@ def test_the_kits_verdicts_make_the_unseen_consumed(aws: Aws) -> None:
     record = find(tool_at(aws, clock), replay_id)
     assert record.verdict_key is not None
     assert all(t["mark"].verdict_key == record.verdict_key for t in taken.values())  # the kit reads it
-    KitAws(aws.table_name, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
+    KitAws(aws.table_name, dlq_url=aws.dlq_url, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
         record.verdict_key, VerdictTally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
     )
 

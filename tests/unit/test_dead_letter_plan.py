@@ -15,7 +15,7 @@ from sqs_redriver.core.breaker import Breaker, BreakerPolicy, Mode
 from sqs_redriver.core.message import track
 from sqs_redriver.core.table import ParkCause
 from sqs_redriver.protocol.dead_letters import Cause, DeadLetter
-from sqs_redriver.protocol.envelope import DlqMessage
+from sqs_redriver.protocol.envelope import DlqMessage, invocation_trip
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import (
     ConsumerBreaker,
@@ -116,13 +116,23 @@ def test_any_setting_text_gives_sources_or_a_rejection(text: str) -> None:
 # -- identity, routing, parking -----------------------------------------------------------------
 
 
-def test_a_function_event_back_in_a_new_record_is_the_same_dead_letter() -> None:
-    first = dead_letter_message('{"order": 7}', body='{"requestContext": {"requestId": "a"}}')
-    again = dead_letter_message('{"order": 7}', body='{"requestContext": {"requestId": "b"}}')
-    other_function = dead_letter_message('{"order": 7}', PAYMENTS, body="c")
+def test_a_function_event_back_in_a_new_record_is_the_same_event_counted_under_its_request_id() -> None:
+    first = dead_letter_message('{"order": 7}', body="a", request_id="a")
+    again = dead_letter_message('{"order": 7}', body="b", request_id="b")
+    other_function = dead_letter_message('{"order": 7}', PAYMENTS, body="c", request_id="a")
 
     assert first.content_identity == again.content_identity != other_function.content_identity
+    # each is counted under its own trip: only the one whose request id a re-drive got continues a count
+    assert len({first.record_key, again.record_key, other_function.record_key}) == 3
+    assert first.record_key == invocation_trip(first.content_identity, "a")
     assert not first.has_room_for_mark
+
+
+def test_a_dead_letter_of_a_target_that_answers_in_the_call_is_counted_per_dlq_message() -> None:
+    first = dead_letter_message('{"order": 7}', RULE_TARGET, body="a")
+    again = dead_letter_message('{"order": 7}', RULE_TARGET, body="b")
+
+    assert first.content_identity == again.content_identity and first.record_key != again.record_key
 
 
 def test_each_dead_letter_is_routed_to_its_own_source_and_never_to_a_default() -> None:
@@ -178,7 +188,7 @@ def test_a_dead_letter_that_names_no_source_at_all_is_parked_saying_so() -> None
 
 def test_poison_at_its_limit_is_parked_with_the_function_s_error() -> None:
     message = dead_letter_message('{"order": 1}', cause=Cause("ValueError", "no such product"))
-    recorded = {message.content_identity: Mark(message.content_identity, count=3, first_failed_at=NOW - 7200)}
+    recorded = {message.record_key: Mark(message.content_identity, count=3, first_failed_at=NOW - 7200)}
 
     [park] = plan([message], recorded).park
 
@@ -194,7 +204,7 @@ def test_every_backoff_step_is_waited_out_in_the_dlq_and_sent_with_no_delay() ->
     due = dead_letter_message('{"order": 1}', body="due")
     waiting = dead_letter_message('{"order": 2}', body="waiting")
     recorded = {
-        waiting.content_identity: Mark(
+        waiting.record_key: Mark(
             waiting.content_identity, count=2, first_failed_at=NOW - 600, redriven_at=(NOW - 30,)
         )
     }

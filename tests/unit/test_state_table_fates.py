@@ -23,7 +23,7 @@ from sqs_redriver.core.table import (
     breaker_item,
 )
 from sqs_redriver.protocol.failure import Failure, FailureKind, VerdictCounts
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 from sqs_redriver.protocol.limits import (
     MAX_CLOCK_SKEW_SECONDS,
     RECORD_MAX_SWEEP_AHEAD_SECONDS,
@@ -32,6 +32,8 @@ from sqs_redriver.protocol.limits import (
 from tests.support.record_strategies import NOW, items_of, robust
 
 TABLE = "state"
+DLQ = "d"  # the re-driver whose kit records the table reads
+FAILURE_KEY = kit_record_key(RecordKind.FAILURE, DLQ, "id-1")
 
 
 @dataclass
@@ -83,7 +85,9 @@ class Recorder:
 def table_of(*items: dict[str, Any]) -> tuple[StateTable, StubDynamoDB, Recorder]:
     client = StubDynamoDB({item["pk"]["S"]: item for item in items})
     recorder = Recorder()
-    table = StateTable(TABLE, client, ttl_seconds=60, clock=lambda: NOW, logger=recorder, metrics=recorder)  # type: ignore[arg-type]
+    table = StateTable(
+        TABLE, client, ttl_seconds=60, clock=lambda: NOW, logger=recorder, metrics=recorder, kit_scope=DLQ
+    )  # type: ignore[arg-type]
     return table, client, recorder
 
 
@@ -138,7 +142,7 @@ def test_a_breaker_without_a_valid_version_is_overwritten_only_while_its_version
 
 
 @robust
-@given(items_of(RecordKind.MESSAGE, "id-1"), items_of(RecordKind.FAILURE, "id-1"))
+@given(items_of(RecordKind.MESSAGE, "id-1"), items_of(RecordKind.FAILURE, f"{DLQ}#id-1"))
 def test_corrupt_message_and_failure_records_are_ignored(
     message: dict[str, Any], failure: dict[str, Any]
 ) -> None:
@@ -148,7 +152,7 @@ def test_corrupt_message_and_failure_records_are_ignored(
     held = marks.get("id-1")
     if held is not None and held.failure is not None:
         assert held.failure.at <= NOW + MAX_CLOCK_SKEW_SECONDS
-    assert set(recorder.reported()) <= {RecordKind.MESSAGE.key("id-1"), RecordKind.FAILURE.key("id-1")}
+    assert set(recorder.reported()) <= {RecordKind.MESSAGE.key("id-1"), FAILURE_KEY}
     assert len(recorder.counted) == len(recorder.reported())
 
 
@@ -157,12 +161,12 @@ def test_corrupt_message_and_failure_records_are_ignored(
 def test_a_failure_from_the_future_is_ignored(ahead: int) -> None:
     failure = Failure(FailureKind.TRANSIENT, "E", "m", "fp", NOW + MAX_CLOCK_SKEW_SECONDS + ahead, 1, "arn")
     item = {
-        "pk": {"S": RecordKind.FAILURE.key("id-1")},
+        "pk": {"S": FAILURE_KEY},
         "failure": {"S": json.dumps(failure.to_dict())},
     }
     table, _, recorder = table_of(item)
     assert table.load_marks(["id-1"]) == {}
-    assert recorder.reported() == [RecordKind.FAILURE.key("id-1")]
+    assert recorder.reported() == [FAILURE_KEY]
 
 
 @robust
@@ -187,12 +191,12 @@ def test_a_corrupt_pause_reads_as_an_unreadable_pause() -> None:
 
 
 @robust
-@given(items_of(RecordKind.VERDICTS, "w"))
+@given(items_of(RecordKind.VERDICTS, f"{DLQ}#w"))
 def test_verdicts_are_read_within_limits_or_as_none(item: dict[str, Any]) -> None:
     table, _, recorder = table_of(item)
     counts = table.load_verdicts("w")
     assert all(0 <= n <= RECORD_MAX_VERDICTS for n in (counts.ok, counts.transient, counts.terminal))
-    assert recorder.reported() in ([], [RecordKind.VERDICTS.key("w")])
+    assert recorder.reported() in ([], [kit_record_key(RecordKind.VERDICTS, DLQ, "w")])
 
 
 @robust
@@ -215,7 +219,7 @@ def test_the_run_history_keeps_only_readable_entries(item: dict[str, Any]) -> No
 
 @pytest.mark.parametrize("subject", ["\ud800", "x" * 2_100, "é" * 1_100], ids=["surrogate", "long", "wide"])
 def test_a_key_dynamodb_cannot_hold_is_never_sent_and_finds_nothing(subject: str) -> None:
-    table = StateTable(TABLE, NoCalls(), ttl_seconds=60, clock=lambda: NOW)  # type: ignore[arg-type]
+    table = StateTable(TABLE, NoCalls(), ttl_seconds=60, clock=lambda: NOW, kit_scope=DLQ)  # type: ignore[arg-type]
     assert table.load_group_marks([subject]) == {} and table.load_marks([subject]) == {}
     assert (
         table.load_verdicts(subject) == VerdictCounts()

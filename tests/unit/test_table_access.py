@@ -14,7 +14,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
-from sqs_redriver.cdk.access import OPERATOR_TABLE_ACTIONS, TableAccess, redriver_table_access
+from sqs_redriver.cdk.access import (
+    OPERATOR_TABLE_ACTIONS,
+    TableAccess,
+    consumer_table_keys,
+    redriver_table_access,
+)
 from sqs_redriver.console.status import read_status
 from sqs_redriver.console.tool import Deployment
 from sqs_redriver.core.breaker import Breaker, Canary
@@ -27,7 +32,9 @@ from sqs_redriver.core.table import (
     RecordStatus,
     StateTable,
 )
-from sqs_redriver.protocol.keys import RecordKind, worker_key
+from sqs_redriver.kit.aws import KitAws, VerdictTally
+from sqs_redriver.protocol.failure import Failure, FailureKind
+from sqs_redriver.protocol.keys import RecordKind, trip_subject, worker_key
 from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.runtime.settings import Settings
 from sqs_redriver.runtime.wiring import idempotency_guard
@@ -93,9 +100,12 @@ class RecordingClient:
         return {}
 
 
-def calls_of(use: Callable[[StateTable], object]) -> list[Call]:
+def calls_of(use: Callable[[StateTable], object], *, kit_scope: str | None = DLQ) -> list[Call]:
+    """The calls ``use`` makes of a state table that reads the kit records of ``kit_scope`` (the
+    re-driver of an SQS consumer's DLQ, as the wiring makes it), or none (one of dead letters)."""
     client = RecordingClient()
-    use(StateTable(SETTINGS.table_name, client, ttl_seconds=60, clock=lambda: 1_000))  # type: ignore[arg-type]
+    table = StateTable(SETTINGS.table_name, client, ttl_seconds=60, clock=lambda: 1_000, kit_scope=kit_scope)  # type: ignore[arg-type]
+    use(table)
     return client.calls
 
 
@@ -113,6 +123,9 @@ DRAIN = DrainRecord(
     rate=50, phase="climb", fell_behind_at=0, workers=2, messages_left=10, stepped_at=1, started_at=1
 )
 RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SOURCES[1])
+TRIP = MessageRecord(
+    Mark(identity="sha256:1", count=1), RecordStatus.REDRIVEN, SOURCES[1], key=trip_subject("sha256:1", "r")
+)
 # Every state table call of the re-drive function (runtime/run, act), with the keys it uses.
 LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load each source's breaker": lambda t: [t.load_breaker(RecordKind.BREAKER.key(url)) for url in SOURCES],
@@ -141,6 +154,7 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load a run's verdicts": lambda t: t.load_verdicts("run/1000/abcd1234"),
     "load a canary's verdicts": lambda t: t.load_verdicts(CANARY.verdict_key),
     "save message records": lambda t: t.save_records([RECORD]),
+    "save a dead letter's trip": lambda t: t.save_records([TRIP]),
 }
 # What only the operator's tool does: the function's grant must refuse each.
 OPERATOR_USES: dict[str, Callable[[StateTable], object]] = {
@@ -270,6 +284,73 @@ def test_the_function_calls_exactly_the_adapter_methods_checked_here() -> None:
 
     # a new call: add it to LAMBDA_USES, and its grant to infra/sqs_redriver/cdk/access.py
     assert called == FUNCTION_METHODS
+
+
+# --- a re-driver of dead letters of another kind: no kit, no kit record ------------------------
+
+DEAD_LETTER_GRANTS = redriver_table_access(DLQ, SOURCES, kit=False)
+KIT_KINDS = (RecordKind.FAILURE.value, RecordKind.VERDICTS.value)
+
+
+@pytest.mark.parametrize("use", LAMBDA_USES.values(), ids=LAMBDA_USES.keys())
+def test_a_re_driver_of_dead_letters_reads_no_kit_record_and_is_allowed_every_call(
+    use: Callable[[StateTable], object],
+) -> None:
+    calls = calls_of(use, kit_scope=None)
+
+    assert [call for call in calls if not allowed(call, DEAD_LETTER_GRANTS)] == []
+    assert [key for _, keys in calls for key in keys if key.startswith(KIT_KINDS)] == []
+
+
+def test_a_re_driver_of_dead_letters_is_granted_no_kit_record() -> None:
+    patterns = [pattern for grant in DEAD_LETTER_GRANTS for pattern in grant.keys]
+
+    assert [p for p in patterns if p.startswith(KIT_KINDS)] == []
+
+
+# --- the kit's records: scoped to their re-driver, on a table several share ----------------------
+
+FAILURE = Failure(FailureKind.TERMINAL, "ValueError", "bad order", "0123456789abcdef", 1_000, 1, "arn")
+
+
+def kit_calls(dlq_url: str) -> list[Call]:
+    """The kit's writes for the re-driver of ``dlq_url``: a failure record and a verdict record."""
+    client = RecordingClient()
+    kit = KitAws(SETTINGS.table_name, dlq_url=dlq_url, sqs=None, dynamodb=client)
+    kit.put_failure("sha256:1", FAILURE, now=1_000)
+    kit.add_verdicts("run/1000/abcd1234", VerdictTally(ok=1), now=1_000)
+    return client.calls
+
+
+def test_the_kit_writes_exactly_the_records_its_re_driver_reads() -> None:
+    written = {key for _, keys in kit_calls(DLQ) for key in keys}
+    read = {
+        key
+        for use in (lambda t: t.load_marks(["sha256:1"]), lambda t: t.load_verdicts("run/1000/abcd1234"))
+        for _, keys in calls_of(use)
+        for key in keys
+    }
+
+    assert written and written <= read
+    assert [call for call in kit_calls(DLQ) if not allowed(call, consumer_grant(DLQ))] == []
+
+
+def test_a_consumer_of_one_re_driver_cannot_write_a_record_another_reads() -> None:
+    # GIVEN the kit of the re-driver of OTHER_DLQ, and what the re-driver of DLQ reads
+    theirs = kit_calls(OTHER_DLQ)
+    read_by_ours = [call for use in LAMBDA_USES.values() for call in calls_of(use)]
+    ours = {key for _, keys in read_by_ours for key in keys if key.startswith(KIT_KINDS)}
+
+    # THEN no record the other kit writes is one ours reads, and its grant refuses ours
+    assert ours and not ours & {key for _, keys in theirs for key in keys}
+    assert [call for call in kit_calls(DLQ) if allowed(call, consumer_grant(OTHER_DLQ))] == []
+    assert [
+        call for call in read_by_ours if allowed(("dynamodb:UpdateItem", call[1]), consumer_grant(OTHER_DLQ))
+    ] == []
+
+
+def consumer_grant(dlq_url: str) -> tuple[TableAccess, ...]:
+    return (TableAccess("dynamodb:UpdateItem", consumer_table_keys(dlq_url)),)
 
 
 # --- what the operator's tool reads ---------------------------------------------------------------

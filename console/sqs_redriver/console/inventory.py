@@ -70,6 +70,15 @@ class Inspected:
         return self.message.message_id if self.message.has_room_for_mark else self.message.content_identity
 
     @property
+    def counted_under(self) -> str:
+        """The subject of the state table record that counts it: a dead letter's trip while it
+        waits in the DLQ (``DlqMessage.record_key``), its parking record once parked; else its
+        identity."""
+        if self.dead_letter is not None and self.where is Where.DLQ:
+            return self.message.record_key
+        return self.identity
+
+    @property
     def failure(self) -> Failure | None:
         """The consumer's last failure, when the consumer kit reported one."""
         return self.mark.failure if self.mark is not None else None

@@ -342,8 +342,13 @@ class Tool:
 
     @cached_property
     def table(self) -> StateTable:
+        deployment = self.deployment
         return StateTable(
-            self.deployment.table_name, self.client("dynamodb"), ttl_seconds=VERDICT_RECORD_TTL_SECONDS
+            deployment.table_name,
+            self.client("dynamodb"),
+            ttl_seconds=VERDICT_RECORD_TTL_SECONDS,
+            # The kit's records are its re-driver's (a DLQ of another kind has none).
+            kit_scope=None if deployment.dead_letter_sources else deployment.dlq_url,
         )
 
     @cached_property

@@ -44,11 +44,10 @@ from sqs_redriver.protocol.failure import FAILURE_RECORD_ATTRIBUTES, VERDICT_REC
 from sqs_redriver.protocol.keys import (
     ARCHIVE_PREFIX,
     EDIT_ARCHIVE_PREFIX,
-    FAILURE_RECORD_PREFIX,
     PARK_RECORD_PREFIX,
     RETRY_RECORD_PREFIX,
-    VERDICT_RECORD_PREFIX,
     RecordKind,
+    kit_record_prefix,
 )
 from sqs_redriver.protocol.sources import TargetKind
 
@@ -134,7 +133,10 @@ def grant_redrive_function(redriver: SqsRedriver) -> None:
     addresses = [queue.queue_url for queue in redriver.source_queues]
     addresses += [attached.source.address for attached in redriver.dead_letter_sources]
     for statement in redriver_table_statements(
-        redriver.state_table.table_arn, redriver.dead_letter_queue.queue_url, addresses
+        redriver.state_table.table_arn,
+        redriver.dead_letter_queue.queue_url,
+        addresses,
+        kit=not redriver.dead_letter_sources,
     ):
         function.add_to_role_policy(statement)
     grant_data_keys(function, table=redriver.state_table, archive=redriver.archive)
@@ -203,11 +205,13 @@ def _grant_archive_writes(redriver: SqsRedriver, archive: s3.IBucket) -> None:
 def grant_kit_consumer(
     consumer: iam.IGrantable, *, dead_letter_queue: sqs.IQueue, state_table: dynamodb.ITable
 ) -> None:
-    """What the consumer kit does: send to the DLQ, and update its own records of the state table.
+    """What the consumer kit does: send to the DLQ, and update its own records of the state table
+    (those of this DLQ's re-driver: their keys start with the DLQ's URL).
 
     Raises SettingsError for a consumer that cannot hold a policy (a service or account principal:
     grant a role it assumes)."""
-    added = consumer.grant_principal.add_to_principal_policy(consumer_table_statement(state_table.table_arn))
+    statement = consumer_table_statement(state_table.table_arn, dead_letter_queue.queue_url)
+    added = consumer.grant_principal.add_to_principal_policy(statement)
     if not added.statement_added:
         raise SettingsError(
             f"grant_consumer: {type(consumer.grant_principal).__name__} cannot hold a policy: grant the "
@@ -402,8 +406,9 @@ def archive_logical_id(redriver: SqsRedriver) -> str:
 
 MESSAGE_RECORD_PREFIX = RecordKind.MESSAGE.value
 LEADING_KEYS = "dynamodb:LeadingKeys"
-# What the consumer kit writes (sqs_redriver.kit.aws): conditional UpdateItems of its own records.
-CONSUMER_RECORD_PREFIXES = (VERDICT_RECORD_PREFIX, FAILURE_RECORD_PREFIX)
+# What the consumer kit writes (sqs_redriver.kit.aws): conditional UpdateItems of its own records,
+# each kind's keys scoped to the re-driver's DLQ (kit_record_key).
+CONSUMER_RECORD_KINDS = (RecordKind.VERDICTS, RecordKind.FAILURE)
 CONSUMER_TABLE_ACTIONS = ("dynamodb:UpdateItem",)
 CONSUMER_ATTRIBUTES = tuple(sorted(set(FAILURE_RECORD_ATTRIBUTES) | set(VERDICT_RECORD_ATTRIBUTES)))
 
@@ -416,17 +421,20 @@ class TableAccess:
     keys: tuple[str, ...]
 
 
-def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tuple[TableAccess, ...]:
+def redriver_table_access(
+    dlq_url: str, source_addresses: Sequence[str], *, kit: bool = True
+) -> tuple[TableAccess, ...]:
     """Each operation the re-drive function makes, on exactly the records it makes it on.
 
     ``source_addresses``: what names each source's breaker: a source queue's URL, a dead-letter
-    source's address (DeadLetterSource.address).
+    source's address (DeadLetterSource.address). ``kit``: its consumers may run the kit (an SQS
+    consumer's DLQ); a re-driver of dead letters of another kind reads no kit record.
 
     Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's record, the
     operator's pause) by their full keys, its large drains' worker leases and its idempotency
-    records (Powertools: get, conditional put, update, delete) by their prefix; message records,
-    the kit's records and the operator's group records by kind. It never writes an operator
-    record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
+    records (Powertools: get, conditional put, update, delete) and the kit's records of its own
+    DLQ by their prefix; message records and the operator's group records by kind. It never writes
+    an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
     """
     breakers = tuple(RecordKind.BREAKER.key(address) for address in source_addresses)
     own = (
@@ -442,23 +450,20 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
         RecordKind.DRAIN.key(dlq_url),
         f"{RecordKind.WORKER.key(dlq_url)}#*",
     )
+    verdicts = (f"{kit_record_prefix(RecordKind.VERDICTS, dlq_url)}*",) if kit else ()
+    failures = (f"{kit_record_prefix(RecordKind.FAILURE, dlq_url)}*",) if kit else ()
     return (
-        TableAccess("dynamodb:GetItem", (*own, pause, drain, f"{VERDICT_RECORD_PREFIX}*", idempotency)),
+        TableAccess("dynamodb:GetItem", (*own, pause, drain, *verdicts, idempotency)),
         TableAccess("dynamodb:PutItem", (*own, continuation, drain, workers, idempotency)),
         TableAccess("dynamodb:UpdateItem", (idempotency,)),
         TableAccess("dynamodb:DeleteItem", (continuation, workers, idempotency)),
         TableAccess(
             "dynamodb:BatchGetItem",
             (
-                *(
-                    f"{prefix}*"
-                    for prefix in (
-                        MESSAGE_RECORD_PREFIX,
-                        FAILURE_RECORD_PREFIX,
-                        RETRY_RECORD_PREFIX,
-                        PARK_RECORD_PREFIX,
-                    )
-                ),
+                f"{MESSAGE_RECORD_PREFIX}*",
+                *failures,
+                f"{RETRY_RECORD_PREFIX}*",
+                f"{PARK_RECORD_PREFIX}*",
                 # the held groups, read with the batch's group marks (runtime/held.py)
                 RecordKind.HELD.key(dlq_url),
                 # what a large drain's worker checks before each batch (runtime/workers.py)
@@ -472,7 +477,7 @@ def redriver_table_access(dlq_url: str, source_addresses: Sequence[str]) -> tupl
 
 
 def redriver_table_statements(
-    table_arn: str, dlq_url: str, source_addresses: Sequence[str]
+    table_arn: str, dlq_url: str, source_addresses: Sequence[str], *, kit: bool = True
 ) -> list[iam.PolicyStatement]:
     """One statement per operation of ``redriver_table_access``, on ``table_arn`` alone."""
     return [
@@ -481,18 +486,24 @@ def redriver_table_statements(
             resources=[table_arn],
             conditions={"ForAllValues:StringLike": {LEADING_KEYS: list(access.keys)}},
         )
-        for access in redriver_table_access(dlq_url, source_addresses)
+        for access in redriver_table_access(dlq_url, source_addresses, kit=kit)
     ]
 
 
-def consumer_table_statement(table_arn: str) -> iam.PolicyStatement:
-    """UpdateItem of the kit's verdict and failure records, of the kit's attributes only, returning
-    nothing: no read, no other record, no wholesale put."""
+def consumer_table_keys(dlq_url: str) -> tuple[str, ...]:
+    """The keys a kit consumer of the re-driver of ``dlq_url`` may update (IAM StringLike patterns)."""
+    return tuple(f"{kit_record_prefix(kind, dlq_url)}*" for kind in CONSUMER_RECORD_KINDS)
+
+
+def consumer_table_statement(table_arn: str, dlq_url: str) -> iam.PolicyStatement:
+    """UpdateItem of the kit's verdict and failure records of the re-driver of ``dlq_url``, of the
+    kit's attributes only, returning nothing: no read, no other record (another re-driver's on a
+    shared table neither), no wholesale put."""
     return iam.PolicyStatement(
         actions=list(CONSUMER_TABLE_ACTIONS),
         resources=[table_arn],
         conditions={
-            "ForAllValues:StringLike": {LEADING_KEYS: [f"{prefix}*" for prefix in CONSUMER_RECORD_PREFIXES]},
+            "ForAllValues:StringLike": {LEADING_KEYS: list(consumer_table_keys(dlq_url))},
             "ForAllValues:StringEquals": {"dynamodb:Attributes": list(CONSUMER_ATTRIBUTES)},
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
         },

@@ -137,6 +137,17 @@ STATES_SENDER_FAULTS = frozenset({"InvalidExecutionInput", "ValidationException"
 EVENTS_SENDER_FAULTS = frozenset({"InvalidArgument", "MalformedDetail", "ValidationException"})
 
 
+@dataclass(frozen=True)
+class Taken:
+    """The target took a message. ``request_id``: what its answer named the request by (a
+    function invoked asynchronously; empty for the others)."""
+
+    request_id: str = ""
+
+
+TAKEN = Taken()
+
+
 class _Target:
     """What every target shares: its name in the run, its redrive window, no back-pressure."""
 
@@ -179,8 +190,10 @@ class _OneByOne(_Target):
         result = BatchResult()
         for position, message in enumerate(messages):
             failure = self._deliver(message)
-            if failure is None:
+            if isinstance(failure, Taken):
                 result.succeeded.append(message.entry_id)
+                if failure.request_id:
+                    result.request_ids[message.entry_id] = failure.request_id
                 continue
             result.failed[message.entry_id] = failure
             if failure.sender_fault:
@@ -194,8 +207,8 @@ class _OneByOne(_Target):
             break
         return result
 
-    def _deliver(self, message: Outgoing) -> EntryFailure | None:
-        """Deliver one message; None when the target took it."""
+    def _deliver(self, message: Outgoing) -> EntryFailure | Taken:
+        """Deliver one message: why it failed, or that the target took it."""
         try:
             payload = self._payload(message)
         except Rejection as rejection:
@@ -218,7 +231,7 @@ class _OneByOne(_Target):
     def _refusal(self, message: Outgoing) -> EntryFailure | None:
         return None
 
-    def _call(self, payload: str, message: Outgoing) -> EntryFailure | None:
+    def _call(self, payload: str, message: Outgoing) -> EntryFailure | Taken:
         raise NotImplementedError
 
 
@@ -235,7 +248,7 @@ class FunctionTarget(_OneByOne):
             return sns_lambda_event(message.body, self.source.arn, self.source.topic_arn)
         return message.body
 
-    def _call(self, payload: str, message: Outgoing) -> EntryFailure | None:
+    def _call(self, payload: str, message: Outgoing) -> EntryFailure | Taken:
         if message.probe and self.source.probe_timeout_seconds:
             return self._probe(payload)
         response = self._client.invoke(
@@ -244,9 +257,11 @@ class FunctionTarget(_OneByOne):
         status = response.get("StatusCode")
         if status != 202:
             return EntryFailure("UnexpectedStatus", f"Invoke answered {status}, not 202", sender_fault=False)
-        return None
+        # The invocation's request id (x-amzn-RequestId): a failure of it comes back under it.
+        request_id = response.get("ResponseMetadata", {}).get("RequestId")
+        return Taken(request_id if isinstance(request_id, str) else "")
 
-    def _probe(self, payload: str) -> EntryFailure | None:
+    def _probe(self, payload: str) -> EntryFailure | Taken:
         """A canary invoked synchronously: the function's own answer. Its error fails the canary
         (never the message's fault: it stays in the DLQ, and the breaker reopens)."""
         response = self._client.invoke(
@@ -259,7 +274,7 @@ class FunctionTarget(_OneByOne):
                 "UnexpectedStatus", f"Invoke answered {response.get('StatusCode')}, not 200", False
             )
         if "FunctionError" not in response:
-            return None
+            return TAKEN
         answer = response["Payload"].read(MAX_PROBE_ANSWER_BYTES).decode("utf-8", "replace")
         return EntryFailure(FUNCTION_ERROR, f"{response['FunctionError']}: {answer}", sender_fault=False)
 
@@ -274,13 +289,13 @@ class TopicTarget(_OneByOne):
     def _refusal(self, message: Outgoing) -> EntryFailure | None:
         return _fifo_refusal(message, self.source.target_arn)
 
-    def _call(self, payload: str, message: Outgoing) -> EntryFailure | None:
+    def _call(self, payload: str, message: Outgoing) -> EntryFailure | Taken:
         request: dict[str, Any] = {"TopicArn": self.source.target_arn, "Message": payload}
         if _is_fifo(self.source.target_arn):
             request["MessageGroupId"] = message.group_id
             request["MessageDeduplicationId"] = message.deduplication_id
         self._client.publish(**request)
-        return None
+        return TAKEN
 
 
 class StateMachineTarget(_OneByOne):
@@ -290,9 +305,9 @@ class StateMachineTarget(_OneByOne):
     max_payload_bytes = STATES_MAX_INPUT_BYTES
     sender_faults = STATES_SENDER_FAULTS
 
-    def _call(self, payload: str, message: Outgoing) -> EntryFailure | None:
+    def _call(self, payload: str, message: Outgoing) -> EntryFailure | Taken:
         self._client.start_execution(stateMachineArn=self.source.target_arn, input=payload)
-        return None
+        return TAKEN
 
 
 class QueueTarget(_Target):

@@ -50,11 +50,25 @@ class Tracked:
     def receipt_handle(self) -> str:
         return self.message.receipt_handle
 
+    @property
+    def record_key(self) -> str:
+        """The subject of the table record that counts it, when only the table does."""
+        return self.message.record_key
+
+    @property
+    def can_return(self) -> bool:
+        """Whether a re-drive of it can come back to the DLQ: an SQS consumer's message can, and
+        a function's dead letter (in a new record); a dead letter of a target that answers in the
+        call cannot (what the target took is its own; what it refused never left the DLQ)."""
+        dead_letter = self.message.dead_letter
+        return dead_letter is None or (dead_letter.source is not None and dead_letter.source.failures_return)
+
     def redriven_since(self, since: int) -> bool:
-        """Whether it was last sent to its source (re-driven, or replayed by an operator) at or
-        after ``since`` (the breaker's last change): a failure back from there counts against it."""
+        """Whether it came back from a re-drive (or an operator's replay) made at or after
+        ``since`` (the breaker's last change): a failure back from there counts against it. A
+        dead letter of a target that answers in the call never comes back."""
         last = self.mark.last_sent_at
-        return last is not None and last >= since
+        return last is not None and last >= since and self.can_return
 
 
 # Who a DLQ message is, and how often it was re-driven: from its mark, or from the table.
@@ -83,13 +97,14 @@ def screened(message: DlqMessage, now: int) -> DlqMessage:
 
 
 def counted_in_table(batch: Iterable[DlqMessage]) -> list[str]:
-    """Content identities of the messages whose count only the table holds (no mark, no room)."""
-    return [m.content_identity for m in batch if m.mark is None and not m.has_room_for_mark]
+    """The record keys of the messages whose count only the table holds (no mark, no room)."""
+    return [m.record_key for m in batch if m.mark is None and not m.has_room_for_mark]
 
 
 def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -> Tracking:
     """Resolve each message's mark: the one it carries; a new one keyed by its MessageId when it
-    has room for one; else the table's record of its content identity (or a new one)."""
+    has room for one; else the table's record of it (``recorded``, by record key: a dead
+    letter's trip), or a new one of its content identity."""
     unique: dict[str, Tracked] = {}
     duplicates: list[Tracked] = []
     for message in batch:
@@ -102,7 +117,7 @@ def track(batch: Iterable[DlqMessage], recorded: Mapping[str, Mark], now: int) -
         else:
             identity = message.content_identity
             mark = _current_failure_only(
-                recorded.get(identity) or Mark(identity=identity, first_failed_at=now)
+                recorded.get(message.record_key) or Mark(identity=identity, first_failed_at=now)
             )
         tracked = Tracked(message, mark)
         if mark.identity in unique:

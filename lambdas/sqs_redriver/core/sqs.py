@@ -260,10 +260,14 @@ class BatchResult:
     failed: dict[str, EntryFailure] = field(default_factory=dict)
     # Set when a whole call failed; its entries are in ``failed``, other calls' results stand.
     call_error: str | None = None
+    # Of succeeded entries: the request id the target's answer gave (a function's asynchronous
+    # Invoke: Lambda writes it into the record of that invocation's failure).
+    request_ids: dict[str, str] = field(default_factory=dict)
 
     def merge(self, other: BatchResult) -> None:
         self.succeeded.extend(other.succeeded)
         self.failed.update(other.failed)
+        self.request_ids.update(other.request_ids)
         self.call_error = self.call_error or other.call_error
 
 

@@ -30,7 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.protocol.failure import Failure, VerdictCounts
-from sqs_redriver.protocol.keys import RecordKind, kind_of, storable, subject_of
+from sqs_redriver.protocol.keys import RecordKind, is_trip_of, kind_of, kit_record_key, storable, subject_of
 from sqs_redriver.protocol.limits import (
     FINGERPRINT_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
@@ -648,7 +648,7 @@ def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
     """The item of one message record, written at ``now``, expiring ``ttl_seconds`` later."""
     mark = record.mark
     item: dict[str, Any] = {
-        "pk": {"S": RecordKind.MESSAGE.key(mark.identity)},
+        "pk": {"S": RecordKind.MESSAGE.key(record.key or mark.identity)},
         "identity": {"S": mark.identity},
         "redrive_count": {"N": str(mark.count)},
         "first_failed_at": {"N": str(mark.first_failed_at)},
@@ -670,10 +670,11 @@ def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
 
 def mark_from_item(item: Item, *, now: int) -> Mark:
     """The mark a message record holds (what the planner needs of it); ``CorruptRecord`` when its
-    identity is not its key's, or a count or time is missing, mistyped, out of range or forged."""
+    identity is not its key's (the identity, or a trip of it), or a count or time is missing,
+    mistyped, out of range or forged."""
     key = item_key(item)
     identity = text(item, "identity", key, max_chars=MAX_IDENTITY_CHARS)
-    if identity != subject_of(key):
+    if not is_trip_of(subject_of(key), identity):
         raise CorruptRecord(key, "identity", "not the identity of its key")
     times = values(item, "redriven_at", key, max_items=MAX_MARK_HISTORY)
     return Mark(
@@ -749,12 +750,14 @@ class RecordStatus(StrEnum):
 
 @dataclass(frozen=True)
 class MessageRecord:
-    """What the table keeps about a message: its mark, where it went, and why when parked."""
+    """What the table keeps about a message: its mark, where it went, and why when parked.
+    ``key``: the record's subject, when it is not the mark's identity (a dead letter's trip)."""
 
     mark: Mark
     status: RecordStatus
     source_queue: str
     reason: ParkReason | None = None
+    key: str = ""
 
 
 # The operator's records: the pause (``PAUSE#<DLQ URL>``), failure group marks
@@ -1093,7 +1096,8 @@ _ABSENT: dict[str, Any] | None = None
 class StateTable(DynamoTable):
     """The state table: breakers, message and failure records, group marks, verdicts, the pause,
     the run history, the sweep's due time and the continuation slot. Message records expire
-    ``ttl_seconds`` after they are written."""
+    ``ttl_seconds`` after they are written. The consumer kit's records are those of the re-driver
+    of ``kit_scope`` (its DLQ URL) alone; without one, none is read."""
 
     def __init__(
         self,
@@ -1105,8 +1109,12 @@ class StateTable(DynamoTable):
         sleep: Callable[[float], None] = time.sleep,
         logger: logging.Logger | Any = None,
         metrics: Any = None,
+        kit_scope: str | None = None,
     ) -> None:
         super().__init__(table_name, client, clock=clock, sleep=sleep, logger=logger, metrics=metrics)
+        # The DLQ URL whose consumer kit's records (FAILURE#, VERDICTS#) are read and forgotten;
+        # None: a re-driver whose consumers have no kit (dead letters of another kind) reads none.
+        self.kit_scope = kit_scope
         # Breakers read from a record whose version was not valid: the raw version attribute, the
         # guard of the write that overwrites the record (an absent one is guarded as absent).
         self._unversioned: dict[str, dict[str, Any] | None] = {}
@@ -1237,12 +1245,14 @@ class StateTable(DynamoTable):
 
     # Message and failure records; message records expire ``ttl_seconds`` after they are written.
 
-    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
-        """Marks recorded for these identities (absent ones are omitted), expired ones ignored,
-        with the failure the consumer kit recorded for a message that had no room for it. A corrupt
-        record is reported and ignored."""
-        wanted = sorted(set(identities))
-        keys = [key for i in wanted for key in (RecordKind.MESSAGE.key(i), RecordKind.FAILURE.key(i))]
+    def load_marks(self, subjects: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded under these subjects (an identity, or a dead letter's trip; absent ones
+        are omitted), by subject, expired ones ignored, with the failure the consumer kit recorded
+        for a message that had no room for it (with a ``kit_scope`` only). A corrupt record is
+        reported and ignored."""
+        wanted = sorted(set(subjects))
+        kit = {self._failure_key(s): s for s in wanted} if self.kit_scope is not None else {}
+        keys = [RecordKind.MESSAGE.key(s) for s in wanted] + sorted(kit)
         now = self._now()
         marks: dict[str, Mark] = {}
         failures: dict[str, Failure] = {}
@@ -1251,18 +1261,21 @@ class StateTable(DynamoTable):
                 key = item_key(item)
                 if expired(item, key, now=now):
                     continue
-                if kind_of(key) is RecordKind.FAILURE:
-                    failures[subject_of(key)] = failure_from_item(item, now=now)
+                if key in kit:
+                    failures[kit[key]] = failure_from_item(item, now=now)
                 else:
-                    mark = mark_from_item(item, now=now)
-                    marks[mark.identity] = mark
+                    marks[subject_of(key)] = mark_from_item(item, now=now)
             except CorruptRecord as corrupt:
                 of_failure = corrupt.kind is RecordKind.FAILURE
                 self._report(corrupt, IGNORED_FAILURE_RECORD if of_failure else IGNORED_MESSAGE_RECORD)
-        for identity, failure in failures.items():
-            mark = marks.get(identity) or Mark(identity=identity, first_failed_at=failure.at)
-            marks[identity] = replace(mark, failure=failure)
+        for subject, failure in failures.items():
+            mark = marks.get(subject) or Mark(identity=subject, first_failed_at=failure.at)
+            marks[subject] = replace(mark, failure=failure)
         return marks
+
+    def _failure_key(self, identity: str) -> str:
+        assert self.kit_scope is not None, "the kit's records are read with a kit scope"
+        return kit_record_key(RecordKind.FAILURE, self.kit_scope, identity)
 
     def load_park_reasons(self, identities: Iterable[str]) -> dict[str, ParkReason]:
         """The parking reasons recorded for these identities (one BatchGetItem a hundred; none: no
@@ -1290,22 +1303,22 @@ class StateTable(DynamoTable):
     def forget_marks(self, identities: Iterable[str]) -> None:
         """Delete the message records and the consumer kit's failure records of these identities
         (BatchWriteItem, unprocessed ones retried; none: no call): a message with no room for a
-        mark then starts again at count 0, with no failure from before (which could park it)."""
+        mark then starts again at count 0, with no failure from before (which could park it). The
+        kit's failure records with a ``kit_scope`` only (a DLQ of another kind has none)."""
         wanted = sorted(set(identities))
-        keys = [
-            key
-            for i in wanted
-            for key in (RecordKind.MESSAGE.key(i), RecordKind.FAILURE.key(i))
-            if storable(key)
-        ]
+        kit = [self._failure_key(i) for i in wanted] if self.kit_scope is not None else []
+        keys = [key for key in [*(RecordKind.MESSAGE.key(i) for i in wanted), *kit] if storable(key)]
         self._write_batches([{"DeleteRequest": {"Key": {"pk": {"S": key}}}} for key in keys])
 
     # The verdict records the consumer kit adds to (the re-driver only reads them).
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none,
-        or when the record is corrupt: a forged count never opens a breaker)."""
-        item = self._get_item(RecordKind.VERDICTS.key(verdict_key))
+        or when the record is corrupt: a forged count never opens a breaker). Without a
+        ``kit_scope`` there are none, and nothing is read."""
+        if self.kit_scope is None:
+            return VerdictCounts()
+        item = self._get_item(kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key))
         if not item:
             return VerdictCounts()
         try:

@@ -19,7 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqs_redriver.kit.errors import KitAwsError
 from sqs_redriver.kit.records import InboundRecord
 from sqs_redriver.protocol.failure import VERDICT_RECORD_TTL_SECONDS, ConsumerVerdict, Failure, FailureKind
-from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.keys import RecordKind, kit_record_key
 
 if TYPE_CHECKING:
     from botocore.config import Config
@@ -44,10 +44,13 @@ class KitAws:
         self,
         table_name: str,
         *,
+        dlq_url: str,
         sqs: SQSClient | Any = None,
         dynamodb: DynamoDBClient | Any = None,
     ) -> None:
         self.table_name = table_name
+        # The re-driver this kit reports to: its records' keys are scoped to its DLQ's URL.
+        self.dlq_url = dlq_url
         self._sqs = sqs
         self._dynamodb = dynamodb
 
@@ -73,7 +76,8 @@ class KitAws:
         return str(response.get("MessageId", ""))
 
     def put_failure(self, identity: str, failure: Failure, now: int) -> None:
-        """The failure of a message with no room for a mark, under its content identity.
+        """The failure of a message with no room for a mark, under its content identity (in the
+        scope of the re-driver's DLQ, as every record of the kit).
 
         A conditional UpdateItem of the failure's own attributes: it replaces an older failure of
         the same identity, never a newer one (a slow consumer's late write loses), and cannot
@@ -82,7 +86,7 @@ class KitAws:
         try:
             self.dynamodb.update_item(
                 TableName=self.table_name,
-                Key={"pk": {"S": RecordKind.FAILURE.key(identity)}},
+                Key={"pk": {"S": kit_record_key(RecordKind.FAILURE, self.dlq_url, identity)}},
                 UpdateExpression="SET failure = :failure, failed_at = :at, expires_at = :ttl",
                 ConditionExpression=(
                     "attribute_not_exists(pk) OR attribute_not_exists(failed_at) OR failed_at <= :at"
@@ -115,7 +119,7 @@ class KitAws:
             "UpdateItem",
             lambda: self.dynamodb.update_item(
                 TableName=self.table_name,
-                Key={"pk": {"S": RecordKind.VERDICTS.key(verdict_key)}},
+                Key={"pk": {"S": kit_record_key(RecordKind.VERDICTS, self.dlq_url, verdict_key)}},
                 UpdateExpression=expression,
                 ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
                 ExpressionAttributeValues=values,

@@ -68,7 +68,7 @@ class ConsumerKit:
     ) -> None:
         self.config = config
         self.classifier = classifier or Classifier.of()
-        self.aws = aws or KitAws(config.table_name)
+        self.aws = aws or KitAws(config.table_name, dlq_url=config.dlq_url)
         self.verdicts = VerdictBuffer()
         self._clock = clock
         self._batch: dict[str, Mapping[str, Any]] = {}
@@ -104,7 +104,12 @@ class ConsumerKit:
             unknown=unknown,
             builtin_transient=builtin_transient,
         )
-        return cls(config, classifier, aws=KitAws(config.table_name, sqs=sqs, dynamodb=dynamodb), clock=clock)
+        return cls(
+            config,
+            classifier,
+            aws=KitAws(config.table_name, dlq_url=config.dlq_url, sqs=sqs, dynamodb=dynamodb),
+            clock=clock,
+        )
 
     def process_partial_response(
         self,

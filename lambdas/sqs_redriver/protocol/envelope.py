@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.protocol.dead_letters import DeadLetter, read_dead_letter
+from sqs_redriver.protocol.keys import trip_subject
 from sqs_redriver.protocol.limits import MAX_MARK_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES
 from sqs_redriver.protocol.mark import MARK_SUBJECT, Mark, read_mark
 from sqs_redriver.protocol.wire import Rejection
@@ -78,9 +79,31 @@ class DlqMessage:
             digest.update(b"\0" + _attribute_value_bytes(value))
         return HASH_IDENTITY_PREFIX + digest.hexdigest()
 
+    @cached_property
+    def record_key(self) -> str:
+        """The subject of the table record that counts this message (no mark, no room for one):
+        its content identity; a dead letter of a source, one trip of it (``trip_subject``). A
+        function's failure comes back with the request id that the re-driver's Invoke got back,
+        and the re-driver records the count under that trip before the failure can arrive: only
+        such a dead letter continues a count (a return). One with any other request id is a dead
+        letter of its own, counted from 0, however like another its payload is. A target that
+        answers in the call sends nothing back here: each DLQ message is its own trip."""
+        dead_letter = self.dead_letter
+        if dead_letter is None or dead_letter.source is None or dead_letter.payload is None:
+            return self.content_identity
+        if dead_letter.source.failures_return and dead_letter.request_id:
+            return invocation_trip(self.content_identity, dead_letter.request_id)
+        return trip_subject(self.content_identity, "message:" + self.message_id)
+
     @property
     def source_arn(self) -> str | None:
         return self.system_attributes.get("DeadLetterQueueSourceArn")
+
+
+def invocation_trip(identity: str, request_id: str) -> str:
+    """The trip of a function's dead letter that failed in the invocation of ``request_id``: where
+    the re-driver records the count of a re-drive its Invoke got that request id for."""
+    return trip_subject(identity, "request:" + request_id)
 
 
 def from_sqs(raw: Mapping[str, Any], sources: Sequence[DeadLetterSource] = ()) -> DlqMessage:

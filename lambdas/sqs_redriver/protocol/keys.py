@@ -6,6 +6,8 @@ state table's parsers tell a record's kind from its key (``kind_of``).
 
 from __future__ import annotations
 
+import hashlib
+
 from sqs_redriver.protocol.limits import DYNAMODB_MAX_KEY_BYTES
 from sqs_redriver.protocol.str_enum import StrEnum
 
@@ -15,9 +17,13 @@ class RecordKind(StrEnum):
     record (the subject of each kind is after its prefix, below)."""
 
     BREAKER = "BREAKER#"  # <source queue URL>: its circuit breaker (each source of a shared DLQ has one)
-    MESSAGE = "MSG#"  # <content identity>: the re-drive history of a message with no room for a mark
-    FAILURE = "FAILURE#"  # <content identity>: the consumer kit's failure of such a message
-    VERDICTS = "VERDICTS#"  # <verdict key>: the kit's verdict counts on the re-drives tagged with it
+    # <content identity>: the re-drive history of a message with no room for a mark (a dead
+    # letter's parking reason); <content identity>#<trip>: a dead letter's count (trip_subject)
+    MESSAGE = "MSG#"
+    # <DLQ URL>#<content identity>: the consumer kit's failure of such a message (kit_record_key)
+    FAILURE = "FAILURE#"
+    # <DLQ URL>#<verdict key>: the kit's verdict counts on the re-drives tagged with it
+    VERDICTS = "VERDICTS#"
     RETRY = "RETRY#"  # <fingerprint>: an operator's retry of a failure group instead of parking
     PARK = "PARK#"  # <fingerprint>: an operator's park of every failure of a group on sight
     PAUSE = "PAUSE#"  # <DLQ URL>: an operator's pause of the re-driver of that DLQ
@@ -40,8 +46,6 @@ class RecordKind(StrEnum):
         return self.value + subject
 
 
-VERDICT_RECORD_PREFIX = RecordKind.VERDICTS.value
-FAILURE_RECORD_PREFIX = RecordKind.FAILURE.value
 RETRY_RECORD_PREFIX = RecordKind.RETRY.value
 PARK_RECORD_PREFIX = RecordKind.PARK.value
 
@@ -69,6 +73,47 @@ def subject_of(key: str) -> str:
     """What the record under ``key`` is about: the key without its kind's prefix."""
     kind = kind_of(key)
     return key.removeprefix(kind.value) if kind else key
+
+
+# A dead letter's trip: the hex digits of its handle's hash after the identity (trip_subject).
+TRIP_SEPARATOR = "#"
+TRIP_DIGITS = 32
+
+
+def trip_subject(identity: str, handle: str) -> str:
+    """The subject of the record that counts one trip of a dead letter of another service: its
+    identity, then a hash of its ``handle``, what ties this DLQ message to the re-drive it came
+    back from (a function's: the request id Lambda gave the invocation that failed, which is the
+    one the re-driver's Invoke got back; a target that answers in the call: the DLQ MessageId).
+    Hashed: a handle is untrusted text, the subject stays short and of plain characters."""
+    digest = hashlib.sha256(handle.encode("utf-8", "surrogatepass")).hexdigest()[:TRIP_DIGITS]
+    return f"{identity}{TRIP_SEPARATOR}{digest}"
+
+
+def is_trip_of(subject: str, identity: str) -> bool:
+    """Whether ``subject`` is the subject of ``identity`` itself or of one of its trips."""
+    if subject == identity:
+        return True
+    prefix = identity + TRIP_SEPARATOR
+    digest = subject.removeprefix(prefix)
+    return (
+        subject.startswith(prefix)
+        and len(digest) == TRIP_DIGITS
+        and all(c in "0123456789abcdef" for c in digest)
+    )
+
+
+def kit_record_key(kind: RecordKind, dlq_url: str, subject: str) -> str:
+    """The key of a consumer kit's record (FAILURE#, VERDICTS#) for the re-driver of ``dlq_url``:
+    scoped to it, so that on a state table several re-drivers share, a consumer granted one
+    re-driver's kit (its IAM grant: this prefix alone) cannot write a record another one reads."""
+    assert kind in (RecordKind.FAILURE, RecordKind.VERDICTS), "only the kit's records are scoped so"
+    return kind.key(f"{dlq_url}#{subject}")
+
+
+def kit_record_prefix(kind: RecordKind, dlq_url: str) -> str:
+    """What every key of the kit's records of this kind for the re-driver of ``dlq_url`` starts with."""
+    return kit_record_key(kind, dlq_url, "")
 
 
 def run_verdict_key(now: int, token: str) -> str:

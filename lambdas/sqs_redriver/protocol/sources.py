@@ -139,6 +139,11 @@ class DeadLetterSource:
         so the target's answer to that call is the whole verdict."""
         return self.kind is SourceKind.FUNCTION
 
+    def returns_under_request_id(self, *, probe: bool) -> bool:
+        """Whether a re-drive's failure comes back here under the request id its call got back: a
+        function's asynchronous Invoke (a canary probed synchronously is answered in the call)."""
+        return self.failures_return and not (probe and self.probe_timeout_seconds > 0)
+
     @property
     def name(self) -> str:
         """The source's resource name (CloudWatch's FunctionName, RuleName or TopicName)."""

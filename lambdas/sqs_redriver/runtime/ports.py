@@ -154,12 +154,13 @@ class VerdictStore(Protocol):
 
 
 class MessageStore(Protocol):
-    """Message records (``MSG#<identity>``), with the consumer kit's failure records
-    (``FAILURE#<identity>``) of messages that had no room for a mark."""
+    """Message records (``MSG#<identity>``, a dead letter's ``MSG#<identity>#<trip>``), with the
+    consumer kit's failure records (``FAILURE#<DLQ URL>#<identity>``) of messages that had no room
+    for a mark."""
 
-    def load_marks(self, identities: Iterable[str]) -> dict[str, Mark]:
-        """Marks recorded for these identities (absent or expired ones omitted), with the failure
-        the consumer kit recorded for messages that had no room for it."""
+    def load_marks(self, subjects: Iterable[str]) -> dict[str, Mark]:
+        """Marks recorded under these subjects, by subject (absent or expired ones omitted), with
+        the failure the consumer kit recorded for messages that had no room for it."""
         ...
 
     def save_records(self, records: Sequence[MessageRecord]) -> None:

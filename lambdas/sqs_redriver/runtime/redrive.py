@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.delivery import FUNCTION_ERROR, delivered
+from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.message import deduplication_id
 from sqs_redriver.core.sqs import CALL_FAILED, BatchResult, EntryFailure, Outgoing, outgoing
 from sqs_redriver.core.table import MessageRecord, RecordStatus
+from sqs_redriver.protocol.envelope import invocation_trip
 from sqs_redriver.runtime import fifo
 from sqs_redriver.runtime.parking import rejected_reason
 from sqs_redriver.runtime.plan import Park, Redrive
@@ -64,6 +66,7 @@ class RedriveSender:
         self.limiter.acquire(len(redrives))
         result = self._send_in_rounds(redrives, self._messages(redrives, marks))
         self._book_sent(result, redrives, marks, books)
+        self._record_returns(result, redrives, marks, books)
         self._undo_table_counts(self._book_not_sent(result, redrives, books))
         return result.call_error
 
@@ -71,14 +74,22 @@ class RedriveSender:
         """Written before the send: for messages counted only in the table, a count written after
         would be lost by a crash in between, and the message could then loop forever. A marked
         message carries its own count and history; recording it too is optional (it costs one
-        write unit per re-drive, more than the SQS requests of the whole re-drive)."""
+        write unit per re-drive, more than the SQS requests of the whole re-drive). A function's
+        asynchronous re-drive comes back under a trip known once it is sent: recorded then
+        (``_record_returns``), not here."""
         self.state.save_records(
             [
-                MessageRecord(mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked))
+                MessageRecord(
+                    mark, RecordStatus.REDRIVEN, self.routes.describe_source(r.tracked), key=_key(r.tracked)
+                )
                 for r, mark in zip(redrives, marks, strict=True)
-                if self.record_every_redrive or not r.tracked.carries_mark
+                if self._written_ahead(r)
             ]
         )
+
+    def _written_ahead(self, redrive: Redrive) -> bool:
+        carries_mark = redrive.tracked.carries_mark
+        return (self.record_every_redrive or not carries_mark) and not _returns_in_a_trip(redrive)
 
     def _messages(self, redrives: Sequence[Redrive], marks: Sequence[Mark]) -> list[Outgoing]:
         """Each re-drive as sent, with its new mark; entry ids are the re-drives' positions. A dead
@@ -114,9 +125,44 @@ class RedriveSender:
                 delay_seconds=redrive.delay_seconds,
             )
 
+    def _record_returns(
+        self, result: BatchResult, redrives: Sequence[Redrive], marks: Sequence[Mark], books: ExecutionBooks
+    ) -> None:
+        """Where a function's failure of a re-drive comes back: the re-drive's count under the trip
+        of the request id its Invoke got back (``invocation_trip``), which Lambda writes into the
+        failure's record. Only a dead letter found there is a return: one a sender replays, under
+        any other request id, is a dead letter of its own. Written once the id is known, minutes
+        before the failure can come back (after Lambda's retries). A trip not recorded (the write
+        failed) makes its failure a dead letter of its own, counted from 0: logged, and an error
+        of the run; the re-drive itself happened, so the message still leaves the DLQ."""
+        records = []
+        for key in result.succeeded:
+            redrive, mark = redrives[int(key)], marks[int(key)]
+            if not _returns_in_a_trip(redrive):
+                continue
+            request_id = result.request_ids.get(key)
+            if not request_id:
+                log_decision(
+                    self.log,
+                    "no request id in Invoke's answer: a failure of it comes back as new",
+                    redrive.tracked,
+                )
+                continue
+            source = self.routes.describe_source(redrive.tracked)
+            trip = invocation_trip(mark.identity, request_id)
+            records.append(MessageRecord(mark, RecordStatus.REDRIVEN, source, key=trip))
+        try:
+            self.state.save_records(records)
+        except AwsCallError as exc:
+            books.errors += 1
+            self.log.error(
+                "re-drives' returns not recorded: a failure of theirs will count as a new dead letter",
+                extra={"re_drives": len(records), "error": str(exc)},
+            )
+
     def _book_not_sent(
         self, result: BatchResult, redrives: Sequence[Redrive], books: ExecutionBooks
-    ) -> list[Tracked]:
+    ) -> list[Redrive]:
         """Rejected re-drives are parked; the others stay in the DLQ. Returns those whose re-drive did
         not happen (a canary the target failed did happen: its count stands)."""
         not_sent = []
@@ -140,7 +186,7 @@ class RedriveSender:
             # A failed call is counted once, by the run that it stops.
             if failure.code not in (CALL_FAILED, BEHIND_UNSENT_GROUPMATE):
                 books.errors += 1
-            not_sent.append(tracked)
+            not_sent.append(redrives[int(key)])
             log_decision(
                 self.log,
                 "re-drive send failed; it stays in the DLQ",
@@ -173,12 +219,35 @@ class RedriveSender:
                 blocked_groups.update(groups[int(key)] for key in sent_now.failed)
         return result
 
-    def _undo_table_counts(self, not_sent: list[Tracked]) -> None:
-        """Put back the counts of table-counted messages whose re-drive did not happen."""
+    def _undo_table_counts(self, not_sent: list[Redrive]) -> None:
+        """Put back the counts written ahead of re-drives that did not happen."""
         undo = [
-            MessageRecord(t.mark_as_read, RecordStatus.REDRIVEN, self.routes.describe_source(t))
-            for t in not_sent
-            if not t.carries_mark
+            MessageRecord(
+                r.tracked.mark_as_read,
+                RecordStatus.REDRIVEN,
+                self.routes.describe_source(r.tracked),
+                key=_key(r.tracked),
+            )
+            for r in not_sent
+            if self._written_ahead(r)
         ]
         if undo:
             self.state.save_records(undo)
+
+
+def _returns_in_a_trip(redrive: Redrive) -> bool:
+    """A function's dead letter re-driven asynchronously: its failure comes back under the request
+    id of the Invoke, in a trip recorded once that id is known."""
+    dead_letter = redrive.tracked.message.dead_letter
+    probe = redrive.tag is not None and redrive.tag.probe
+    return (
+        dead_letter is not None
+        and dead_letter.source is not None
+        and dead_letter.source.returns_under_request_id(probe=probe)
+    )
+
+
+def _key(tracked: Tracked) -> str:
+    """The subject of the record that counts a re-drive in the table: the message's own (a dead
+    letter's trip) when the table alone counts it, else its mark's identity."""
+    return tracked.mark.identity if tracked.carries_mark else tracked.record_key

@@ -86,6 +86,8 @@ def compose_redriver(
         sleep=sleep,
         logger=logger,
         metrics=metrics,
+        # Dead letters of another kind have no kit: their re-driver reads no kit record.
+        kit_scope=None if settings.dead_letter_sources else settings.dlq_url,
     )
     routes = Routes(tuple(queue.url for queue in queues.sources))
     # One batch may go at once; beyond that, re-drives flow at the configured rate (a large

@@ -109,7 +109,7 @@ def show(
 
     tool = tool_of(ctx)
     found = find_message(tool, message_id)
-    recorded = tool.table.load_marks([found.identity]).get(found.identity)
+    recorded = tool.table.load_marks([found.counted_under]).get(found.counted_under)
     if json:
         data = render.message_dict(found)
         data["table_record"] = None if recorded is None else {"count": recorded.count}

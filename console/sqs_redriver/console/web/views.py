@@ -98,7 +98,7 @@ def message(message_id: str) -> str:
     """One message: body, attributes, mark and history, failure, parking reason."""
     console = tool()
     found = find_message(console, message_id)
-    recorded = console.table.load_marks([found.identity]).get(found.identity)
+    recorded = console.table.load_marks([found.counted_under]).get(found.counted_under)
     return render_template("message.html", item=found, recorded=recorded, now=console.now())
 
 
