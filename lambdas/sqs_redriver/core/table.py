@@ -932,6 +932,7 @@ class FleetView:
     breaker: Breaker
     paused: bool
     drain: DrainRecord | None
+    verdicts: VerdictCounts | None = None  # the kit's verdicts of the worker's re-drives, when asked
 
 
 DRAIN_NUMBERS = {  # name: (low, high)
@@ -1204,7 +1205,9 @@ class StateTable(DynamoTable):
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         """The consumer kit's verdicts reported under ``verdict_key`` (zeros while there are none,
         or when the record is corrupt: a forged count never opens a breaker)."""
-        item = self._get_item(RecordKind.VERDICTS.key(verdict_key))
+        return self._verdicts(self._get_item(RecordKind.VERDICTS.key(verdict_key)))
+
+    def _verdicts(self, item: Item | None) -> VerdictCounts:
         if not item:
             return VerdictCounts()
         try:
@@ -1351,10 +1354,15 @@ class StateTable(DynamoTable):
         )
         return written is not None
 
-    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
-        """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause and
-        the drain's state."""
-        items = {item_key(item): item for item in self._get_items([breaker_key, pause_key, drain_key])}
+    def load_fleet_view(
+        self, breaker_key: str, pause_key: str, drain_key: str, verdict_key: str | None = None
+    ) -> FleetView:
+        """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause,
+        the drain's state and, with ``verdict_key``, the consumer kit's verdicts of its re-drives
+        (as ``load_verdicts`` reads them)."""
+        keys = [breaker_key, pause_key, drain_key]
+        verdicts_at = RecordKind.VERDICTS.key(verdict_key) if verdict_key is not None else None
+        items = {item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))}
         now = self._now()
         breaker = Breaker()
         if breaker_key in items:
@@ -1363,7 +1371,8 @@ class StateTable(DynamoTable):
             except CorruptRecord as corrupt:
                 self._report(corrupt, BREAKER_READ_AS_CLOSED)
         drain = self._drain(items[drain_key]) if drain_key in items else None
-        return FleetView(breaker=breaker, paused=pause_key in items, drain=drain)
+        verdicts = None if verdicts_at is None else self._verdicts(items.get(verdicts_at))
+        return FleetView(breaker=breaker, paused=pause_key in items, drain=drain, verdicts=verdicts)
 
     def _drain(self, item: Item) -> DrainRecord | None:
         try:
