@@ -99,7 +99,7 @@ class TokenBucket:
         it sends next was checked just before, not a bucket's wait ago."""
         held = getattr(self._prepaid, "tokens", 0)
         wanted = max(0, count - held)
-        waited = self.acquire(wanted) if wanted else 0.0
+        waited = self._take(wanted) if wanted else 0.0
         self._prepaid.tokens = held + wanted
         return waited
 
@@ -116,6 +116,9 @@ class TokenBucket:
             count -= used
             if not count:
                 return 0.0
+        return self._take(count)
+
+    def _take(self, count: int) -> float:
         if count > self.burst:
             raise ValueError(f"cannot take {count} tokens from a bucket of {self.burst}")
         with self._lock:
