@@ -372,7 +372,9 @@ class MillionWorld:
             self._end_run(worker, StopReason.TIME_BUDGET)
             return
         rate = min(self._share(worker), self.worker_rate)
-        worker.tokens = min(SQS_MAX_BATCH_SIZE, worker.tokens + rate * STEP_SECONDS)
+        # a bucket of one batch, and what one step brings on top (a thread waits for its batch
+        # exactly; a step of the model must not lose what arrived past the batch)
+        worker.tokens = min(SQS_MAX_BATCH_SIZE + rate * STEP_SECONDS, worker.tokens + rate * STEP_SECONDS)
         room = worker.tokens
         if worker.phase == "timed":
             allowance = time_allowance(
@@ -386,7 +388,7 @@ class MillionWorld:
         if self.dlq < 1:
             self._end_run(worker, StopReason.DLQ_EMPTY)
             return
-        batch = min(room, self.dlq)
+        batch = min(room, self.dlq, SQS_MAX_BATCH_SIZE)
         if batch <= 0:
             return
         checks = worker.stopping_at is None and self._checks_before_batches(worker)
