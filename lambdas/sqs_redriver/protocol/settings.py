@@ -331,13 +331,17 @@ FUNCTION_SETTINGS: tuple[Setting[Any], ...] = (
         meaning="Lambda timeout; DLQ messages a run holds stay hidden this long "
         f"+ {DLQ_VISIBILITY_MARGIN_SECONDS} s",
     ),
+    # Lambda's CPU follows memory (one vCPU at 1,769 MB): at 512 MB a large drain's worker has 0.29
+    # of one, about 280 re-drives a second at its measured ~1 ms a message (bench.worker_cpu), over
+    # the 150 a second of pace each is given; at 256 MB it would be 140, and 16 workers could not
+    # keep 2,000 a second.
     IntSetting(
         "redriver_memory_mb",
         None,
-        default=256,
+        default=512,
         low=LAMBDA_MIN_MEMORY_MB,
         high=LAMBDA_MAX_MEMORY_MB,
-        meaning="Lambda memory",
+        meaning="Lambda memory (its share of a vCPU bounds a large drain's worker)",
     ),
     # At most half of the longest Lambda timeout; RULES hold it to half of the actual one.
     IntSetting(
