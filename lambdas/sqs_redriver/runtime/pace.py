@@ -22,7 +22,9 @@ from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 # A pace step every CONTROL_SECONDS: long enough for a change of rate to show in the source queue.
 CONTROL_SECONDS = 5
 # The consumer keeps up while its source queue holds at most this many seconds of the pace visible.
-LAG_SECONDS = 0.5
+# What is visible when a consumer breaks is delivered into its outage before any worker can hear of
+# it: a tenth of a second (200 messages at 2,000 a second) bounds it (BENCHMARKS.md, "A million").
+LAG_SECONDS = 0.1
 # ... or this many messages, whatever the pace (one event source mapping batch or two).
 BACKLOG_FLOOR = 20
 DECREASE = 0.7  # CUBIC's
