@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +209,7 @@ def render(deployment: Deployment, idle: IdleRun, volumes: Sequence[float], *, a
     for item in bills[volumes[0]]:
         lines.append("| " + " | ".join([item, *(dollars(bills[v][item]) for v in volumes)]) + " |")
     lines.append("| **total** | " + " | ".join(f"**${sum(bills[v].values()):.2f}**" for v in volumes) + " |")
+    lines += ["", *options_table(deployment, idle, volumes)]
     lines += [
         "",
         f"deployment: {asdict(deployment)}",
@@ -217,6 +218,26 @@ def render(deployment: Deployment, idle: IdleRun, volumes: Sequence[float], *, a
         f"assumed: {asdict(Assumed())}",
     ]
     return "\n".join(lines)
+
+
+# docs/cost.md's "What cuts it": each option as the deployment it makes.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "the defaults": {},
+    "`monitoring=False`": {"alarms": 0, "dashboards": 0},
+    '`schedule="rate(15 minutes)"`': {"runs_per_month": 30 * 24 * 4},
+    '`schedule="rate(1 hour)"`': {"runs_per_month": 30 * 24},
+    "`queue_metrics=False`": {"queue_metrics": False},
+}
+
+
+def options_table(deployment: Deployment, idle: IdleRun, volumes: Sequence[float]) -> list[str]:
+    """The monthly total of each option of OPTIONS, at each volume."""
+    lines = ["| option | monthly total (" + " / ".join(f"{v:,.0f}" for v in volumes) + ") |", "|---|---|"]
+    for option, changes in OPTIONS.items():
+        changed = replace(deployment, **changes)
+        totals = " / ".join(f"${sum(monthly(changed, idle, v).values()):.2f}" for v in volumes)
+        lines.append(f"| {option} | {totals} |")
+    return lines
 
 
 def dollars(amount: float) -> str:

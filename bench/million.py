@@ -23,11 +23,11 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.cost import Prices
-from bench.million_model import Consumer, Figures, MillionWorld, Outage, Stack
+from bench.million_model import MB_PER_VCPU, Consumer, Figures, MillionWorld, Outage, Stack
 from bench.report import scenario_table
 from sqs_redriver.runtime.settings import load_settings
 
@@ -35,12 +35,16 @@ MESSAGES = 1_000_000
 PRICES = Prices()
 FAST, SLOW = Consumer(concurrency=200), Consumer(concurrency=20)
 OUTAGE = Outage(after_fraction=0.5, minutes=15)
-SCENARIOS: dict[str, Callable[[Stack, int], MillionWorld]] = {
-    "fast": lambda stack, n: MillionWorld(stack, FAST, n),
-    "slow": lambda stack, n: MillionWorld(stack, SLOW, n),
-    "outage": lambda stack, n: MillionWorld(stack, FAST, n, outage=OUTAGE),
-    "outage-slow": lambda stack, n: MillionWorld(stack, SLOW, n, outage=OUTAGE),
-    "single": lambda stack, n: MillionWorld(stack, FAST, n, max_workers=1),
+Scenario = Callable[[Stack, int, float], MillionWorld]  # the stack, messages, the CPU a message costs
+SCENARIOS: dict[str, Scenario] = {
+    "fast": lambda stack, n, cpu: MillionWorld(stack, FAST, n, cpu_ms_per_msg=cpu),
+    "slow": lambda stack, n, cpu: MillionWorld(stack, SLOW, n, cpu_ms_per_msg=cpu),
+    "outage": lambda stack, n, cpu: MillionWorld(stack, FAST, n, outage=OUTAGE, cpu_ms_per_msg=cpu),
+    "outage-slow": lambda stack, n, cpu: MillionWorld(stack, SLOW, n, outage=OUTAGE, cpu_ms_per_msg=cpu),
+    "outage-nokit": lambda stack, n, cpu: MillionWorld(
+        without_kit(stack), FAST, n, outage=OUTAGE, kit=False, cpu_ms_per_msg=cpu
+    ),
+    "single": lambda stack, n, cpu: MillionWorld(stack, FAST, n, max_workers=1, cpu_ms_per_msg=cpu),
 }
 PLACEHOLDER_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/{}"
 # What one call costs in DynamoDB's units: a consistent read of up to 4 KiB is one read unit, so the
@@ -67,6 +71,11 @@ class Cost:
     @property
     def total(self) -> float:
         return self.sqs + self.dynamodb + self.lambda_ + self.cloudwatch
+
+
+def without_kit(stack: Stack) -> Stack:
+    """The stack with a consumer that does not report verdicts (no grant_consumer)."""
+    return replace(stack, settings=replace(stack.settings, consumer_verdicts=False))
 
 
 def stack_from_template(template: Mapping[str, Any]) -> Stack:
@@ -125,19 +134,20 @@ def cost_per_million(figures: Figures, stack: Stack, *, kit: bool, prices: Price
 @dataclass(frozen=True)
 class Result:
     scenario: str
+    world: MillionWorld
     figures: Figures
     cost: Cost
     wall_seconds: float
 
 
-def run(names: Sequence[str], stack: Stack, messages: int) -> list[Result]:
+def run(names: Sequence[str], stack: Stack, messages: int, cpu_ms_per_msg: float) -> list[Result]:
     results = []
     for name in names:
         started = time.perf_counter()
-        world = SCENARIOS[name](stack, messages)
+        world = SCENARIOS[name](stack, messages, cpu_ms_per_msg)
         figures = world.run()
         cost = cost_per_million(figures, stack, kit=world.kit)
-        results.append(Result(name, figures, cost, round(time.perf_counter() - started, 1)))
+        results.append(Result(name, world, figures, cost, round(time.perf_counter() - started, 1)))
     return results
 
 
@@ -159,6 +169,12 @@ ROWS: list[tuple[str, Callable[[Result], Any]]] = [
     ("pace steps that found the consumer stalled", lambda r: r.figures.stalls),
     ("re-drives sent into the outage", lambda r: _outage(r, r.figures.redrives_into_outage)),
     ("re-driven deliveries into the outage", lambda r: _outage(r, r.figures.deliveries_into_outage)),
+    (
+        "... of them visible when it began / in progress then (fail in it)",
+        lambda r: _outage(r, r.figures.backlog_at_outage)
+        + " / "
+        + _outage(r, r.figures.in_progress_at_outage),
+    ),
     ("outage began -> breaker opened (s)", lambda r: _opened(r.figures)),
     ("outage ended -> re-drives again / at half capacity (min)", lambda r: _resumed(r.figures)),
     ("runs (Lambda invocations)", lambda r: f"{r.figures.runs:,}"),
@@ -208,8 +224,13 @@ def line(result: Result) -> str:
         "throttled": f.throttled,
         "deliveries_into_outage": round(f.deliveries_into_outage),
         "redrives_into_outage": round(f.redrives_into_outage),
+        "backlog_at_outage": round(f.backlog_at_outage),
         "resumed_after_s": "none" if f.resumed_after_s is None else round(f.resumed_after_s, 1),
         "cost_per_million_usd": f"{result.cost.total:.4f}",
+        "worker_cpu_ms_per_msg": result.world.cpu_ms_per_msg,
+        "vcpu_share": round(result.world.stack.memory_mb / MB_PER_VCPU, 3),
+        "worker_rate": round(result.world.worker_rate, 1),
+        "poller_ramp": int(result.world.poller_ramp),
     }
     return "million: " + " ".join(f"{key}={value}" for key, value in fields.items())
 
@@ -242,10 +263,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.million", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--messages", type=int, default=MESSAGES)
+    parser.add_argument(
+        "--worker-cpu-ms",
+        type=float,
+        help="the CPU (ms) one re-drive costs a worker; measured by bench.worker_cpu when not given",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    print(render(run(args.scenarios, default_stack_model(), args.messages), as_json=args.json))
+    cpu_ms = args.worker_cpu_ms or measured_cpu_ms()
+    print(render(run(args.scenarios, default_stack_model(), args.messages, cpu_ms), as_json=args.json))
     return 0
+
+
+def measured_cpu_ms() -> float:
+    """The CPU one re-drive costs a worker, measured now on moto (bench.worker_cpu)."""
+    from bench.worker_cpu import measure
+
+    figures = measure(messages=2_000, repeats=3)
+    print(f"worker CPU: {figures.cpu_ms_per_msg} ms a message {figures.repeats}", file=sys.stderr)
+    return figures.cpu_ms_per_msg
 
 
 if __name__ == "__main__":

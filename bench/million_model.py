@@ -11,23 +11,28 @@ run goes on (``continues``). What is modelled, and how:
 - **the workers**: the chain (slot 0) and the workers a pace step fans out to, each a run of at most
   the function's time budget (timeout less the margin) or MAX_MESSAGES_PER_RUN, followed by its
   continuation ``CONTINUATION_GAP_SECONDS`` later; a new worker starts ``WORKER_START_SECONDS`` after
-  the fan-out invokes it. A worker moves its share of the pace (its token bucket), at most
-  ``WORKER_CAPACITY`` a second (what one run moves at 20 ms an AWS call, BENCHMARKS.md), checks the
-  breaker and the drain's record before each batch and stops at the first batch after the breaker
-  opened or its slot left the width;
+  the fan-out invokes it. A worker moves its share of the pace (its token bucket) in batches of 10,
+  at most ``worker_rate`` a second (AWS's latency and the CPU of the function's memory: the CPU a
+  message costs, measured by bench.worker_cpu), checks the breaker, the drain's record and its
+  run's verdicts before each batch and stops at the first batch after the breaker opened or its
+  slot left the width. A drain fans out only with the kit (``fans_out``);
 - **SQS**: queues of cohorts (messages sent together, with their receive count and send time);
   a received message is invisible for the source queue's visibility timeout; the one received
   ``maxReceiveCount`` times goes to the DLQ;
-- **the consumer**: a Lambda function of ``concurrency`` behind an SQS event source mapping whose
-  pollers already match that concurrency (a consumer that has seen its own traffic, or an ESM
-  with MaximumConcurrency). A poller takes a batch of up to 10 and invokes the function, which
-  takes ``seconds_per_batch``; in an outage it fails, and with the consumer kit every delivery of a
-  re-driven message reports its verdict when it ends. Lambda adds pollers while messages stay
-  available, up to 300 a minute: a backlog of more than a full concurrency's worth of batches
-  that stood for ``THROTTLE_AFTER_SECONDS`` has outgrown the function, and from then on
-  ``POLLER_STEP`` batches every ``POLLER_PERIOD_SECONDS`` are received by pollers over the
-  concurrency and throttled (``throttled``): they come back after the visibility timeout, one
-  receive older (the second DLQ wave a flooded consumer sends).
+- **the consumer**: a Lambda function of ``concurrency`` behind an SQS event source mapping. Its
+  pollers scale as AWS documents (``poller_ramp``): five concurrent batches at first, up to 300
+  more a minute while messages stay available after they took theirs, at most 1,000 (without
+  ``poller_ramp``, they match the concurrency from the start). A poller takes a batch of up to 10
+  and invokes the function, which handles its messages one after another, ``seconds_per_batch``
+  the batch. In an outage every message handled fails, those of invocations already running
+  included; with the consumer kit a re-driven message's transient failure is reported at once
+  (its successes at the batch's end), and a drain's re-drive goes back to the DLQ at it. Without
+  the kit a failed message comes back after the visibility timeout, one receive older, until
+  maxReceiveCount sends it to the DLQ. A backlog of more than a full concurrency's worth of
+  batches that stood for ``THROTTLE_AFTER_SECONDS`` has made the pollers outgrow the function,
+  and from then on ``POLLER_STEP`` batches every ``POLLER_PERIOD_SECONDS`` are received by pollers
+  over the concurrency and throttled (``throttled``): they come back after the visibility
+  timeout, one receive older (the second DLQ wave a flooded consumer sends).
 
 Time moves in steps of ``STEP_SECONDS``. Requests are counted per AWS operation as the runtime makes
 them (bench.million prices them)."""
@@ -51,6 +56,7 @@ from sqs_redriver.core.breaker import (
 )
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.protocol.settings import fans_out
 from sqs_redriver.runtime.continuation import continues
 from sqs_redriver.runtime.pace import (
     CONTROL_SECONDS,
@@ -69,13 +75,26 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.settings import Settings
 
 STEP_SECONDS = 0.05
-WORKER_CAPACITY = 230.0  # messages a second one run moves at 20 ms an AWS call (make bench)
+LATENCY_BOUND_RATE = 230.0  # messages a second one run moves at 20 ms an AWS call (make bench)
+MB_PER_VCPU = 1769  # Lambda: one vCPU at this much memory
 WORKER_START_SECONDS = 1.0  # an asynchronous Invoke and a cold start
 CONTINUATION_GAP_SECONDS = 1.0  # a run's continuation starts about a second after it returned
 POLLER_STEP = 50  # AWS: up to 300 more concurrent invocations a minute...
 POLLER_PERIOD_SECONDS = 10  # ... added every few seconds while messages stay available
+FIRST_POLLERS = 5  # AWS: an SQS event source mapping starts with five concurrent batches...
+POLLERS_PER_SECOND = 300 / 60  # ... and adds up to 300 a minute while messages stay available
+MAX_POLLERS = 1000  # ... up to 1,000 batches at once
 THROTTLE_AFTER_SECONDS = 60
+# The CPU one re-drive costs a worker, measured by bench.worker_cpu (BENCHMARKS.md); bench.million
+# measures it again and passes it in.
+MEASURED_CPU_MS_PER_MSG = 1.04
 FIRST_STEP_SECONDS = 45  # a first re-drive's DelaySeconds: BASE_DELAY_SECONDS 60, equal jitter
+
+
+def worker_rate(memory_mb: int, cpu_ms_per_msg: float) -> float:
+    """What one worker moves a second: AWS's latency bounds it (LATENCY_BOUND_RATE), and so does
+    its CPU, a share of one vCPU by its memory over what a message costs it (bench.worker_cpu)."""
+    return min(LATENCY_BOUND_RATE, 1000 * (memory_mb / MB_PER_VCPU) / cpu_ms_per_msg)
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,8 @@ class Figures:
     deliveries: float = 0.0  # every delivery to the consumer, failed ones included
     outage_start_s: float | None = None
     deliveries_into_outage: float = 0.0  # deliveries of re-driven messages while the consumer was down
+    in_progress_at_outage: float = 0.0  # re-driven messages delivered before it, handled in it
+    backlog_at_outage: float = 0.0  # re-driven messages visible in the source queue when it began
     redrives_into_outage: float = 0.0  # re-drives sent while it was down
     breaker_opened_s: float | None = None
     resumed_after_s: float | None = None  # from the outage's end to re-drives again
@@ -151,10 +172,18 @@ class Cohort:
 
 @dataclass
 class Invocation:
+    """A batch the function handles one message after another, from ``started`` to ``done_at``."""
+
     count: float
+    started: float
     done_at: float
     cohort: Cohort
-    fails: bool
+    handled: int = 0  # messages it has finished
+    failed: float = 0.0  # of them, those that failed
+
+    @property
+    def slots(self) -> int:
+        return max(1, math.ceil(self.count - 1e-9))
 
 
 @dataclass
@@ -187,10 +216,18 @@ class MillionWorld:
         kit: bool = True,
         max_workers: int | None = None,
         cap_seconds: float = 8 * 3600,
+        poller_ramp: bool = True,
+        cpu_ms_per_msg: float = MEASURED_CPU_MS_PER_MSG,
     ) -> None:
         self.stack, self.consumer, self.kit, self.outage = stack, consumer, kit, outage
         settings = stack.settings
         self.max_workers = max_workers or settings.max_workers
+        # runtime/workers.drains_in_workers: only a consumer that reports verdicts is fanned out to
+        self.fans_out = fans_out(self.max_workers, dead_letter_sources=False, consumer_verdicts=kit)
+        self.cpu_ms_per_msg = cpu_ms_per_msg
+        self.worker_rate = worker_rate(stack.memory_mb, cpu_ms_per_msg)
+        self.poller_ramp = poller_ramp
+        self.pollers = float(FIRST_POLLERS) if poller_ramp else float(consumer.concurrency)
         self.limits = PaceLimits(
             start_rate=settings.max_redrives_per_second,
             max_rate=settings.max_drain_rate,
@@ -207,6 +244,7 @@ class MillionWorld:
         self.flooded_since: float | None = None  # since when the backlog stands over a concurrency's worth
         self.throttle_credit = 0.0
         self.verdicts: dict[int, VerdictCounts] = {}
+        self._verdict_sums: dict[int, tuple[float, float]] = {}  # (ok, transient) of a run, unrounded
         self.breaker = Breaker()
         self.pace: Pace | None = None  # the drain's record: None until a chain starts one
         self.stepped_at = -math.inf
@@ -333,8 +371,10 @@ class MillionWorld:
         if self.t - worker.run_started >= self.run_budget or worker.moved_in_run >= self._per_run():
             self._end_run(worker, StopReason.TIME_BUDGET)
             return
-        rate = min(self._share(worker), WORKER_CAPACITY)
-        worker.tokens = min(SQS_MAX_BATCH_SIZE, worker.tokens + rate * STEP_SECONDS)
+        rate = min(self._share(worker), self.worker_rate)
+        # a bucket of one batch, and what one step brings on top (a thread waits for its batch
+        # exactly; a step of the model must not lose what arrived past the batch)
+        worker.tokens = min(SQS_MAX_BATCH_SIZE + rate * STEP_SECONDS, worker.tokens + rate * STEP_SECONDS)
         room = worker.tokens
         if worker.phase == "timed":
             allowance = time_allowance(
@@ -348,11 +388,17 @@ class MillionWorld:
         if self.dlq < 1:
             self._end_run(worker, StopReason.DLQ_EMPTY)
             return
-        batch = min(room, self.dlq)
+        batch = min(room, self.dlq, SQS_MAX_BATCH_SIZE)
         if batch <= 0:
             return
-        if worker.stopping_at is None and self._checks_before_batches(worker):
-            self._count("BatchGetItem", batch / SQS_MAX_BATCH_SIZE)  # breaker, pause, drain
+        checks = worker.stopping_at is None and self._checks_before_batches(worker)
+        if checks and worker.phase == "full" and batch < min(SQS_MAX_BATCH_SIZE, self.dlq):
+            return  # a worker waits for its batch's tokens, then checks, then sends the batch
+        if checks:
+            self._count("BatchGetItem", 1)  # breaker, pause, drain, and the run's verdicts
+            if self.kit and worker.phase == "full" and self._heard_broken(worker):
+                self._trip(worker)
+                return
         worker.tokens -= batch
         self._redrive(worker, batch)
 
@@ -397,19 +443,25 @@ class MillionWorld:
         self._count("DeleteMessageBatch", count / SQS_MAX_BATCH_SIZE)
         if self._consumer_down(self.t):
             self.figures.redrives_into_outage += count
-        if self.kit and worker.phase == "full":
-            self._check_verdicts(worker, count)
+        if self.kit and worker.phase == "full" and not self._checks_before_batches(worker):
+            self._check_verdicts(worker)
 
-    def _check_verdicts(self, worker: Worker, count: float) -> None:
-        """Every VERDICT_CHECK_EVERY re-drives, the verdicts since the last read (slow start)."""
+    def _check_verdicts(self, worker: Worker) -> None:
+        """A run outside a drain: every VERDICT_CHECK_EVERY re-drives, the verdicts since the last
+        read (slow start's FULL phase)."""
         if worker.moved_in_run - worker.checked_at_sent < VERDICT_CHECK_EVERY:
             return
         worker.checked_at_sent = worker.moved_in_run
         self._count("GetItem", 1)
-        now = self.verdicts.get(worker.run, VerdictCounts())
-        if judge_recent(now, worker.verdicts_seen, policy=self.stack.settings.breaker):
+        if self._heard_broken(worker):
             self._trip(worker)
+
+    def _heard_broken(self, worker: Worker) -> bool:
+        """The verdicts since the run's last read say its consumer broke (slow_start.judge_recent)."""
+        now = self.verdicts.get(worker.run, VerdictCounts())
+        broken = judge_recent(now, worker.verdicts_seen, policy=self.stack.settings.breaker)
         worker.verdicts_seen = now
+        return broken
 
     def _trip(self, worker: Worker) -> None:
         """The worker opens the breaker; every worker stops before its next batch."""
@@ -440,7 +492,7 @@ class MillionWorld:
             return
         if not goes_on:
             return
-        if worker.slot == 0 and self.pace is None and self.max_workers > 1:  # workers.fans_out
+        if worker.slot == 0 and self.pace is None and self.fans_out:
             self._count("GetQueueAttributes", 1)
             if self.dlq >= self.stack.settings.fan_out_backlog:
                 self.pace = starting_pace(self.limits)
@@ -495,9 +547,13 @@ class MillionWorld:
         if self._total_moved >= outage.after_fraction * self.figures.messages:
             self.outage_window = (self.t, self.t + outage.minutes * 60)
             self.figures.outage_start_s = self.t
+            self.figures.backlog_at_outage = sum(c.count for c in self.visible if c.run)
+            self.figures.in_progress_at_outage = sum(
+                i.count * (1 - i.handled / i.slots) for i in self.running if i.cohort.run
+            )
 
     def _consumer_step(self) -> None:
-        self._finish_invocations()
+        self._handle_invocations()
         self._come_back()
         self._poll()
         oldest = min(
@@ -508,28 +564,48 @@ class MillionWorld:
         )
         self.figures.oldest_age_max_s = max(self.figures.oldest_age_max_s, self.t - oldest)
 
-    def _finish_invocations(self) -> None:
+    def _handle_invocations(self) -> None:
+        """Each running invocation's messages handled by now, one after another: in an outage they
+        fail (the kit reports a re-driven one's transient failure at once); at its end its
+        successes are delivered (and reported), its failures go back."""
         still = []
         for invocation in self.running:
-            if invocation.done_at > self.t:
+            self._handle_messages(invocation)
+            if invocation.done_at > self.t + 1e-9:
                 still.append(invocation)
                 continue
             cohort = invocation.cohort
-            verdicts = self.verdicts.get(cohort.run, VerdictCounts())
-            if invocation.fails and cohort.back_at_first_failure:  # the kit sends it to the DLQ
-                self._to_dlq_later(invocation.count, self.t)
-                verdicts = VerdictCounts(verdicts.ok, verdicts.transient + round(invocation.count), 0)
-            elif invocation.fails:
-                back = Cohort(invocation.count, cohort.receives, cohort.sent_at, cohort.run)
-                back.visible_at = invocation.done_at - self.consumer.seconds_per_batch + self._vt()
-                self.invisible.append(back)
-                verdicts = VerdictCounts(verdicts.ok, verdicts.transient + round(invocation.count), 0)
+            ok = invocation.count - invocation.failed
+            self.figures.delivered += ok
+            self._add_verdicts(cohort, ok=ok)
+            if invocation.failed <= 1e-9:
+                continue
+            if cohort.back_at_first_failure:  # the kit sends a drain's re-drive to the DLQ
+                self._to_dlq_later(invocation.failed, self.t)
             else:
-                self.figures.delivered += invocation.count
-                verdicts = VerdictCounts(verdicts.ok + round(invocation.count), verdicts.transient, 0)
-            if self.kit and cohort.run:
-                self.verdicts[cohort.run] = verdicts
+                back = Cohort(invocation.failed, cohort.receives, cohort.sent_at, cohort.run)
+                back.visible_at = invocation.started + self._vt()
+                self.invisible.append(back)
         self.running = still
+
+    def _handle_messages(self, invocation: Invocation) -> None:
+        slots = invocation.slots
+        each = (invocation.done_at - invocation.started) / slots
+        handled = min(slots, int((self.t - invocation.started) / each + 1e-9))
+        for n in range(invocation.handled, handled):
+            if self._consumer_down(invocation.started + (n + 1) * each - 1e-9):
+                invocation.failed += invocation.count / slots
+                self._add_verdicts(invocation.cohort, transient=invocation.count / slots)
+        invocation.handled = handled
+
+    def _add_verdicts(self, cohort: Cohort, *, ok: float = 0.0, transient: float = 0.0) -> None:
+        """The kit's verdicts of a re-drive's first delivery, under the run that re-drove it."""
+        if not (self.kit and cohort.run and cohort.receives == 1):
+            return
+        was_ok, was_transient = self._verdict_sums.get(cohort.run, (0.0, 0.0))
+        sums = (was_ok + ok, was_transient + transient)
+        self._verdict_sums[cohort.run] = sums
+        self.verdicts[cohort.run] = VerdictCounts(round(sums[0]), round(sums[1]), 0)
 
     def _vt(self) -> float:
         return float(self.stack.source_visibility_timeout)
@@ -557,11 +633,15 @@ class MillionWorld:
         consumer = self.consumer
         visible = sum(c.count for c in self.visible)
         visible_batches = math.ceil(visible / consumer.batch_size - 1e-9)
-        starts = max(0, min(consumer.concurrency - len(self.running), visible_batches))
+        concurrency = min(consumer.concurrency, int(self.pollers))
+        starts = max(0, min(concurrency - len(self.running), visible_batches))
         for _ in range(starts):
             self._invoke(self._take(consumer.batch_size))
+        left = visible - starts * consumer.batch_size
+        if self.poller_ramp and left > 1e-9:  # messages still available: Lambda adds pollers
+            self.pollers = min(MAX_POLLERS, self.pollers + POLLERS_PER_SECOND * STEP_SECONDS)
         full = consumer.concurrency * consumer.batch_size
-        if visible - starts * consumer.batch_size <= full:
+        if left <= full or self.pollers < consumer.concurrency:
             self.flooded_since = None
             return
         self.flooded_since = self.t if self.flooded_since is None else self.flooded_since
@@ -590,12 +670,11 @@ class MillionWorld:
         return Cohort(taken, receives + 1, sent_at, run, back_at_first_failure=back)
 
     def _invoke(self, cohort: Cohort) -> None:
-        fails = self._consumer_down(self.t)
         self.figures.deliveries += cohort.count
-        if fails and cohort.run:
+        if self._consumer_down(self.t) and cohort.run:
             self.figures.deliveries_into_outage += cohort.count
         done = self.t + self.consumer.seconds_per_batch
-        self.running.append(Invocation(cohort.count, done, cohort, fails))
+        self.running.append(Invocation(cohort.count, self.t, done, cohort))
 
     # -- figures -------------------------------------------------------------------------------
 

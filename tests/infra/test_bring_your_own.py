@@ -352,7 +352,7 @@ def test_function_props_keep_the_constructs_limits(built: Built) -> None:
         built.function["ReservedConcurrentExecutions"],
     ) == (
         120,
-        256,
+        512,
         17,
     )
     assert built.function["TracingConfig"] == {"Mode": "Active"}

@@ -229,6 +229,32 @@ def test_a_re_driver_that_never_fans_out_has_no_drain_row() -> None:
     assert not [t for t in widget_titles(Template.from_stack(stack)) if t.startswith(DRAIN_TITLE)]
 
 
+@pytest.mark.parametrize(("granted", "expected"), [(False, (0, 1)), (True, (3, 17))])
+def test_a_re_driver_whose_consumer_has_no_kit_never_fans_out(granted: bool, expected: tuple[int, int]) -> None:
+    # a drain is never faster than its failure signal: without the kit's verdicts, one chain
+    stack = cdk.Stack(cdk.App(), "Drains")
+    redriver = SqsRedriver.from_queue_arns(
+        stack, "Redriver", source_queue_arn=SOURCE_ARN, dead_letter_queue_arn=DLQ_ARN
+    )
+    if granted:
+        consumer = lambda_.Function(
+            stack,
+            "Consumer",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="index.handler",
+            code=lambda_.Code.from_inline("def handler(event, context): pass"),
+        )
+        redriver.grant_consumer(consumer, max_receive_count=5)
+
+    template = Template.from_stack(stack)
+    [function] = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "sqs_redriver.runtime.handler.lambda_handler"}}
+    ).values()
+    drain_widgets = [t for t in widget_titles(template) if t.startswith(DRAIN_TITLE)]
+    assert (len(drain_widgets), function["Properties"]["ReservedConcurrentExecutions"]) == expected
+
+
 def test_grant_consumer_puts_the_consumers_errors_on_the_dashboard(
     default_template: Template, default_stack: RedriverStack
 ) -> None:

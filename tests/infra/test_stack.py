@@ -154,7 +154,7 @@ def test_redrive_function_runtime_and_limits(template: Template) -> None:
             "Handler": "sqs_redriver.runtime.handler.lambda_handler",
             "Runtime": "python3.14",
             "Architectures": ["arm64"],
-            "MemorySize": 256,
+            "MemorySize": 512,
             "Timeout": 120,
             "ReservedConcurrentExecutions": 17,
             "TracingConfig": {"Mode": "Active"},

@@ -287,7 +287,7 @@ def test_successes_and_failures_share_a_batch(aws: Aws) -> None:
 # -- verdicts of re-driven messages -------------------------------------------------------------
 
 
-def test_verdicts_of_a_run_are_one_update_with_counts_and_fingerprints(aws: Aws) -> None:
+def test_verdicts_of_a_run_are_one_update_at_the_batchs_end_and_one_per_transient_failure(aws: Aws) -> None:
     # GIVEN first deliveries of re-driven messages of one run: 2 succeed, 1 transient, 1 terminal
     for n, outcome in enumerate(("ok", "ok", "transient", "terminal")):
         send(aws, body(outcome, n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
@@ -297,10 +297,11 @@ def test_verdicts_of_a_run_are_one_update_with_counts_and_fingerprints(aws: Aws)
     # WHEN the batch runs
     run(kit, aws, Consumer(), receive(aws))
 
-    # THEN one UpdateItem holds the counts and both failures' fingerprints
+    # THEN the transient failure was written at once, and one UpdateItem at the end holds the rest:
+    # together the counts and both failures' fingerprints
     record = stored_item(aws, kit_record_key(RecordKind.VERDICTS, aws.dlq_url, "w-1"))
     assert record is not None
-    assert dynamodb.counts == Counter({"update_item": 1})
+    assert dynamodb.counts == Counter({"update_item": 2})
     assert {name: record[name]["N"] for name in ("ok", "transient", "terminal")} == {
         "ok": "2",
         "transient": "1",
@@ -308,6 +309,26 @@ def test_verdicts_of_a_run_are_one_update_with_counts_and_fingerprints(aws: Aws)
     }
     assert len(record["fingerprints"]["SS"]) == 2
     assert int(record["expires_at"]["N"]) == NOW + VERDICT_RECORD_TTL_SECONDS
+
+
+def test_a_transient_failure_is_reported_before_the_batchs_next_record_is_handled(aws: Aws) -> None:
+    # GIVEN a batch whose first re-driven message meets an outage, and a second one after it
+    for n, outcome in enumerate(("transient", "ok")):
+        send(aws, body(outcome, n), redriven(Mark(f"id-{n}", count=1, redriven_at=(100,), verdict_key="w-1")))
+    seen: list[dict[str, Any] | None] = []
+
+    class Watching(Consumer):
+        def __call__(self, record: SQSRecord) -> str:
+            seen.append(stored_item(aws, RecordKind.VERDICTS.key("w-1")))
+            return super().__call__(record)
+
+    # WHEN the batch runs
+    run(make_kit(aws), aws, Watching(), receive(aws))
+
+    # THEN while the second record is handled the re-driver can already read the failure
+    assert seen[0] is None
+    assert seen[1] is not None and seen[1]["transient"] == {"N": "1"} and "ok" not in seen[1]
+    assert stored_item(aws, RecordKind.VERDICTS.key("w-1"))["ok"] == {"N": "1"}  # type: ignore[index]
 
 
 def test_ten_redriven_messages_of_one_run_cost_one_table_call(aws: Aws) -> None:
@@ -365,7 +386,11 @@ def test_a_failed_verdict_write_is_logged_and_leaves_the_batch_result_unchanged(
 
     assert failed == [m["MessageId"] for m in messages if "transient" in m["Body"]]
     logs = [r for r in caplog.records if r.getMessage() == "verdict write failed"]
-    assert [(r.verdict_key, r.ok, r.transient, r.levelname) for r in logs] == [("w-1", 1, 1, "WARNING")]
+    # the transient failure's write at once, then the batch's (the failure buffered for it)
+    assert [(r.verdict_key, getattr(r, "ok", 0), r.transient, r.levelname) for r in logs] == [
+        ("w-1", 0, 1, "WARNING"),
+        ("w-1", 1, 1, "WARNING"),
+    ]
     assert len(kit.verdicts) == 0
 
 

@@ -32,7 +32,7 @@ def test_a_failed_check_before_a_batch_stops_the_run_as_an_aws_error_and_gives_b
 ) -> None:
     for i in range(30):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"m-{i}")
-    settings = make_settings(aws, max_workers=4)
+    settings = make_settings(aws, max_workers=4, consumer_verdicts=True)
     state = make_redriver(aws, settings, clock).state
     state.save_drain(settings.drain_key, new_drain(settings, 30, int(clock())), expected_version=None)
     state.offer_continuation(settings.dlq_url, "t-1", stale_after=900)
@@ -50,7 +50,9 @@ def test_a_chain_over_a_large_backlog_starts_a_drain_and_its_continuation_is_the
 ) -> None:
     for i in range(80):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=f"m-{i}")
-    settings = make_settings(aws, max_workers=4, fan_out_backlog=30, max_messages_per_run=20)
+    settings = make_settings(
+        aws, max_workers=4, fan_out_backlog=30, max_messages_per_run=20, consumer_verdicts=True
+    )
     redriver = make_redriver(aws, settings, clock)
 
     first = redriver.run(REMAINING)

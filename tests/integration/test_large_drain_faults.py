@@ -80,6 +80,7 @@ def drain_settings(aws: Aws) -> Settings:
         max_redrives_per_second=START_RATE,
         max_drain_rate=MAX_RATE,
         dlq_visibility_timeout_seconds=HOLD,
+        consumer_verdicts=True,  # a drain fans out only where failures are heard within seconds
         # What came back of a lost worker's batch must not open it: the breaker has tests of its own.
         breaker=BreakerPolicy(failure_threshold=100, minimum_volume=1000),
     )

@@ -221,9 +221,12 @@ class FakeStateStore:
         self.drain = replace(record, version=(expected_version or 0) + 1)
         return True
 
-    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
+    def load_fleet_view(
+        self, breaker_key: str, pause_key: str, drain_key: str, verdict_key: str | None = None
+    ) -> FleetView:
         self.calls.append("load_fleet_view")
-        return FleetView(breaker=self.breaker, paused=self.pause is not None, drain=self.drain)
+        verdicts = None if verdict_key is None else self._arriving(verdict_key)
+        return FleetView(breaker=self.breaker, paused=self.pause is not None, drain=self.drain, verdicts=verdicts)
 
     def offer_worker(self, key: str, token: str, *, expires_at: int) -> bool:
         self.calls.append("offer_worker")
@@ -274,6 +277,9 @@ class FakeStateStore:
 
     def load_verdicts(self, verdict_key: str) -> VerdictCounts:
         self.calls.append("load_verdicts")
+        return self._arriving(verdict_key)
+
+    def _arriving(self, verdict_key: str) -> VerdictCounts:
         arriving = self.verdicts.get(verdict_key) or [VerdictCounts()]
         return arriving.pop(0) if len(arriving) > 1 else arriving[0]
 

@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from bench.cost import REDRIVER_HANDLER, Assumed, Deployment, IdleRun, Prices, monthly, schedule_seconds
+from bench.cost import (
+    OPTIONS,
+    REDRIVER_HANDLER,
+    Assumed,
+    Deployment,
+    IdleRun,
+    Prices,
+    monthly,
+    options_table,
+    schedule_seconds,
+)
 
 DEPLOYMENT = Deployment(
     alarms=7,
@@ -150,3 +160,11 @@ def test_the_idle_run_is_read_from_its_output() -> None:
     assert idle.log_bytes == len(stdout.encode()) // 2
     assert idle.sqs_requests == 4
     assert Assumed().requests_per_redrive == 0.317
+
+
+def test_the_options_table_gives_each_options_monthly_totals() -> None:
+    lines = options_table(DEPLOYMENT, IDLE, [0, 10_000])
+
+    defaults = sum(monthly(DEPLOYMENT, IDLE, 0).values()), sum(monthly(DEPLOYMENT, IDLE, 10_000).values())
+    assert lines[2] == f"| the defaults | ${defaults[0]:.2f} / ${defaults[1]:.2f} |"
+    assert len(lines) == 2 + len(OPTIONS)

@@ -3,10 +3,12 @@ the consumer, with the re-driver's own pace, width, slow start and breaker (seco
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from bench.million import Result, cost_per_million, line, stack_from_template
-from bench.million_model import Consumer, MillionWorld, Outage, Stack
+from bench.million import Result, cost_per_million, line, stack_from_template, without_kit
+from bench.million_model import FIRST_POLLERS, Consumer, MillionWorld, Outage, Stack, worker_rate
 from sqs_redriver.runtime.pace import Pace
 from sqs_redriver.runtime.settings import Settings
 from tests.support.fakes import queue_url
@@ -19,7 +21,7 @@ SETTINGS = Settings(
     consumer_verdicts=True,
 )
 STACK = Stack(SETTINGS, source_visibility_timeout=180, max_receive_count=5, schedule_seconds=300,
-              function_timeout=120, memory_mb=256)  # fmt: skip
+              function_timeout=120, memory_mb=512)  # fmt: skip
 FAST, SLOW = Consumer(concurrency=200), Consumer(concurrency=20)
 
 
@@ -55,14 +57,42 @@ def test_the_model_throttles_a_consumer_flooded_past_its_capacity() -> None:
     assert figures.throttled > 0 and figures.oldest_age_max_s > 120
 
 
-def test_an_outage_opens_the_breaker_within_seconds_and_the_drain_resumes_after_it() -> None:
+def test_an_outage_opens_the_breaker_within_a_batch_and_the_drain_resumes_after_it() -> None:
     figures = MillionWorld(STACK, SLOW, 100_000, outage=Outage(after_fraction=0.5, minutes=10)).run()
 
     assert figures.outage_start_s is not None and figures.breaker_opened_s is not None
-    assert figures.breaker_opened_s - figures.outage_start_s < 3
-    assert figures.redrives_into_outage < 3 * SLOW.capacity
+    assert figures.breaker_opened_s - figures.outage_start_s < 0.5
+    # the backlog when it began, and the pace times the time to hear and to stop (under 0.3 s)
+    assert figures.deliveries_into_outage <= figures.backlog_at_outage + 0.3 * SLOW.capacity
     assert figures.resumed_after_s is not None and figures.drained_s is not None
     assert figures.delivered == pytest.approx(100_000, abs=1)
+
+
+def test_a_consumer_without_the_kit_is_drained_by_one_chain_at_its_rate() -> None:
+    world = MillionWorld(without_kit(STACK), FAST, 30_000, kit=False)
+    figures = world.run()
+
+    assert not world.fans_out and figures.workers_max == 1
+    assert figures.peak_rate <= SETTINGS.max_redrives_per_second + 10
+    assert figures.delivered == pytest.approx(30_000, abs=1)
+
+
+def test_no_worker_moves_more_than_its_share_of_a_vcpu_allows() -> None:
+    world = MillionWorld(replace(STACK, memory_mb=256), FAST, 60_000, cpu_ms_per_msg=2.0)
+    figures = world.run()
+
+    assert world.worker_rate == pytest.approx(1000 * (256 / 1769) / 2.0)
+    assert figures.peak_rate <= figures.workers_max * world.worker_rate + 10
+    assert worker_rate(10_240, 0.1) == 230.0  # AWS's latency bounds it too
+
+
+def test_the_consumers_pollers_start_at_five_batches_and_grow_while_messages_wait() -> None:
+    world = MillionWorld(STACK, FAST, 60_000)
+    assert world.pollers == FIRST_POLLERS
+
+    world.run()
+
+    assert world.pollers > FAST.concurrency
 
 
 def test_one_worker_allowed_drains_in_one_chain_at_the_chains_rate() -> None:
@@ -72,8 +102,9 @@ def test_one_worker_allowed_drains_in_one_chain_at_the_chains_rate() -> None:
 
 
 def test_each_scenario_prints_one_line_for_scripts() -> None:
-    figures = MillionWorld(STACK, FAST, 20_000).run()
-    result = Result("fast", figures, cost_per_million(figures, STACK, kit=True), 0.1)
+    world = MillionWorld(STACK, FAST, 20_000)
+    figures = world.run()
+    result = Result("fast", world, figures, cost_per_million(figures, STACK, kit=True), 0.1)
 
     text = line(result)
 
@@ -81,6 +112,9 @@ def test_each_scenario_prints_one_line_for_scripts() -> None:
     fields = dict(pair.split("=") for pair in text.removeprefix("million: ").split())
     assert {"oldest_age_max_s", "throttled", "deliveries_into_outage", "cost_per_million_usd"} <= set(fields)
     assert float(fields["cost_per_million_usd"]) > 0
+    share, cpu, rate = (float(fields[k]) for k in ("vcpu_share", "worker_cpu_ms_per_msg", "worker_rate"))
+    assert share == pytest.approx(512 / 1769, abs=1e-3) and rate <= 1000 * share / cpu
+    assert fields["poller_ramp"] == "1"
 
 
 def test_the_stack_is_read_from_the_template() -> None:

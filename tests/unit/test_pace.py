@@ -43,10 +43,19 @@ def test_falling_behind_cuts_the_rate_and_the_climb_becomes_a_steady_step() -> N
     assert after.rate == behind.rate + 1600 * 0.05
 
 
-def test_the_allowance_is_half_a_second_of_the_pace_a_floor_and_the_back_pressure_limit() -> None:
+def test_the_allowance_is_a_tenth_of_a_second_of_the_pace_a_floor_and_the_back_pressure_limit() -> None:
     assert keeps_up(BACKLOG_FLOOR, rate=1) and not keeps_up(BACKLOG_FLOOR + 1, rate=1)
-    assert keeps_up(500, rate=1000) and not keeps_up(501, rate=1000)
-    assert not keeps_up(1001, rate=4000, backlog_limit=1000)
+    assert keeps_up(200, rate=2000) and not keeps_up(201, rate=2000)
+    assert not keeps_up(1001, rate=40_000, backlog_limit=1000)
+
+
+def test_past_the_rate_it_fell_behind_at_the_pace_doubles_what_it_is_past_it() -> None:
+    limits = PaceLimits(start_rate=50, max_rate=5000)
+    below, past = Pace(900, PacePhase.STEADY, 1000), Pace(1200, PacePhase.STEADY, 1000)
+
+    assert next_pace(below, 0, limits).rate == 950  # a twentieth of 1,000
+    assert next_pace(past, 0, limits).rate == 1200 + 50 + 200
+    assert next_pace(Pace(4900, PacePhase.STEADY, 1000), 0, limits).rate == 5000  # MAX_DRAIN_RATE
 
 
 def test_a_pace_nobody_stepped_for_a_minute_starts_over() -> None:

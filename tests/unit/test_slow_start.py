@@ -201,6 +201,35 @@ def test_a_slow_start_at_full_rate_reads_the_verdicts_again_and_trips_when_the_c
     assert VERDICT_CHECK_EVERY - 10 < admitted <= VERDICT_CHECK_EVERY + 10
 
 
+def test_a_drains_check_judges_the_verdicts_it_read_since_the_check_before() -> None:
+    clock, state = Clock(), FakeStateStore()
+    start = slow_start(state, clock, full_rate=True, drain=True)
+
+    assert start.judged_key == KEY
+    assert not start.heard(VerdictCounts(ok=500))  # thousands of successes in the run so far...
+    assert not start.heard(VerdictCounts(ok=510, transient=2))  # ... two failures: not yet
+    assert start.heard(VerdictCounts(ok=512, transient=8))  # six of eight since: broken
+    assert start.admit(never).trip  # sticky: every batch of the run is told
+    assert state.calls.count("load_verdicts") == 0  # the check read them, not the slow start
+
+
+def test_a_drains_heard_verdicts_spare_the_slow_starts_own_read() -> None:
+    clock, state = Clock(), FakeStateStore()
+    start = slow_start(state, clock, full_rate=True, drain=True)
+    for _ in range(3 * VERDICT_CHECK_EVERY // 10):
+        start.heard(VerdictCounts(ok=1))
+        start.settle(start.admit(never).room, 10)
+
+    assert state.calls.count("load_verdicts") == 0
+
+
+def test_only_a_run_at_full_rate_with_verdicts_has_its_verdicts_read_by_a_drains_check() -> None:
+    clock, state = Clock(), FakeStateStore()
+
+    assert slow_start(state, clock).judged_key is None  # its trial reads its own
+    assert slow_start(state, clock, verdicts=False, full_rate=True).judged_key is None
+
+
 def test_a_slow_start_gives_up_waiting_when_the_run_is_out_of_time() -> None:
     clock, state = Clock(), FakeStateStore()
     start = slow_start(state, clock)

@@ -13,6 +13,7 @@ from sqs_redriver.core.breaker import Breaker, Evidence
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.table import DrainRecord, Pause, Resume
 from sqs_redriver.core.transfer import TokenBucket
+from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.keys import worker_key
 from sqs_redriver.runtime.pace import CONTROL_SECONDS
 from sqs_redriver.runtime.report import StopReason
@@ -35,6 +36,7 @@ SETTINGS = Settings(
     parking_lot_url=queue_url("lot"),
     table_name="state",
     max_workers=16,
+    consumer_verdicts=True,
 )
 KEY = SETTINGS.breaker_key
 
@@ -239,6 +241,28 @@ def test_an_interrupted_drain_over_a_large_backlog_is_joined_and_its_pace_starts
     assert world.state.drain.rate == 2 * SETTINGS.max_redrives_per_second
 
 
+def test_a_consumer_without_the_kit_never_fans_out_its_failures_are_heard_minutes_late() -> None:
+    world = World()
+    drains = world.drains()
+    drains.settings = replace(SETTINGS, consumer_verdicts=False)
+
+    assert not drains.joins_or_starts(StopReason.TIME_BUDGET, generation=1)
+    assert drains.fleet(Resume("t", 1, True, drain=True), None) is None
+    assert world.dlq.calls == []  # not even the DLQ's depth is read
+
+
+def test_the_check_before_a_batch_brings_the_runs_verdicts_in_the_same_read() -> None:
+    world = World()
+    world.state.drain = new_drain(SETTINGS, 500_000, NOW)
+    world.state.verdicts["v1"] = [VerdictCounts(ok=7, transient=2)]
+
+    checked = world.fleet(0).check(KEY, at_full_rate=True, verdict_key="v1")
+
+    assert checked.verdicts == VerdictCounts(ok=7, transient=2)
+    assert world.state.calls.count("load_fleet_view") == 1 and "load_verdicts" not in world.state.calls
+    assert world.fleet(0).check(KEY, at_full_rate=True).verdicts is None
+
+
 def test_one_worker_allowed_never_fans_out() -> None:
     world = World()
     drains = world.drains()
@@ -297,7 +321,7 @@ def test_a_consumer_that_takes_more_than_half_the_pace_is_paced_down_not_stopped
     before = replace(new_drain(SETTINGS, 500_000, NOW), rate=400, stepped_at=NOW - CONTROL_SECONDS)
     world.state.drain = replace(before, source_visible=limit + 100)  # gained 800 of the 2,000 sent
 
-    assert world.fleet(0).check(KEY, at_full_rate=True) == (StopReason.NONE, True)
+    assert world.fleet(0).check(KEY, at_full_rate=True)[:2] == (StopReason.NONE, True)
     assert world.state.drain.rate < 400  # cut
 
 
@@ -305,7 +329,7 @@ def test_a_worker_stops_when_no_drain_is_going() -> None:
     world = World()
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), ended_at=NOW)
 
-    assert world.fleet(3).check(KEY, at_full_rate=True) == (StopReason.FEWER_WORKERS, False)
+    assert world.fleet(3).check(KEY, at_full_rate=True)[:2] == (StopReason.FEWER_WORKERS, False)
 
 
 def test_a_run_with_no_drain_going_or_in_its_slow_start_goes_at_the_chains_rate_and_back_pressure() -> None:
@@ -313,13 +337,13 @@ def test_a_run_with_no_drain_going_or_in_its_slow_start_goes_at_the_chains_rate_
     fleet = world.fleet(0)
     world.limiter.set_rate(900)  # a pace's share an earlier run of this environment took
 
-    assert fleet.check(KEY, at_full_rate=True) == (StopReason.NONE, False)
+    assert fleet.check(KEY, at_full_rate=True)[:2] == (StopReason.NONE, False)
     assert world.limiter.rate == SETTINGS.max_redrives_per_second
 
     world.state.drain = replace(
         new_drain(SETTINGS, 500_000, NOW), rate=3000, stepped_at=NOW - CONTROL_SECONDS
     )
-    assert fleet.check(KEY, at_full_rate=False) == (StopReason.NONE, False)
+    assert fleet.check(KEY, at_full_rate=False)[:2] == (StopReason.NONE, False)
     assert world.state.drain.rate == 3000  # not stepped: the run's slow start is not over
 
 
@@ -328,5 +352,5 @@ def test_a_stored_pace_is_kept_within_max_drain_rate() -> None:
     world.state.drain = replace(new_drain(SETTINGS, 500_000, NOW), rate=90_000, workers=10, stepped_at=NOW)
     fleet = world.fleet(0)
 
-    assert fleet.check(KEY, at_full_rate=True) == (StopReason.NONE, True)
+    assert fleet.check(KEY, at_full_rate=True)[:2] == (StopReason.NONE, True)
     assert world.limiter.rate == SETTINGS.max_drain_rate / 10

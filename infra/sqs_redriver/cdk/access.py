@@ -470,6 +470,7 @@ def redriver_table_access(
                 *breakers,
                 pause,
                 drain,
+                *verdicts,
             ),
         ),
         TableAccess("dynamodb:BatchWriteItem", (f"{MESSAGE_RECORD_PREFIX}*",)),

@@ -12,7 +12,7 @@ import importlib.util
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import (
@@ -358,9 +358,12 @@ def build_redrive_function(
         layer=redriver.powertools_layer,
         # A large drain's workers (runtime/workers.py) are runs of this function, one a lease: at most
         # MAX_WORKERS of them, and one more for the schedule's tick. A re-driver that does not fan
-        # out runs one at a time (a tick waits for the run before it).
+        # out (no kit's verdicts: grant_consumer raises it, reserve_for_drains) runs one at a time
+        # (a tick waits for the run before it).
         reserved_concurrency=redriver_concurrency(
-            settings.max_workers, dead_letter_sources=bool(redriver.dead_letter_sources)
+            settings.max_workers,
+            dead_letter_sources=bool(redriver.dead_letter_sources),
+            consumer_verdicts=settings.consumer_verdicts,
         ),
     )
     # A failed run is retried by the next scheduled run, not immediately: an instant retry
@@ -394,3 +397,14 @@ def build_schedule(redriver: SqsRedriver) -> events.Rule:
         "A scheduled tick that cannot be delivered carries no data; the next tick replaces it.",
     )
     return rule
+
+
+def reserve_for_drains(redriver: SqsRedriver) -> None:
+    """The function's reserved concurrency once its consumer reports verdicts (``grant_consumer``):
+    a large drain may fan out from then on."""
+    cfn = cast(lambda_.CfnFunction, redriver.function.node.default_child)
+    cfn.reserved_concurrent_executions = redriver_concurrency(
+        redriver.settings.max_workers,
+        dead_letter_sources=bool(redriver.dead_letter_sources),
+        consumer_verdicts=True,
+    )

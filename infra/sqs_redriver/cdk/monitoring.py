@@ -95,7 +95,16 @@ class RedriverMonitoring(Construct):
             dlq_retention_seconds=dlq_retention_seconds,
         )
         self.alarms = build_alarms(self, watched, archive=archive, topic=self.alarm_topic)
+        self._watched = watched
+        self._drain_shown = drains_in_workers(watched)
         build_dashboard(self.dashboard, scope.node.path, watched)
+
+    def show_drains(self) -> None:
+        """Add a large drain's row to the dashboard, once: its consumer now reports verdicts, so
+        a large backlog fans out (grant_consumer)."""
+        if not self._drain_shown:
+            self.dashboard.add_widgets(*_drain_row(self._watched))
+            self._drain_shown = True
 
     def add_consumer(self, function: lambda_.IFunction, queue: sqs.IQueue) -> None:
         """Put a consumer's errors, beside its queue's depth, on the dashboard (from grant_consumer).
@@ -168,6 +177,15 @@ class Watched:
     age_threshold: int  # the DLQ age alarm's threshold (s)
     dlq_retention_seconds: int
     dead_letter_sources: Sequence[AttachedSource] = ()  # a DLQ of another kind's (no source queues)
+
+
+def drains_in_workers(watched: Watched) -> bool:
+    """Whether the re-driver fans a large drain out to workers (protocol.settings.fans_out)."""
+    return fans_out(
+        watched.settings.max_workers,
+        dead_letter_sources=bool(watched.dead_letter_sources),
+        consumer_verdicts=watched.settings.consumer_verdicts,
+    )
 
 
 def run_metric(service: str, name: str, statistic: str, period: Duration = PERIOD) -> cw.Metric:
@@ -443,7 +461,7 @@ def build_dashboard(dashboard: cw.Dashboard, title: str, watched: Watched) -> No
         cw.TextWidget(markdown=f"# SQS re-driver {title}", width=24, height=1), *_queue_row(watched)
     )
     dashboard.add_widgets(*_run_row(watched))
-    if fans_out(watched.settings.max_workers, dead_letter_sources=bool(watched.dead_letter_sources)):
+    if drains_in_workers(watched):
         dashboard.add_widgets(*_drain_row(watched))
     dashboard.add_widgets(*_function_row(watched))
     function = watched.function

@@ -39,7 +39,12 @@ from sqs_redriver.cdk.dead_letters import (
     read_rule_target,
     read_subscription,
 )
-from sqs_redriver.cdk.functions import build_redrive_function, build_schedule, powertools_layer
+from sqs_redriver.cdk.functions import (
+    build_redrive_function,
+    build_schedule,
+    powertools_layer,
+    reserve_for_drains,
+)
 from sqs_redriver.cdk.monitoring import alarm_retention_seconds, audit_widget, monitor
 from sqs_redriver.cdk.settings import RedriverSettings, SettingsError, settings_prop
 from sqs_redriver.cdk.storage import (
@@ -256,7 +261,10 @@ class SqsRedriver(Construct):
         (an explicit value must then agree with it) and required when the queue is imported.
 
         It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
-        with a consumer that reports verdicts, canaries and the trial wait for them; and records
+        with a consumer that reports verdicts, canaries and the trial wait for them, and a large
+        backlog fans out to ``max_workers`` workers (the function's reserved concurrency becomes
+        ``max_workers`` + 1; without the kit it is 1: one chain, since a failure is heard only when
+        it returns, minutes later); and records
         a consumer function's name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
         ``AWS/Lambda`` metrics ``queue_metrics`` then reads (see
         ``consumer.ConsumerFunctions`` for when an entry stays empty).
@@ -287,6 +295,10 @@ class SqsRedriver(Construct):
             warn_not_configured(function, self, environment)
         # add_environment replaces the value settings.lambda_environment() put there.
         self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        # Its failures are heard within seconds now: a large backlog fans out to workers.
+        reserve_for_drains(self)
+        if self.monitoring is not None:
+            self.monitoring.show_drains()
         if is_function(function):
             self._watch_consumer_function(cast(lambda_.IFunction, function), queue)
         return environment

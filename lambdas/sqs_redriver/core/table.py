@@ -937,6 +937,7 @@ class FleetView:
     breaker: Breaker
     paused: bool
     drain: DrainRecord | None
+    verdicts: VerdictCounts | None = None  # the kit's verdicts of the worker's re-drives, when asked
 
 
 DRAIN_NUMBERS = {  # name: (low, high)
@@ -1318,7 +1319,9 @@ class StateTable(DynamoTable):
         ``kit_scope`` there are none, and nothing is read."""
         if self.kit_scope is None:
             return VerdictCounts()
-        item = self._get_item(kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key))
+        return self._verdicts(self._get_item(kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key)))
+
+    def _verdicts(self, item: Item | None) -> VerdictCounts:
         if not item:
             return VerdictCounts()
         try:
@@ -1465,10 +1468,19 @@ class StateTable(DynamoTable):
         )
         return written is not None
 
-    def load_fleet_view(self, breaker_key: str, pause_key: str, drain_key: str) -> FleetView:
-        """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause and
-        the drain's state."""
-        items = {item_key(item): item for item in self._get_items([breaker_key, pause_key, drain_key])}
+    def load_fleet_view(
+        self, breaker_key: str, pause_key: str, drain_key: str, verdict_key: str | None = None
+    ) -> FleetView:
+        """What a worker checks before each batch, in one BatchGetItem: the breaker, the pause,
+        the drain's state and, with ``verdict_key``, the consumer kit's verdicts of its re-drives
+        (as ``load_verdicts`` reads them)."""
+        keys = [breaker_key, pause_key, drain_key]
+        verdicts_at = (
+            kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key)
+            if verdict_key is not None and self.kit_scope is not None
+            else None
+        )
+        items = {item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))}
         now = self._now()
         breaker = Breaker()
         if breaker_key in items:
@@ -1477,7 +1489,8 @@ class StateTable(DynamoTable):
             except CorruptRecord as corrupt:
                 self._report(corrupt, BREAKER_READ_AS_CLOSED)
         drain = self._drain(items[drain_key]) if drain_key in items else None
-        return FleetView(breaker=breaker, paused=pause_key in items, drain=drain)
+        verdicts = None if verdicts_at is None else self._verdicts(items.get(verdicts_at))
+        return FleetView(breaker=breaker, paused=pause_key in items, drain=drain, verdicts=verdicts)
 
     def _drain(self, item: Item) -> DrainRecord | None:
         try:

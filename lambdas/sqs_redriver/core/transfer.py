@@ -90,12 +90,35 @@ class TokenBucket:
         self._tokens = burst
         self._updated = clock()
         self._lock = threading.Lock()
+        self._prepaid = threading.local()  # tokens a thread took ahead for its next acquire
+
+    def prepay(self, count: int) -> float:
+        """Take up to ``count`` tokens now, sleeping until there are enough, for this thread's next
+        ``acquire`` (what it holds already counts); return the seconds slept. A large drain's
+        worker waits for its share before its check of the breaker and the verdicts, so the batch
+        it sends next was checked just before, not a bucket's wait ago."""
+        held = getattr(self._prepaid, "tokens", 0)
+        wanted = max(0, count - held)
+        waited = self._take(wanted) if wanted else 0.0
+        self._prepaid.tokens = held + wanted
+        return waited
 
     def acquire(self, count: int) -> float:
-        """Take ``count`` tokens, sleeping until there are enough; return the seconds slept.
+        """Take ``count`` tokens, sleeping until there are enough; return the seconds slept. What
+        this thread prepaid is taken first.
 
         Safe across threads: waiters take their turn, so parallel batches share one rate.
         """
+        held = getattr(self._prepaid, "tokens", 0)
+        if held:
+            used = min(held, count)
+            self._prepaid.tokens = held - used
+            count -= used
+            if not count:
+                return 0.0
+        return self._take(count)
+
+    def _take(self, count: int) -> float:
         if count > self.burst:
             raise ValueError(f"cannot take {count} tokens from a bucket of {self.burst}")
         with self._lock:

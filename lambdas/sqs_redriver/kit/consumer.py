@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sqs_redriver.kit.aws import KitAws, VerdictBuffer
+from sqs_redriver.kit.aws import KitAws, VerdictBuffer, VerdictTally
 from sqs_redriver.kit.classify import (
     Classifier,
     ExceptionTypes,
@@ -167,26 +167,35 @@ class ConsumerKit:
     def flush_verdicts(self) -> int:
         """Write the buffered verdicts, one UpdateItem per verdict key; returns how many were
         written. A failed write is logged and dropped (the re-driver falls back to its window)."""
-        written = 0
-        now = int(self._clock())
-        for verdict_key, tally in self.verdicts.take().items():
-            try:
-                self.aws.add_verdicts(verdict_key, tally, now)
-            except KitAwsError as exc:
-                logger.warning(
-                    "verdict write failed",
-                    extra={"verdict_key": verdict_key, **tally.counts(), "error": self._safe(exc)},
-                )
-                continue
-            written += 1
-        return written
+        return sum(self._write_verdicts(key, tally) for key, tally in self.verdicts.take().items())
+
+    def _write_verdicts(self, verdict_key: str, tally: VerdictTally) -> bool:
+        try:
+            self.aws.add_verdicts(verdict_key, tally, int(self._clock()))
+        except KitAwsError as exc:
+            logger.warning(
+                "verdict write failed",
+                extra={"verdict_key": verdict_key, **tally.counts(), "error": self._safe(exc)},
+            )
+            return False
+        return True
+
+    def _report(self, record: InboundRecord, kind: FailureKind, fingerprint: str) -> None:
+        """A failure's verdict. A transient one is written at once, not at the batch's end: a large
+        drain's workers read their verdicts before every batch, so a consumer that broke is heard
+        within a batch of its first failure, not a batch's processing time later (its successes
+        still go at the end, one write a batch). Written or not, it is counted once: a failed
+        write buffers it for the end."""
+        at_once = self.verdicts.alone(record, kind, fingerprint) if kind is FailureKind.TRANSIENT else None
+        if at_once is None or not self._write_verdicts(*at_once):
+            self.verdicts.failed(record, kind, fingerprint)
 
     def _left_failed(self, record: InboundRecord, exc: Exception) -> RecordFailedError | None:
         """Classify the failure; dead-letter the record when its fate is known. None when done,
         else the error that fails the record, redacted."""
         kind = self.classifier.classify(exc)
         failure = self._failure(record, exc, kind)
-        self.verdicts.failed(record, kind, failure.fingerprint)
+        self._report(record, kind, failure.fingerprint)
         fields = {
             "message_id": record.message_id,
             "kind": kind.value,

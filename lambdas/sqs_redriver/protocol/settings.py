@@ -331,13 +331,17 @@ FUNCTION_SETTINGS: tuple[Setting[Any], ...] = (
         meaning="Lambda timeout; DLQ messages a run holds stay hidden this long "
         f"+ {DLQ_VISIBILITY_MARGIN_SECONDS} s",
     ),
+    # Lambda's CPU follows memory (one vCPU at 1,769 MB): at 512 MB a large drain's worker has 0.29
+    # of one, about 280 re-drives a second at its measured ~1 ms a message (bench.worker_cpu), over
+    # the 150 a second of pace each is given; at 256 MB it would be 140, and 16 workers could not
+    # keep 2,000 a second.
     IntSetting(
         "redriver_memory_mb",
         None,
-        default=256,
+        default=512,
         low=LAMBDA_MIN_MEMORY_MB,
         high=LAMBDA_MAX_MEMORY_MB,
-        meaning="Lambda memory",
+        meaning="Lambda memory (its share of a vCPU bounds a large drain's worker)",
     ),
     # At most half of the longest Lambda timeout; RULES hold it to half of the actual one.
     IntSetting(
@@ -393,17 +397,22 @@ def dlq_visibility_timeout(redriver_timeout_seconds: int) -> int:
     return redriver_timeout_seconds + DLQ_VISIBILITY_MARGIN_SECONDS
 
 
-def fans_out(max_workers: int, *, dead_letter_sources: bool) -> bool:
-    """Whether a re-driver drains large backlogs in workers: more than one allowed, and SQS sources
-    (a DLQ of another kind has no source queue to pace by)."""
-    return max_workers > 1 and not dead_letter_sources
+def fans_out(max_workers: int, *, dead_letter_sources: bool, consumer_verdicts: bool) -> bool:
+    """Whether a re-driver drains large backlogs in workers: more than one allowed, SQS sources (a
+    DLQ of another kind has no source queue to pace by), and a consumer that reports verdicts with
+    the kit (``CONSUMER_VERDICTS``, which ``grant_consumer`` sets): a drain is never faster than its
+    failure signal, and without the kit the first signal is a return, a visibility timeout times
+    maxReceiveCount after the failure (15 minutes by default), so one chain at
+    MAX_REDRIVES_PER_SECOND drains instead."""
+    return max_workers > 1 and not dead_letter_sources and consumer_verdicts
 
 
-def redriver_concurrency(max_workers: int, *, dead_letter_sources: bool) -> int:
+def redriver_concurrency(max_workers: int, *, dead_letter_sources: bool, consumer_verdicts: bool) -> int:
     """The re-drive function's reserved concurrency: a large drain's workers and one more for the
     schedule's tick (never throttled past its event age by a drain at full width); one run at a
     time for a re-driver that does not fan out."""
-    return max_workers + 1 if fans_out(max_workers, dead_letter_sources=dead_letter_sources) else 1
+    drains = fans_out(max_workers, dead_letter_sources=dead_letter_sources, consumer_verdicts=consumer_verdicts)
+    return max_workers + 1 if drains else 1
 
 
 PACING_SETTINGS: tuple[Setting[Any], ...] = (
@@ -466,8 +475,9 @@ PACING_SETTINGS: tuple[Setting[Any], ...] = (
         default=16,
         low=1,
         high=200,
-        meaning="re-drive workers (Lambda invocations) a large drain may run at once; also the "
-        "function's reserved concurrency; 1: one chain of runs",
+        meaning="re-drive workers (Lambda invocations) a large drain may run at once, with a "
+        "consumer that reports verdicts (the kit); also the function's reserved concurrency; 1: one "
+        "chain of runs",
     ),
     IntSetting(
         "max_drain_rate",

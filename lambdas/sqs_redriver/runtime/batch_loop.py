@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqs_redriver.core.breaker import Evidence, Mode
 from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import HandledBatch
 from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
 from sqs_redriver.runtime.report import StopReason, Tally
@@ -204,16 +205,24 @@ class BatchLoop:
         return StopReason.NONE
 
     def _fleet_check(self, loop: _Loop) -> Check:
-        """A large drain's check before a batch (workers.py); an AWS error stops the run as one in
-        a batch would."""
+        """A large drain's check before a batch (workers.py), once the batch's share of the pace is
+        waited for (what it sends was checked just before); the verdicts it read, judged (a worker
+        that hears its consumer fail opens the breaker). An AWS error stops the run as one in a
+        batch would."""
         assert loop.fleet is not None
-        at_full_rate = loop.slow_start is None or loop.slow_start.at_full_rate
+        slow_start = loop.slow_start
+        at_full_rate = slow_start is None or slow_start.at_full_rate
+        judged = slow_start.judged_key if slow_start is not None else None
         try:
-            return loop.fleet.check(loop.writer.key, at_full_rate=at_full_rate)
+            loop.fleet.limiter.prepay(SQS_MAX_BATCH_SIZE)
+            checked = loop.fleet.check(loop.writer.key, at_full_rate=at_full_rate, verdict_key=judged)
         except AwsCallError as exc:
             self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
             loop.tally += Tally(errors=1)
             return Check(StopReason.AWS_ERROR)
+        if checked.verdicts is not None and slow_start is not None and slow_start.heard(checked.verdicts):
+            return Check(self._trip(loop))
+        return checked
 
     def _out_of_time(self, remaining_ms: Callable[[], int]) -> bool:
         return out_of_time(remaining_ms(), self.settings.time_margin_seconds)

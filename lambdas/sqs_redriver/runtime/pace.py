@@ -5,8 +5,9 @@ A fixed rate is wrong both ways: a consumer that takes 2,000 messages a second w
 200 is flooded, its source queue's backlog grows and its event source mapping scales past its
 concurrency into throttles. The pace climbs while the consumer keeps up and falls the moment it does
 not, as TCP's congestion control does: the rate doubles every step until the consumer first falls
-behind (CLIMB), then grows by a twentieth of the rate it fell behind at (STEADY), and is cut to
-``DECREASE`` of itself whenever it falls behind again. The consumer keeps up while its source queue
+behind (CLIMB), then grows by a twentieth of the rate it fell behind at (STEADY), and past that
+rate by as much again as it is past it (the consumer grew: its pollers scale up while messages
+wait), and is cut to ``DECREASE`` of itself whenever it falls behind again. The consumer keeps up while its source queue
 holds no more visible messages than it takes in ``LAG_SECONDS`` at the current rate: a consumer
 that keeps up leaves almost none visible (its pollers take them at once), one that does not leaves
 the excess, growing by the difference every second."""
@@ -21,7 +22,9 @@ from sqs_redriver.protocol.limits import DRAIN_STALE_SECONDS
 # A pace step every CONTROL_SECONDS: long enough for a change of rate to show in the source queue.
 CONTROL_SECONDS = 5
 # The consumer keeps up while its source queue holds at most this many seconds of the pace visible.
-LAG_SECONDS = 0.5
+# What is visible when a consumer breaks is delivered into its outage before any worker can hear of
+# it: a tenth of a second (200 messages at 2,000 a second) bounds it (BENCHMARKS.md, "A million").
+LAG_SECONDS = 0.1
 # ... or this many messages, whatever the pace (one event source mapping batch or two).
 BACKLOG_FLOOR = 20
 DECREASE = 0.7  # CUBIC's
@@ -66,7 +69,10 @@ def next_pace(pace: Pace, visible: int, limits: PaceLimits) -> Pace:
     if pace.phase is PacePhase.CLIMB:
         return replace(pace, rate=min(limits.max_rate, pace.rate * 2))
     step = max(MIN_RATE, pace.fell_behind_at * STEADY_STEP)
-    return replace(pace, rate=min(limits.max_rate, pace.rate + step))
+    # Past the rate it fell behind at, the consumer has grown (its pollers scale up while messages
+    # wait): what the pace is past it doubles each step, as CUBIC probes past its last maximum.
+    beyond = max(0.0, pace.rate - pace.fell_behind_at)
+    return replace(pace, rate=min(limits.max_rate, pace.rate + step + beyond))
 
 
 def starting_pace(limits: PaceLimits) -> Pace:

@@ -105,6 +105,7 @@ MIN_SLEEP_SECONDS = 0.01
 
 # In FULL phase the verdicts are read again after this many re-drives, and those that came in since
 # the read before are judged: a consumer that breaks mid-drain trips the breaker within a few batches.
+# A large drain's worker reads them before every batch instead, with its check (``heard``).
 VERDICT_CHECK_EVERY = 50
 
 
@@ -205,6 +206,22 @@ class SlowStart:
             return True
         seconds = self.rules.slow_start_seconds
         return self.phase is Phase.TIMED and (seconds <= 0 or self.clock() - self.started >= seconds)
+
+    @property
+    def judged_key(self) -> str | None:
+        """The verdict key a large drain's check before each batch reads for this run: at full rate
+        with verdicts (None otherwise: a trial reads its own, a run without verdicts has none)."""
+        return self.verdict_key if self.phase is Phase.FULL and self.rules.consumer_verdicts else None
+
+    def heard(self, verdicts: VerdictCounts) -> bool:
+        """The run's verdicts as a drain's check before a batch read them (``judged_key``): judge
+        those that came in since the last read, as ``_full`` does every VERDICT_CHECK_EVERY
+        re-drives; whether they trip the breaker (sticky, as there)."""
+        with self._lock:
+            self._checked_at_sent = self.sent
+            before, self.verdicts = self.verdicts, verdicts
+            self.tripped = self.tripped or judge_recent(verdicts, before, policy=self.rules.breaker)
+            return self.tripped
 
     def _full(self) -> tuple[Admission | None, float]:
         if not self.rules.consumer_verdicts:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from sqs_redriver.core.transfer import TokenBucket
+    from sqs_redriver.protocol.failure import VerdictCounts
     from sqs_redriver.runtime.ports import DrainStore, Queue, Target
     from sqs_redriver.runtime.settings import Settings
 
@@ -70,7 +71,11 @@ def workers_wanted(rate: float, messages_left: int, max_workers: int) -> int:
 
 def drains_in_workers(settings: Settings) -> bool:
     """Whether this re-driver drains large backlogs in workers (``protocol.settings.fans_out``)."""
-    return fans_out(settings.max_workers, dead_letter_sources=bool(settings.dead_letter_sources))
+    return fans_out(
+        settings.max_workers,
+        dead_letter_sources=bool(settings.dead_letter_sources),
+        consumer_verdicts=settings.consumer_verdicts,
+    )
 
 
 def pace_limits(settings: Settings) -> PaceLimits:
@@ -107,11 +112,13 @@ def new_drain(settings: Settings, messages_left: int, now: int) -> DrainRecord:
 
 
 class Check(NamedTuple):
-    """A check before a batch: why the run stops there (NONE: it goes on), and whether the batch
-    goes at the drain's pace (else at the chain's rate and back-pressure)."""
+    """A check before a batch: why the run stops there (NONE: it goes on), whether the batch goes
+    at the drain's pace (else at the chain's rate and back-pressure), and the consumer kit's
+    verdicts of the run's re-drives, when the check was asked to read them (slow start judges them)."""
 
     stop: StopReason
     paced: bool = False
+    verdicts: VerdictCounts | None = None
 
 
 class Fleet:
@@ -134,13 +141,15 @@ class Fleet:
         self._lock = threading.Lock()  # one pace step at a time among the run's parallel batches
         self.last: DrainRecord | None = None  # the drain as this run last read or wrote it
 
-    def check(self, breaker_key: str, *, at_full_rate: bool) -> Check:
+    def check(self, breaker_key: str, *, at_full_rate: bool, verdict_key: str | None = None) -> Check:
         """Before a batch: stop for a pause, a breaker no longer CLOSED, a consumer the last step
         found stalled, or a width below this slot (stepped first if due: a step may leave this slot
         out); else take this worker's share of the pace. With no drain going (it ended, or its record
         is gone) a worker stops and the chain goes at its own rate and back-pressure, as in its slow
-        start (not ``paced``)."""
-        view = self.state.load_fleet_view(breaker_key, self.settings.pause_key, self.settings.drain_key)
+        start (not ``paced``). With ``verdict_key`` the same read brings the kit's verdicts of the
+        run's re-drives: a drain hears its consumer fail before every batch, at no extra request."""
+        settings = self.settings
+        view = self.state.load_fleet_view(breaker_key, settings.pause_key, settings.drain_key, verdict_key)
         if view.paused:
             return Check(StopReason.PAUSED)
         if view.breaker.state is not State.CLOSED:
@@ -153,7 +162,7 @@ class Fleet:
                 if self.slot and (drain is None or not drain.going)
                 else StopReason.NONE
             )
-            return Check(stop)
+            return Check(stop, verdicts=view.verdicts)
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
         if drain.stalled_at and drain.stalled_at == drain.stepped_at:
@@ -161,7 +170,7 @@ class Fleet:
         if self.slot >= drain.workers:
             return Check(StopReason.FEWER_WORKERS)
         self.limiter.set_rate(worker_share(min(drain.rate, self.limits.max_rate), drain.workers))
-        return Check(StopReason.NONE, paced=True)
+        return Check(StopReason.NONE, paced=True, verdicts=view.verdicts)
 
     def _newest(self, read: DrainRecord | None) -> DrainRecord | None:
         """The drain as read, unless another of the run's parallel batches already knows a newer one."""
