@@ -1319,7 +1319,9 @@ class StateTable(DynamoTable):
         ``kit_scope`` there are none, and nothing is read."""
         if self.kit_scope is None:
             return VerdictCounts()
-        return self._verdicts(self._get_item(kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key)))
+        return self._verdicts(
+            self._get_item(kit_record_key(RecordKind.VERDICTS, self.kit_scope, verdict_key))
+        )
 
     def _verdicts(self, item: Item | None) -> VerdictCounts:
         if not item:
@@ -1480,7 +1482,9 @@ class StateTable(DynamoTable):
             if verdict_key is not None and self.kit_scope is not None
             else None
         )
-        items = {item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))}
+        items = {
+            item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))
+        }
         now = self._now()
         breaker = Breaker()
         if breaker_key in items:
