@@ -1362,7 +1362,9 @@ class StateTable(DynamoTable):
         (as ``load_verdicts`` reads them)."""
         keys = [breaker_key, pause_key, drain_key]
         verdicts_at = RecordKind.VERDICTS.key(verdict_key) if verdict_key is not None else None
-        items = {item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))}
+        items = {
+            item_key(item): item for item in self._get_items(keys + ([verdicts_at] if verdicts_at else []))
+        }
         now = self._now()
         breaker = Breaker()
         if breaker_key in items:
