@@ -133,8 +133,9 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(MAKE) --no-print-directory bench-million
 
 # A million dead letters drained by the default stack's workers, in simulated time (bench.million:
-# the re-driver's pace, width, slow start and breaker over a model of SQS and the consumer), then the
-# move rate of 1, 4 and 16 real workers side by side on one moto server (bench.workers).
+# the re-driver's pace, width, slow start and breaker over a model of SQS and the consumer, a worker
+# bound by the CPU a re-drive costs it, measured first by bench.worker_cpu), then the move rate of
+# 1, 4 and 16 real workers side by side on one moto server (bench.workers).
 bench-million: $(STAMP)
 	$(BIN)/python -m bench.million $(MILLION_ARGS)
 	$(BIN)/python -m bench.workers $(or $(WORKERS_ARGS),--latency-ms 20 200)

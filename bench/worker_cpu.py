@@ -159,7 +159,9 @@ def one_repeat(endpoint: str, messages: int, logger: Logger) -> tuple[int, float
     settings = drain_settings(resources, max_workers=16)
     [resume] = going_drain(settings, resources, 1, messages)
     clients = new_clients()
-    redriver = compose_redriver(settings, AwsClients(sqs=clients.sqs, dynamodb=clients.dynamodb), logger=logger)
+    redriver = compose_redriver(
+        settings, AwsClients(sqs=clients.sqs, dynamodb=clients.dynamodb), logger=logger
+    )
     moved = 0
     with ThreadCpu(resources.source_url) as consumer:
         started = time.process_time()

@@ -153,7 +153,8 @@ def measure(endpoint: str, workers: int, messages: int, latency_ms: int) -> Work
 
 def drain_settings(resources: Resources, *, max_workers: int) -> Settings:
     """The defaults, as `make bench` runs them: no long poll (moto would hold a receive's lock
-    through it), a 1-day state TTL; MAX_WORKERS enough for the widest fleet measured."""
+    through it), a 1-day state TTL; MAX_WORKERS enough for the widest fleet measured; a consumer
+    that reports verdicts (only then does a drain fan out)."""
     return Settings(
         dlq_url=resources.dlq_url,
         source_queue_url=resources.source_url,
@@ -162,6 +163,7 @@ def drain_settings(resources: Resources, *, max_workers: int) -> Settings:
         receive_wait_seconds=0,
         state_ttl_days=1,
         max_workers=max_workers,
+        consumer_verdicts=True,
     )
 
 

@@ -230,7 +230,9 @@ def test_a_re_driver_that_never_fans_out_has_no_drain_row() -> None:
 
 
 @pytest.mark.parametrize(("granted", "expected"), [(False, (0, 1)), (True, (3, 17))])
-def test_a_re_driver_whose_consumer_has_no_kit_never_fans_out(granted: bool, expected: tuple[int, int]) -> None:
+def test_a_re_driver_whose_consumer_has_no_kit_never_fans_out(
+    granted: bool, expected: tuple[int, int]
+) -> None:
     # a drain is never faster than its failure signal: without the kit's verdicts, one chain
     stack = cdk.Stack(cdk.App(), "Drains")
     redriver = SqsRedriver.from_queue_arns(

@@ -226,7 +226,9 @@ class FakeStateStore:
     ) -> FleetView:
         self.calls.append("load_fleet_view")
         verdicts = None if verdict_key is None else self._arriving(verdict_key)
-        return FleetView(breaker=self.breaker, paused=self.pause is not None, drain=self.drain, verdicts=verdicts)
+        return FleetView(
+            breaker=self.breaker, paused=self.pause is not None, drain=self.drain, verdicts=verdicts
+        )
 
     def offer_worker(self, key: str, token: str, *, expires_at: int) -> bool:
         self.calls.append("offer_worker")

@@ -176,7 +176,9 @@ class VerdictBuffer:
         if _counts(record):
             self._tally(record).add(ConsumerVerdict(kind.value), fingerprint)
 
-    def alone(self, record: InboundRecord, kind: FailureKind, fingerprint: str) -> tuple[str, VerdictTally] | None:
+    def alone(
+        self, record: InboundRecord, kind: FailureKind, fingerprint: str
+    ) -> tuple[str, VerdictTally] | None:
         """A failure's verdict in a tally of its own, not buffered, to report at once (the verdict
         key and the tally); None if ``record`` asks for no verdict (as ``failed``)."""
         if not _counts(record):

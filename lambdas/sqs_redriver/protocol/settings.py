@@ -411,7 +411,9 @@ def redriver_concurrency(max_workers: int, *, dead_letter_sources: bool, consume
     """The re-drive function's reserved concurrency: a large drain's workers and one more for the
     schedule's tick (never throttled past its event age by a drain at full width); one run at a
     time for a re-driver that does not fan out."""
-    drains = fans_out(max_workers, dead_letter_sources=dead_letter_sources, consumer_verdicts=consumer_verdicts)
+    drains = fans_out(
+        max_workers, dead_letter_sources=dead_letter_sources, consumer_verdicts=consumer_verdicts
+    )
     return max_workers + 1 if drains else 1
 
 

@@ -7,10 +7,10 @@ concurrency into throttles. The pace climbs while the consumer keeps up and fall
 not, as TCP's congestion control does: the rate doubles every step until the consumer first falls
 behind (CLIMB), then grows by a twentieth of the rate it fell behind at (STEADY), and past that
 rate by as much again as it is past it (the consumer grew: its pollers scale up while messages
-wait), and is cut to ``DECREASE`` of itself whenever it falls behind again. The consumer keeps up while its source queue
-holds no more visible messages than it takes in ``LAG_SECONDS`` at the current rate: a consumer
-that keeps up leaves almost none visible (its pollers take them at once), one that does not leaves
-the excess, growing by the difference every second."""
+wait), and is cut to ``DECREASE`` of itself whenever it falls behind again. The consumer keeps
+up while its source queue holds no more visible messages than it takes in ``LAG_SECONDS`` at the
+current rate: a consumer that keeps up leaves almost none visible (its pollers take them at
+once), one that does not leaves the excess, growing by the difference every second."""
 
 from __future__ import annotations
 
