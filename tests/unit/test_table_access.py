@@ -27,6 +27,7 @@ from sqs_redriver.core.table import (
     DrainRecord,
     GroupAction,
     GroupMark,
+    HeldGroup,
     MessageRecord,
     Pause,
     RecordStatus,
@@ -126,6 +127,7 @@ RECORD = MessageRecord(Mark(identity="id-1", count=1), RecordStatus.REDRIVEN, SO
 TRIP = MessageRecord(
     Mark(identity="sha256:1", count=1), RecordStatus.REDRIVEN, SOURCES[1], key=trip_subject("sha256:1", "r")
 )
+HELD_KEY = RecordKind.HELD.key(DLQ)
 # Every state table call of the re-drive function (runtime/run, act), with the keys it uses.
 LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load each source's breaker": lambda t: [t.load_breaker(RecordKind.BREAKER.key(url)) for url in SOURCES],
@@ -142,6 +144,9 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
         t.load_fleet_view(RecordKind.BREAKER.key(url), SETTINGS.pause_key, SETTINGS.drain_key)
         for url in SOURCES
     ],
+    "check a worker's batch and its verdicts": lambda t: t.load_fleet_view(
+        RecordKind.BREAKER.key(SOURCES[0]), SETTINGS.pause_key, SETTINGS.drain_key, "run/1000/abcd1234"
+    ),
     "offer a worker's lease": lambda t: t.offer_worker(worker_key(DLQ, 3), "token", expires_at=2_000),
     "hold a worker's lease": lambda t: t.hold_worker(worker_key(DLQ, 3), "token", expires_at=2_000),
     "release a worker's lease": lambda t: t.release_worker(worker_key(DLQ, 3), "token"),
@@ -150,6 +155,9 @@ LAMBDA_USES: dict[str, Callable[[StateTable], object]] = {
     "load the operator's pause": lambda t: t.load_pause(SETTINGS.pause_key),
     "load marks and kit failures": lambda t: t.load_marks(["id-1", "id-2"]),
     "load the operator's group marks": lambda t: t.load_group_marks(["fp-1"]),
+    "load group marks and the held groups": lambda t: t.load_failure_groups(["fp-1"], HELD_KEY),
+    "load the held groups": lambda t: t.load_held(HELD_KEY),
+    "save the held groups": lambda t: t.save_held(HELD_KEY, [HeldGroup("fp-1", since=1_000)]),
     "record a run": lambda t: t.record_run(SETTINGS.runs_key, {"redriven": 1}),
     "load a run's verdicts": lambda t: t.load_verdicts("run/1000/abcd1234"),
     "load a canary's verdicts": lambda t: t.load_verdicts(CANARY.verdict_key),
@@ -188,6 +196,9 @@ FUNCTION_METHODS = {
     "load_pause",
     "load_marks",
     "load_group_marks",
+    "load_failure_groups",
+    "load_held",
+    "save_held",
     "record_run",
     "load_verdicts",
     "save_records",
