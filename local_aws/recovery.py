@@ -150,11 +150,8 @@ def partial_outage(
     is poison. Run until every good order is fulfilled and the DLQ is empty after the domain
     recovered, and every poison order is parked, or a cap."""
     refusal = [(float(SIM_EPOCH), SIM_EPOCH + outage_minutes * MINUTE, REFUSED_DOMAIN)]
-    consumer = (
-        kit_order_consumer(partial_outages=refusal)
-        if kit is KitUse.ON
-        else plain_order_consumer(partial_outages=refusal)
-    )
+    make_consumer = kit_order_consumer if kit is KitUse.ON else plain_order_consumer
+    consumer = make_consumer(partial_outages=refusal)
     started = time.perf_counter()  # outside the world: freezegun stops perf_counter too
     recovery = outage_minutes * MINUTE
     adjust = None if kit.expects_verdicts else without_consumer_verdicts

@@ -33,7 +33,8 @@ IMPORT_THE_KIT = """
 import json, sys
 import sqs_redriver.kit
 from sqs_redriver.kit import ConsumerKit, TerminalError, fingerprint
-from sqs_redriver.kit import aws, classify, config, consumer, errors, records, redact
+from sqs_redriver.kit import aws, classify, config, consumer, errors, records
+from sqs_redriver.protocol import redact
 try:
     import aws_cdk
     cdk = True

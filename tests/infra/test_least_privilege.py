@@ -229,9 +229,11 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
             "RETRY#*",
             "PARK#*",
             keyed_on("HELD#", dlq),
+            # what a large drain's worker checks before each batch, its verdicts included
             *breakers,
             pause,
             drain,
+            verdicts,
         ),
         table(deployment, "dynamodb:BatchWriteItem", "MSG#*"),
         {"Action": "s3:PutObject", "Resource": archive_objects(redriver)},

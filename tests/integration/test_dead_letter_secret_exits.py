@@ -213,9 +213,10 @@ def test_no_secret_of_a_dead_letter_s_error_leaves_the_redriver(
 
 def hostile_mark(index: int, secret: Secret) -> dict[str, Any]:
     """A mark written by a sender, not the kit: over the limit, its failure holding a secret
-    (a message longer than a mark's takes makes the failure left out, with a rejection logged)."""
+    (a message longer than a mark's takes makes the failure left out, with a rejection logged).
+    Terminal: a transient one at its limit would be held, not parked (runtime/held.py)."""
     failure = {
-        "kind": "transient",
+        "kind": "terminal",
         "class": "LeakyError",
         "msg": secret.text,
         "fp": "f" * 16,
@@ -264,7 +265,7 @@ def test_no_secret_of_a_hostile_mark_leaves_the_redriver(
     written, whys = what_the_redriver_wrote(aws, caplog, report)
     redriven = drain(aws.sqs, aws.source_url)
     assert (report.parked, len(redriven)) == (len(CORPUS), len(CORPUS))
-    shown = [why for why in whys if "consumer's transient error LeakyError" in why]
+    shown = [why for why in whys if "consumer's terminal error LeakyError" in why]
     assert shown and all("<redacted>" in why for why in shown)
     assert logged(caplog).count('"field": "n"') == len(CORPUS)
     marks_sent = json.dumps([m.get("MessageAttributes") for m in redriven])

@@ -270,7 +270,7 @@ def test_a_refused_message_gone_from_the_queues_is_never_called_consumed(aws: Aw
     fail_back_to_dlq(aws, taken["id-bad-1"]["mark"], "bad-1", "fp-bad")
     record = find(tool_at(aws, clock), replay_id)
     assert record.verdict_key is not None
-    KitAws(aws.table_name, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
+    KitAws(aws.table_name, dlq_url=aws.dlq_url, sqs=aws.sqs, dynamodb=aws.dynamodb).add_verdicts(
         record.verdict_key, VerdictTally(ok=2, terminal=1, fingerprints={"fp-bad"}), int(clock[0])
     )
     # AND the refused copy is gone from the DLQ since (parked and purged, or expired)

@@ -260,11 +260,7 @@ class SqsRedriver(Construct):
         queue's RedrivePolicy maxReceiveCount, read from the queue when it is defined in this app
         (an explicit value must then agree with it) and required when the queue is imported.
 
-        It also sets the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say:
-        with a consumer that reports verdicts, canaries and the trial wait for them, and a large
-        backlog fans out to ``max_workers`` workers (the function's reserved concurrency becomes
-        ``max_workers`` + 1; without the kit it is 1: one chain, since a failure is heard only when
-        it returns, minutes later); and records
+        It also tells the re-driver its consumer reports verdicts (``_hears_verdicts``); and records
         a consumer function's name as the queue's consumer in its ``CONSUMER_FUNCTION_NAMES``, whose
         ``AWS/Lambda`` metrics ``queue_metrics`` then reads (see
         ``consumer.ConsumerFunctions`` for when an entry stays empty).
@@ -293,15 +289,22 @@ class SqsRedriver(Construct):
                 function.add_environment(name, value)
         else:
             warn_not_configured(function, self, environment)
-        # add_environment replaces the value settings.lambda_environment() put there.
-        self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
-        # Its failures are heard within seconds now: a large backlog fans out to workers.
-        reserve_for_drains(self)
-        if self.monitoring is not None:
-            self.monitoring.show_drains()
+        self._hears_verdicts()
         if is_function(function):
             self._watch_consumer_function(cast(lambda_.IFunction, function), queue)
         return environment
+
+    def _hears_verdicts(self) -> None:
+        """Set the re-driver's ``CONSUMER_VERDICTS`` to true, whatever the settings say: canaries
+        and the trial wait for the consumer's verdicts, and a large backlog fans out to
+        ``max_workers`` workers, since a failure is heard within seconds (the function's reserved
+        concurrency becomes ``max_workers`` + 1; without the kit it is 1: one chain, since a
+        failure is heard only when it returns, minutes later)."""
+        # add_environment replaces the value settings.lambda_environment() put there.
+        self.function.add_environment(str(CONSUMER_VERDICTS.env), CONSUMER_VERDICTS.to_env(True))
+        reserve_for_drains(self)
+        if self.monitoring is not None:
+            self.monitoring.show_drains()
 
     def _first_source_queue(self) -> sqs.IQueue:
         """The queue a consumer consumes by default; none in a re-driver of another kind's DLQ."""

@@ -78,17 +78,7 @@ def compose_redriver(
     given (ValueError when the sources' metrics do not fit one GetMetricData request)."""
     logger = logger or logging.getLogger("redriver")
     queues = _queues(settings, clients)
-    state = StateTable(
-        settings.table_name,
-        clients.dynamodb,
-        ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
-        clock=clock,
-        sleep=sleep,
-        logger=logger,
-        metrics=metrics,
-        # Dead letters of another kind have no kit: their re-driver reads no kit record.
-        kit_scope=None if settings.dead_letter_sources else settings.dlq_url,
-    )
+    state = _state_table(settings, clients, clock=clock, sleep=sleep, logger=logger, metrics=metrics)
     routes = Routes(tuple(queue.url for queue in queues.sources))
     # One batch may go at once; beyond that, re-drives flow at the configured rate (a large
     # drain's worker: at its share of the drain's pace).
@@ -120,6 +110,28 @@ def compose_redriver(
         drains=drains,
         breaker_reader=_breaker_reader(settings, clients, logger),
         held=held,
+    )
+
+
+def _state_table(
+    settings: Settings,
+    clients: AwsClients,
+    *,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    logger: Any,
+    metrics: Any,
+) -> StateTable:
+    return StateTable(
+        settings.table_name,
+        clients.dynamodb,
+        ttl_seconds=settings.state_ttl_days * SECONDS_PER_DAY,
+        clock=clock,
+        sleep=sleep,
+        logger=logger,
+        metrics=metrics,
+        # Dead letters of another kind have no kit: their re-driver reads no kit record.
+        kit_scope=None if settings.dead_letter_sources else settings.dlq_url,
     )
 
 
