@@ -28,11 +28,16 @@ install: $(STAMP)
 # quarter of aws-cdk-lib; compiling all of it cost more CPU than the rest of the install. Both venvs
 # get the newest pip first: with the pip Python 3.13 ships, LocalStack's took 77 CPU-seconds to
 # install, with the newest 37.
+# pip runs quietly (its own output is hundreds of lines): a line first says what it installs and for how long.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	@echo "Installing into $(VENV), once (again only when requirements*.txt or pyproject.toml change):" \
+		"the CDK (aws-cdk-lib), boto3, moto, Powertools, pytest, ruff, mypy, Playwright and this project," \
+		"about 800 MB; a minute or two, quiet meanwhile."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -r requirements-dev.txt
 	touch $(STAMP)
+	@echo "Installed into $(VENV)."
 
 # The web console's browser tests (tests/e2e/test_console_browser.py) drive Debian's Chromium through
 # Playwright. Missing, it is installed when apt-get can (root, as in CI or a container); otherwise

@@ -44,7 +44,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--tick-seconds", type=float, default=defaults.tick_seconds, help="one re-driver run per tick"
     )
     parser.add_argument(
-        "--time-limit", type=float, default=defaults.time_limit_seconds, help="give up after (s)"
+        "--time-limit",
+        type=float,
+        default=defaults.time_limit_seconds,
+        help="give up on a part (the story, the replay, the function act) not settled after (s)",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed, help="random seed of the orders")
     parser.add_argument(
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace, log: IO[str]) -> Report:
 
 def run_function(deployment: Deployment, args: argparse.Namespace, *, json: bool) -> FunctionAct:
     """The function act, on act 1's local AWS (its moto server still up), after act 1's report."""
-    options = FunctionOptions(tick_seconds=args.tick_seconds)
+    options = FunctionOptions(tick_seconds=args.tick_seconds, time_limit_seconds=args.time_limit)
     if json:
         return run_function_act(deployment, options)
     from demo.function_view import FunctionLiveView, announce_function_act, print_function_act

@@ -210,4 +210,16 @@ def _problems(
         problems.append("a parked order has no reason")
     if not report.queues_empty:
         problems.append("messages are still in the source queue or the DLQ")
+    return problems + _breaker_problems(report)
+
+
+def _breaker_problems(report: Report) -> list[str]:
+    """The breaker's part of the story: opened by an outage that failed orders, closed at the end."""
+    problems = []
+    if report.outage_failed_orders and report.breaker_opened_at is None:
+        problems.append(
+            f"the outage failed {report.outage_failed_orders} order(s), but the breaker never opened"
+        )
+    if report.breaker_timeline and report.breaker_timeline[-1][1] != "CLOSED":
+        problems.append(f"the breaker is {report.breaker_timeline[-1][1]} when the act ends")
     return problems

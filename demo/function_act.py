@@ -68,7 +68,7 @@ class FunctionOptions:
     good: int = 2
     poison: int = 1
     tick_seconds: float = 1.0  # one re-driver run per tick, as in act 1
-    time_limit_seconds: float = 60.0
+    time_limit_seconds: float = 240.0  # gives up if it has not settled after this long, as act 1
 
 
 @dataclass

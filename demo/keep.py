@@ -6,7 +6,12 @@ ready to paste, and what the consumer and the re-driver do from then on is told 
 
 Ctrl-C (SIGINT) is noted, never raised into the code that is running (a handler, the console's
 server, moto's): the main loop wakes at once and stops the Lambda service, the console and the local
-AWS, in that order. A second Ctrl-C, while they stop, ends the demo at once."""
+AWS, in that order. A second Ctrl-C, while they stop, ends the demo at once.
+
+While the world is kept, a Ctrl-C typed in the terminal reaches the demo alone: it takes the
+terminal's foreground in a process group of its own (``ctrl_c_to_this_process``), so the program
+that started it (``make demo KEEP=1``) is not interrupted with it and returns the demo's exit
+code, 0, instead of make's "Interrupt" and 130."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType, TracebackType
 from typing import IO, Any
 
@@ -182,14 +187,14 @@ def keep(
     def say(line: str) -> None:
         print(line, file=out, flush=True)
 
-    with Interruption() as interruption:
+    typed = _terminal_input()
+    with ctrl_c_to_this_process(typed), Interruption() as interruption:
         stop_the_cdk_runtime()
         tool = Tool(Connection(region=region, endpoint_url=endpoint), Target(stack=stack))
         parked = read_all(tool, Where.PARKING_LOT).items
         console = ConsoleServer.bind(tool)
         console.serve_in_thread()
         try:
-            typed = _terminal_input()
             fresh_urls = typed is not None
             say(
                 instructions(
@@ -226,6 +231,42 @@ def _terminal_input() -> int | None:
     except (AttributeError, OSError, ValueError):
         return None
     return descriptor
+
+
+@contextlib.contextmanager
+def ctrl_c_to_this_process(terminal: int | None) -> Iterator[None]:
+    """Make this process, in a process group of its own, the foreground of ``terminal`` (None:
+    no terminal, nothing to do), and give the foreground back to the group it came from on the
+    way out. The terminal sends Ctrl-C's SIGINT to its foreground group: make, which would die
+    of it once the demo had ended (exit 130), is in the group left behind."""
+    if terminal is None:
+        yield
+        return
+    came_from = os.getpgrp()
+    # A group in the background that sets the foreground, or writes to a terminal with `stty
+    # tostop`, is sent SIGTTOU, which stops it: ignored from now on, as the demo still says
+    # "stopped" after it gave the foreground back.
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        _take_the_foreground(terminal, came_from)
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # the terminal is gone
+            os.tcsetpgrp(terminal, came_from)
+
+
+def _take_the_foreground(terminal: int, came_from: int) -> None:
+    """Into a group of its own, made the terminal's foreground; where it was if that fails (a
+    session leader cannot move; a terminal can refuse)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        return
+    try:
+        os.tcsetpgrp(terminal, os.getpgrp())
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, came_from)
 
 
 def _fresh_url_asked(typed: int, sign_in_url: Callable[[], str], say: Callable[[str], None]) -> int | None:

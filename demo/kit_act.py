@@ -10,6 +10,12 @@ the recovery, and re-drives drain the DLQ. Then the operator's part, with the re
 consumer's configuration) and its group replayed, and the consumer fulfils those orders. At the end
 every order is accounted for: fulfilled exactly once (a poison one only after the fix and its
 replay), or parked with its reason. Times are seconds on the demo's clock (from its start).
+
+The act plays in real time, but its story does not depend on the machine's speed: its clock starts
+once the handlers are imported, the outage lasts its planned time and, once it has failed an order,
+until the breaker has opened, and each part of the act (the story, then the replay) ends when
+everything has settled, the breaker closed, not at a time: ``time_limit_seconds`` only bounds a
+part that never settles, and the report then says so.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from demo.emulators import DeliveryObserver
 from demo.operator import OperatorsPart, OperatorTool
 from demo.orders import make_orders
 from demo.report import Report
-from demo.stage import deploy_fix, note_downstream_errors, set_stage
+from demo.stage import configure_consumer, inject_outage, note_downstream_errors, set_stage
 from local_aws.cloudformation import Deployment
 from local_aws.queues import peek, queue_counts
 from local_aws.resources import breaker_state
@@ -42,7 +48,7 @@ class KitOptions:
     outage_start_seconds: float = 3.0
     outage_seconds: float = 20.0
     tick_seconds: float = 1.0  # the schedule, emulated: one re-driver run per tick
-    time_limit_seconds: float = 240.0
+    time_limit_seconds: float = 240.0  # the story, and then the replay, each gives up after this long
     seed: int = 7
 
 
@@ -78,13 +84,8 @@ class KitAct:
         self.options = options
         self.sqs = boto3.client("sqs")
         self.dynamodb = boto3.client("dynamodb")
-        started = time.time()
-        outage_from = started + options.outage_start_seconds
-        orders, poison = make_orders(options.orders, options.poison, options.seed)
-        self.ledger = Ledger(orders, poison, started, (outage_from, outage_from + options.outage_seconds))
         self.stage = set_stage(
             deployment,
-            outage=self.ledger.outage,
             tick_seconds=options.tick_seconds,
             log=log,
             sqs=self.sqs,
@@ -92,6 +93,14 @@ class KitAct:
             on_delivery=lambda messages, failed: self.on_delivery(messages, failed),
             while_redriver_waits=lambda seconds: self.while_redriver_waits(seconds),
         )
+        # The demo's clock starts with the stage set: importing the handlers can take seconds.
+        started = time.time()
+        outage_from = started + options.outage_start_seconds
+        orders, poison = make_orders(options.orders, options.poison, options.seed)
+        # Until _end_outage_when_heard ends it; by itself only when the story gives up.
+        self.ledger = Ledger(orders, poison, started, (outage_from, started + options.time_limit_seconds))
+        self.outage_planned_end: float | None = outage_from + options.outage_seconds  # None: ended
+        inject_outage(self.stage, self.ledger.outage)
         self.on_delivery: DeliveryObserver = lambda messages, _failed: self.ledger.delivered(
             messages, self._elapsed()
         )
@@ -106,19 +115,19 @@ class KitAct:
     def run(self, on_progress: Callable[[KitProgress], None] = lambda _: None) -> Report:
         """Play the act (``on_progress`` sees each snapshot) and account for every order."""
         self._on_progress = on_progress
-        deadline = self.ledger.started + self.options.time_limit_seconds
-        settled = self._run_until_settled(deadline)
+        settled = self._run_until_settled()
         if settled:
             self.ledger.parked_seen = by_order(peek(self.sqs, self.stage.deployment.parking_lot_url))
-            self.operator.play(lambda variable, value: deploy_fix(self.stage, variable, value))
+            self.operator.play(lambda variable, value: configure_consumer(self.stage, **{variable: value}))
             self.progress.operator = ""
-            settled = self._run_until_settled(deadline)
+            settled = self._run_until_settled()
         return self._account(finished_in_time=settled)
 
-    def _run_until_settled(self, deadline: float) -> bool:
-        """Send, deliver, run the schedule and watch until everything has settled (False: the
-        deadline came first)."""
-        while time.time() < deadline:
+    def _run_until_settled(self) -> bool:
+        """Send, deliver, run the schedule and watch until everything has settled (False: it had
+        not after ``time_limit_seconds``)."""
+        deadline = time.monotonic() + self.options.time_limit_seconds
+        while time.monotonic() < deadline:
             self._produce()
             while self.stage.event_source.poll():
                 pass
@@ -203,12 +212,35 @@ class KitAct:
         if not ledger.breaker_timeline or ledger.breaker_timeline[-1][1] != state:
             ledger.breaker_timeline.append((round(elapsed, 2), state))
         progress.breaker_state = state
+        self._end_outage_when_heard()
         self._on_progress(progress)
 
+    def _end_outage_when_heard(self) -> None:
+        """End the outage once its planned time is over and the re-driver has heard it (the breaker
+        opened), or it found no order to fail: on a busy machine the re-driver's runs come late,
+        and the story is of a breaker that opens during the outage and closes after it."""
+        now, ledger = time.time(), self.ledger
+        if self.outage_planned_end is None or now < self.outage_planned_end:
+            return
+        if now >= ledger.outage[1]:  # it ended by itself: the story is giving up
+            self.outage_planned_end = None
+            return
+        opened = any(state != "CLOSED" for _, state in ledger.breaker_timeline)
+        found_nothing = not ledger.transient_errors and not self.pending and self.progress.queues_empty
+        if opened or found_nothing:
+            ledger.outage = (ledger.outage[0], now)
+            inject_outage(self.stage, ledger.outage)
+            self.outage_planned_end = None
+
     def _settled(self) -> bool:
-        """Every order is either fulfilled or parked, and nothing is left anywhere in flight."""
+        """Every order is either fulfilled or parked, nothing is left anywhere in flight, and the
+        breaker is closed (a canary's verdict may still be on its way when the DLQ is empty)."""
         accounted = len(self._fulfilled()) + self.progress.parking_lot
-        return accounted >= len(self.ledger.orders) and self.progress.queues_empty
+        return (
+            accounted >= len(self.ledger.orders)
+            and self.progress.queues_empty
+            and self.progress.breaker_state == "CLOSED"
+        )
 
     def _fulfilled(self) -> dict[str, int]:
         return dict(self.stage.consumer.module.downstream.submitted)

@@ -1,9 +1,10 @@
 """Act 1's stage: the demo stack deployed into moto, made ready for an act in real time.
 
 The downstream outage goes into the consumer's configuration, as an operator would inject it (and
-the operator's fix later goes the same way). moto would run the consumer's event source mapping
-itself, by invoking the function in Docker on every send (and failing here): the mapping is turned
-off and its emulator takes it over; both functions run in process (demo/emulators.py).
+its end, and the operator's fix later, go the same way: the consumer reads both per invocation).
+moto would run the consumer's event source mapping itself, by invoking the function in Docker on
+every send (and failing here): the mapping is turned off and its emulator takes it over; both
+functions run in process (demo/emulators.py).
 """
 
 from __future__ import annotations
@@ -30,17 +31,14 @@ class Stage:
 def set_stage(
     deployment: Deployment,
     *,
-    outage: tuple[float, float],
     tick_seconds: float,
     log: IO[str],
     sqs: Any,
     on_delivery: DeliveryObserver,
     while_redriver_waits: Callable[[float], None],
 ) -> Stage:
-    """The outage (epoch seconds, from-to) injected, the functions in process, the event source
-    reporting each batch to ``on_delivery``, the re-driver's waits calling ``while_redriver_waits``
-    and one run per ``tick_seconds``."""
-    _configure(deployment.consumer, DOWNSTREAM_OUTAGE_WINDOWS=f"{outage[0]:.3f}-{outage[1]:.3f}")
+    """The functions in process, the event source reporting each batch to ``on_delivery``, the
+    re-driver's waits calling ``while_redriver_waits`` and one run per ``tick_seconds``."""
     boto3.client("lambda").update_event_source_mapping(UUID=deployment.consumer_mapping_id, Enabled=False)
     deployment = read_deployment(deployment.stack_name)  # as it is now
     consumer = InProcessFunction(deployment.consumer, log)
@@ -57,11 +55,16 @@ def set_stage(
     return Stage(deployment, consumer, redriver, event_source, Schedule(redriver, tick_seconds))
 
 
-def deploy_fix(stage: Stage, variable: str, value: str) -> None:
-    """Deploy a fix the way the outage came: in the consumer's configuration, which its later
-    invocations run under."""
-    _configure(stage.consumer.config, **{variable: value})
+def configure_consumer(stage: Stage, **variables: str) -> None:
+    """Change the consumer's configuration (the outage, its end, the operator's fix), which its
+    later invocations run under."""
+    _configure(stage.consumer.config, **variables)
     stage.consumer.reconfigure(read_deployment(stage.deployment.stack_name).consumer)
+
+
+def inject_outage(stage: Stage, window: tuple[float, float]) -> None:
+    """The downstream is unavailable from ``window[0]`` to ``window[1]`` (epoch seconds)."""
+    configure_consumer(stage, DOWNSTREAM_OUTAGE_WINDOWS=f"{window[0]:.3f}-{window[1]:.3f}")
 
 
 def note_downstream_errors(consumer: InProcessFunction, errors: dict[str, str]) -> None:

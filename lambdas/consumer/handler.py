@@ -7,9 +7,10 @@ Each order is fulfilled at most once: Powertools idempotency keyed on the order 
 key, not the MessageId, which changes on every re-drive) answers a repeated order with the first
 confirmation instead of submitting it downstream again.
 
-Its order rules (``ORDERS_DROP_ZERO_QUANTITY_LINES``, the fix of a known poison) are read on every
-invocation: a configuration change reaches warm execution environments too, so the demo can flip it
-on its in-process consumer (in Lambda an update starts new environments anyway).
+Its order rules (``ORDERS_DROP_ZERO_QUANTITY_LINES``, the fix of a known poison) and its injected
+downstream failures (``DOWNSTREAM_OUTAGE_WINDOWS``, ``DOWNSTREAM_FAILURE_RATE``) are read on every
+invocation: a configuration change reaches warm execution environments too, so the demo can start,
+end and fix things on its in-process consumer (in Lambda an update starts new environments anyway).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def record_handler(record: SQSRecord, rules: OrderRules) -> str:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     _, config = _fulfilment()
     config.register_lambda_context(context)
+    downstream.injection = load_failure_injection(os.environ)
     handle = functools.partial(record_handler, rules=load_order_rules(os.environ))
     return kit.process_partial_response(
         event=event, record_handler=handle, processor=processor, context=context

@@ -111,7 +111,7 @@ class SimulatedDownstream:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
-        self._injection = injection
+        self.injection = injection  # the handler sets it from its configuration at each invocation
         self._clock = clock
         self._rng = rng or random.Random()
         # What the downstream accepted, per order id: the effect that must happen exactly once.
@@ -119,7 +119,7 @@ class SimulatedDownstream:
 
     def submit(self, order: Order) -> str:
         """Submit the order; return a confirmation id or raise DownstreamUnavailable."""
-        if self._injection.downstream_fails(self._clock(), self._rng):
+        if self.injection.downstream_fails(self._clock(), self._rng):
             raise DownstreamUnavailable(f"downstream unavailable for order {order.order_id}")
         domain = self._injection.refused_domain(order.customer_id, self._clock())
         if domain is not None:

@@ -21,7 +21,7 @@ from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_
 
 VISIBILITY_TIMEOUT = 1
 MAX_RECEIVE_COUNT = 2
-STARTUP_TIMEOUT_SECONDS = 120
+STARTUP_TIMEOUT_SECONDS = 300  # a hang's bound: LocalStack's start imports much, slow on a busy machine
 LOG_TAIL_LINES = 60
 # LocalStack's providers the tests use (its SERVICES), on one gateway; each starts without Docker.
 SERVICES = ("sqs", "sns")

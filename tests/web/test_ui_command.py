@@ -9,11 +9,13 @@ import urllib.request
 
 from tests.support.console import SIGN_IN_URL, ui_command
 
+HANG_SECONDS = 60  # a bound for a hung console only: on a busy machine a page can take seconds
+
 
 def status_of(url: str) -> int:
     """The status of a GET (urllib does not follow a sign-in's 303 with the cookie: it is the answer)."""
     try:
-        with urllib.request.build_opener(NoRedirect()).open(url, timeout=10) as response:
+        with urllib.request.build_opener(NoRedirect()).open(url, timeout=HANG_SECONDS) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code
