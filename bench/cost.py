@@ -227,6 +227,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     '`schedule="rate(15 minutes)"`': {"runs_per_month": 30 * 24 * 4},
     '`schedule="rate(1 hour)"`': {"runs_per_month": 30 * 24},
     "`queue_metrics=False`": {"queue_metrics": False},
+    "`redriver_memory_mb=256`": {"memory_gb": 256 / 1024},
 }
 
 

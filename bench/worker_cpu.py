@@ -30,6 +30,7 @@ import multiprocessing
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -180,7 +181,7 @@ def measure(messages: int, repeats: int) -> CpuFigures:
     logging.getLogger("moto").setLevel(logging.ERROR)
     figures = []
     moved = 0
-    endpoint_file = f"{os.environ.get('TMPDIR', '/tmp')}/bench-worker-cpu-{os.getpid()}"  # noqa: S108
+    endpoint_file = os.path.join(tempfile.gettempdir(), f"bench-worker-cpu-{os.getpid()}")
     with open(os.devnull, "w", encoding="utf-8") as devnull, moto_elsewhere(endpoint_file) as endpoint:
         # Powertools' JSON lines, as the handler's Logger writes them, to nowhere.
         logger = Logger(service="bench-worker-cpu", logger_handler=logging.StreamHandler(devnull))

@@ -220,6 +220,10 @@ class BatchLoop:
             self.log.error("run stopped by an AWS error", extra={"error": str(exc)})
             loop.tally += Tally(errors=1)
             return Check(StopReason.AWS_ERROR)
+        if checked.breaker is not None and checked.breaker.version > loop.breaker.version:
+            # another run wrote it since (a worker's view of what came back, a pace's neighbour):
+            # the run goes on from the record as it stands, not a write doomed to conflict
+            loop.breaker = checked.breaker
         if checked.verdicts is not None and slow_start is not None and slow_start.heard(checked.verdicts):
             return Check(self._trip(loop))
         return checked

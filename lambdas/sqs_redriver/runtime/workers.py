@@ -46,6 +46,7 @@ from sqs_redriver.runtime.report import StopReason
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sqs_redriver.core.breaker import Breaker
     from sqs_redriver.core.transfer import TokenBucket
     from sqs_redriver.protocol.failure import VerdictCounts
     from sqs_redriver.runtime.ports import DrainStore, Queue, Target
@@ -119,6 +120,7 @@ class Check(NamedTuple):
     stop: StopReason
     paced: bool = False
     verdicts: VerdictCounts | None = None
+    breaker: Breaker | None = None  # the breaker as read (CLOSED): newer than the run's, it is taken
 
 
 class Fleet:
@@ -162,7 +164,7 @@ class Fleet:
                 if self.slot and (drain is None or not drain.going)
                 else StopReason.NONE
             )
-            return Check(stop, verdicts=view.verdicts)
+            return Check(stop, verdicts=view.verdicts, breaker=view.breaker)
         if self.clock() - drain.stepped_at >= CONTROL_SECONDS:
             drain = self.step(drain)
         if drain.stalled_at and drain.stalled_at == drain.stepped_at:
@@ -170,7 +172,7 @@ class Fleet:
         if self.slot >= drain.workers:
             return Check(StopReason.FEWER_WORKERS)
         self.limiter.set_rate(worker_share(min(drain.rate, self.limits.max_rate), drain.workers))
-        return Check(StopReason.NONE, paced=True, verdicts=view.verdicts)
+        return Check(StopReason.NONE, paced=True, verdicts=view.verdicts, breaker=view.breaker)
 
     def _newest(self, read: DrainRecord | None) -> DrainRecord | None:
         """The drain as read, unless another of the run's parallel batches already knows a newer one."""
