@@ -121,7 +121,7 @@ class SimulatedDownstream:
         """Submit the order; return a confirmation id or raise DownstreamUnavailable."""
         if self.injection.downstream_fails(self._clock(), self._rng):
             raise DownstreamUnavailable(f"downstream unavailable for order {order.order_id}")
-        domain = self._injection.refused_domain(order.customer_id, self._clock())
+        domain = self.injection.refused_domain(order.customer_id, self._clock())
         if domain is not None:
             raise DownstreamUnavailable(
                 f"mail provider refused {domain} for order {order.order_id}: Connection refused"
