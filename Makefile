@@ -32,7 +32,7 @@ install: $(STAMP)
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@echo "Installing into $(VENV), once (again only when requirements*.txt or pyproject.toml change):" \
 		"the CDK (aws-cdk-lib), boto3, moto, Powertools, pytest, ruff, mypy, Playwright and this project," \
-		"about 800 MB; a minute or two, quiet meanwhile."
+		"about 720 MB; about a minute, more on a slow network, quiet meanwhile."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -r requirements-dev.txt
