@@ -63,6 +63,8 @@ def report() -> dict:
         text=True,
         timeout=HANG_SECONDS,
     )
+    # Nothing on stdout: the demo ended before its report; what it said is on stderr.
+    assert completed.stdout, f"exit code {completed.returncode}:\n{completed.stderr[-5000:]}"
     result: dict = json.loads(completed.stdout)
     assert completed.returncode == (0 if result["balanced"] else 1)
     return result
