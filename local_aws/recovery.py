@@ -46,6 +46,11 @@ class KitUse(StrEnum):
     def expects_verdicts(self) -> bool:
         return self is not KitUse.OFF
 
+    @property
+    def suffix(self) -> str:
+        """What a scenario's name says of the consumer."""
+        return {KitUse.ON: ", kit", KitUse.OFF: ", no kit", KitUse.SILENT: ", silent kit"}[self]
+
 
 def outage(
     n_messages: int = 300,
@@ -180,7 +185,7 @@ def partial_outage(
         requests, kit_requests = world.requests, world.consumer_requests
     name = f"partial outage: 1 domain in 5, {outage_minutes:g} min, live traffic"
     return figures(
-        name + {KitUse.ON: ", kit", KitUse.OFF: ", no kit", KitUse.SILENT: ", silent kit"}[kit],
+        name + kit.suffix,
         journal,
         kit=kit,
         good_keys=good_keys,
@@ -255,7 +260,7 @@ def _scenario(
         poison_keys = {world.key_of(b) for b in poison}
         fresh_keys = {world.key_of(b) for b in fresh}
     result = figures(
-        name + {KitUse.ON: ", kit", KitUse.OFF: ", no kit", KitUse.SILENT: ", silent kit"}[kit],
+        name + kit.suffix,
         journal,
         kit=kit,
         good_keys=good_keys,
