@@ -207,9 +207,9 @@ def test_the_consumers_fix_reaches_a_warm_consumer_at_its_next_invocation(
 
 @pytest.fixture
 def small_runs_handler(aws: Aws, redriver_handler: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The re-driver's handler with a per-run limit of 2 (one worker: the limit is then exact)."""
+    """The re-driver's handler with a per-run limit of 2 (one batch at a time, as every real
+    handler here: the limit is then exact)."""
     monkeypatch.setenv("MAX_MESSAGES_PER_RUN", "2")
-    monkeypatch.setenv("PARALLEL_BATCHES", "1")
     return import_fresh("sqs_redriver.runtime.handler")
 
 

@@ -45,7 +45,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 
 @pytest.fixture
 def redriver_handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    extra = {"BASE_DELAY_SECONDS": "0", "MAX_DELAY_SECONDS": "0", "PARALLEL_BATCHES": "1"}
+    extra = {"BASE_DELAY_SECONDS": "0", "MAX_DELAY_SECONDS": "0"}
     for name, value in handler_environment(aws, RECORD_EVERY_REDRIVE="true", **extra).items():
         monkeypatch.setenv(name, value)
     return import_fresh("sqs_redriver.runtime.handler")
