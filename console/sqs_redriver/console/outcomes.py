@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -46,6 +46,7 @@ from sqs_redriver.core.sqs import RedriveWindow
 from sqs_redriver.core.table import DynamoTable
 from sqs_redriver.protocol.keys import RecordKind, replay_record_key, replay_verdict_key
 from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 
 # The rules: what became of each identity a replay sent (pure).
@@ -128,6 +129,9 @@ class Observation:
     # By source address: the records of a function found now, sent since the replay, without their
     # payload (Lambda dropped it): they cannot be told apart, and any may be one the replay sent.
     unrecognised: Mapping[str, int] = field(default_factory=dict)
+    # Identities not found whose state records could not be read whole (a corrupt record, a
+    # function's trips not listed), with why: a record unread may be a return.
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -253,16 +257,22 @@ def _found(sent: Sent, seen: Seen) -> Judged:
 
 def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool, refusals: int) -> Judged:
     """An identity found in neither queue: back since, when its state record says so; never
-    consumed while its source queue holds messages (or cannot be read), nor while a refusal is
-    unaccounted for (``refusals``: the kit's refusals no copy found back accounts for); else
-    consumed on the kit's word, or when its return window has passed and the scans read
-    everything."""
+    consumed while a state record of it cannot be read, while its source queue holds messages (or
+    cannot be read), nor while a refusal is unaccounted for (``refusals``: the kit's refusals no
+    copy found back accounts for); else consumed on the kit's word, or when its return window has
+    passed and the scans read everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
     returned = observation.back_since.get(sent.identity)
     if returned is not None:
         cause = f"the runs re-drove or parked it at {clock_time(returned)}, after it came back to the DLQ"
         return Judged(sent.identity, Fate.BACK_SINCE, before=sent.fingerprint, cause=cause, back_by=back_by)
+    unread = observation.unreadable.get(sent.identity)
+    if unread is not None:
+        cause = f"its state records could not be read whole ({unread}): one may say it came back since"
+        return Judged(
+            sent.identity, Fate.MAYBE_REFUSED, before=sent.fingerprint, cause=cause, back_by=back_by
+        )
     kind = observation.dead_letter_kinds.get(sent.source)
     if kind is not None:
         return _dead_letter_judged(sent, kind, back_by, observation)
@@ -667,7 +677,10 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
     windows = _windows(tool, queues)
     windows.update({address: _retries_window(source) for address, source in of_another_kind.items()})
     found = copies(seen.items, record.at, unmarked_sent=unmarked_sent)
-    unseen = [s.identity for s in record.sent if s.identity not in found]
+    unseen = [s for s in record.sent if s.identity not in found]
+    functions = {a for a, source in of_another_kind.items() if source.kind is SourceKind.FUNCTION}
+    # A group retry is sent by the runs' re-drives: those are not returns.
+    returns = _returns(tool, unseen, record.at, functions) if unmarked_sent else Returns()
     observation = Observation(
         seen=found,
         now=tool.now(),
@@ -677,34 +690,62 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
         held=_held(tool, queues),
         dead_letter_kinds={address: source.kind for address, source in of_another_kind.items()},
         refused=refused,
-        # A group retry is sent by the runs' re-drives: those are not returns.
-        back_since=_back_since(tool, unseen, record.at) if unmarked_sent else {},
+        back_since=returns.back_since,
         unrecognised=unrecognised_returns(seen.items, record),
+        unreadable=returns.unreadable,
     )
     return judge(record.sent, record.at, observation)
 
 
-def _back_since(tool: Tool, identities: Sequence[str], since: int) -> dict[str, int]:
-    """When the runs last re-drove or parked each of ``identities`` after ``since`` (the replay's
-    second: a return within it is not told from a record written before), as its state record says
+@dataclass(frozen=True)
+class Returns:
+    """What the state records of the identities not found say: when the runs last re-drove or
+    parked each after the replay, and whose records could not be read whole (and why)."""
+
+    back_since: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def _returns(tool: Tool, unseen: Sequence[Sent], since: int, functions: Collection[str]) -> Returns:
+    """When the runs last re-drove or parked each of ``unseen`` after ``since`` (the replay's
+    second: a return within it is not told from a record written before), as its state records say
     (a dead letter's, a message's counted in the table: the replay deleted those; a marked one's
-    when it was parked, or when the runs record every re-drive)."""
+    when it was parked, or when the runs record every re-drive). An event of one of ``functions``
+    is counted under the trip of each re-drive's request id, which only the run's Invoke got: each
+    of its records is read, whatever trip it is on (``StateTable.load_trips``)."""
+    identities = sorted({s.identity for s in unseen})
     if not identities:
-        return {}
-    redriven = {
-        identity: mark.last_redriven_at
-        for identity, mark in tool.table.load_marks(identities).items()
-        if mark.last_redriven_at is not None and mark.last_redriven_at > since
-    }
-    parked = {
-        identity: reason.last_failed_at
-        for identity, reason in tool.table.load_park_reasons(identities).items()
-        if reason.last_failed_at > since
-    }
-    return {
-        identity: max(at for at in (redriven.get(identity), parked.get(identity)) if at is not None)
-        for identity in {*redriven, *parked}
-    }
+        return Returns()
+    of_functions = sorted({s.identity for s in unseen if s.source in functions})
+    marks, unreadable = _trip_marks(tool, of_functions)
+    others = tool.table.read_marks(set(identities) - set(of_functions))
+    marks += others.marks.items()
+    unreadable.update({identity: str(corrupt) for identity, corrupt in others.unreadable.items()})
+    returned = [(i, m.last_redriven_at) for i, m in marks if m.last_redriven_at is not None]
+    returned += [(i, r.last_failed_at) for i, r in tool.table.load_park_reasons(identities).items()]
+    back_since: dict[str, int] = {}
+    for identity, at in returned:
+        if at > since:
+            back_since[identity] = max(at, back_since.get(identity, at))
+    return Returns(back_since, unreadable)
+
+
+def _trip_marks(tool: Tool, identities: Sequence[str]) -> tuple[list[tuple[str, Mark]], dict[str, str]]:
+    """The marks of every trip of each of these functions' events, and those whose trips could
+    not be read whole (one failed listing stands for the rest: the index is missing, or denied)."""
+    marks: list[tuple[str, Mark]] = []
+    unreadable: dict[str, str] = {}
+    for n, identity in enumerate(identities):
+        try:
+            trips = tool.table.load_trips(identity)
+        except AwsCallError as exc:
+            unreadable.update(dict.fromkeys(identities[n:], f"its trips could not be listed: {exc}"))
+            break
+        marks += [(identity, mark) for mark in trips.marks.values()]
+        if trips.unreadable:
+            first = min(trips.unreadable)
+            unreadable[identity] = f"{trips.unreadable[first]}, of {len(trips.unreadable)} unreadable"
+    return marks, unreadable
 
 
 def unrecognised_returns(items: Iterable[Inspected], record: ReplayRecord) -> dict[str, int]:
