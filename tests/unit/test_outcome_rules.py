@@ -17,6 +17,8 @@ from sqs_redriver.protocol.sources import SourceKind
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
 FUNCTION = "arn:aws:lambda:eu-west-1:111122223333:function:orders"
+# The fates that call an identity consumed (or taken by its target).
+CALLED_CONSUMED = (Fate.CONSUMED, Fate.NOT_BACK, Fate.GONE, Fate.NOT_BACK_INVOKED, Fate.DELIVERED)
 
 identities = st.text("abcdef0123", min_size=1, max_size=4)
 fingerprints = st.none() | st.sampled_from(["fp-a", "fp-b"])
@@ -191,11 +193,33 @@ def test_a_message_whose_state_records_cannot_be_read_is_never_consumed(
     outcome = judge(sent, SENT_AT, observation)
 
     for judged in outcome.judged:
-        if judged.identity in observation.unreadable and judged.identity not in observation.back_since:
-            assert judged.fate is Fate.MAYBE_REFUSED and judged.fate in FAILED_AGAIN
-            assert "its state records could not be read whole (corrupt state record" in explain(
-                judged, outcome
-            )
+        if judged.identity in observation.unreadable:
+            assert judged.fate not in CALLED_CONSUMED
+        if judged.fate is Fate.MAYBE_REFUSED and judged.identity in observation.unreadable:
+            assert "state records could not be read whole (corrupt state record" in explain(judged, outcome)
+
+
+def test_a_function_s_event_with_an_unreadable_record_may_have_been_refused_once_its_retries_are_over() -> (
+    None
+):
+    sent = [Sent("event-1", None, FUNCTION)]
+    base = Observation(
+        seen={},
+        now=SENT_AT + 300,
+        windows={FUNCTION: 600},
+        dead_letter_kinds={FUNCTION: SourceKind.FUNCTION},
+        unreadable={"event-1": "its trips could not be listed"},
+    )
+
+    early = judge(sent, SENT_AT, base)
+    late = judge(sent, SENT_AT, replace(base, now=SENT_AT + 7_200))
+
+    assert early.judged[0].fate is Fate.TOO_EARLY
+    assert late.judged[0].fate is Fate.MAYBE_REFUSED
+    assert explain(late.judged[0], late) == (
+        "its state records could not be read whole (its trips could not be listed): "
+        "one may say it came back since"
+    )
 
 
 def test_a_function_s_event_back_since_on_one_trip_is_back_since_whatever_another_trip_holds() -> None:

@@ -22,8 +22,10 @@ and, for each identity sent, the fingerprint it had then and its source; past
 ``IDENTITIES_PER_PART`` identities the rest go to parts ``#1``, ``#2``... (a DynamoDB item holds
 400 KB at most). The index of a re-driver's recent ones is ``REPLAYS#<DLQ URL>``. Records and index
 entries expire after ``REPLAY_TTL_SECONDS``. The operator may not Scan or Query the table, hence the
-index, as for group records (inventory.GroupIndex). Every field read is checked here: a record that
-fails is ``CorruptReplay``, naming its key and the field, never a traceback."""
+index, as for group records (inventory.GroupIndex); it may Query the table's identity index alone,
+where a function's event is found on every trip (``StateTable.load_trips``). Every field read is
+checked here: a record that fails is ``CorruptReplay``, naming its key and the field, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ class Fate(StrEnum):
     # Nowhere now, but its state record says the runs re-drove or parked it after the replay
     BACK_SINCE = "back-since"
     # Nowhere, and a refusal nobody found back may be it (the consumer kit's verdicts; a record of
-    # its function without its payload): never called consumed
+    # its function without its payload; a state record of it that cannot be read): never called consumed
     MAYBE_REFUSED = "may-have-been-refused"
 
 
@@ -267,12 +269,6 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     if returned is not None:
         cause = f"the runs re-drove or parked it at {clock_time(returned)}, after it came back to the DLQ"
         return Judged(sent.identity, Fate.BACK_SINCE, before=sent.fingerprint, cause=cause, back_by=back_by)
-    unread = observation.unreadable.get(sent.identity)
-    if unread is not None:
-        cause = f"its state records could not be read whole ({unread}): one may say it came back since"
-        return Judged(
-            sent.identity, Fate.MAYBE_REFUSED, before=sent.fingerprint, cause=cause, back_by=back_by
-        )
     kind = observation.dead_letter_kinds.get(sent.source)
     if kind is not None:
         return _dead_letter_judged(sent, kind, back_by, observation)
@@ -280,6 +276,9 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     if held is None or held.total:
         # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
         fate = Fate.WAITING
+    elif sent.identity in observation.unreadable:
+        cause = unreadable_cause(observation.unreadable[sent.identity])
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, before=sent.fingerprint, cause=cause, held=held)
     elif refusals:
         cause = (
             f"the consumer kit refused {observation.refused} of the replay's messages and "
@@ -303,12 +302,16 @@ def _dead_letter_judged(
 ) -> Judged:
     """A dead letter found in neither queue: delivered, when its target's failures never come
     back here; a function's, consumed once its retries are over and the scans read everything,
-    unless a record of its function came back since without its payload (it may be this one's)."""
+    unless a state record of it cannot be read or a record of its function came back since
+    without its payload (either may be this one's return)."""
     fate = Fate.NOT_BACK_INVOKED
     if kind is not SourceKind.FUNCTION:
         fate = Fate.DELIVERED
     elif back_by is None or observation.now < back_by or not observation.complete:
         fate = Fate.TOO_EARLY
+    elif sent.identity in observation.unreadable:
+        cause = unreadable_cause(observation.unreadable[sent.identity])
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, cause=cause, back_by=back_by)
     elif observation.unrecognised.get(sent.source):
         cause = (
             f"{observation.unrecognised[sent.source]} record(s) of its function came back since without "
@@ -316,6 +319,10 @@ def _dead_letter_judged(
         )
         return Judged(sent.identity, Fate.MAYBE_REFUSED, cause=cause, back_by=back_by)
     return Judged(sent.identity, fate, back_by=back_by)
+
+
+def unreadable_cause(why: str) -> str:
+    return f"its state records could not be read whole ({why}): one may say it came back since"
 
 
 def explain(judged: Judged, outcome: Outcome) -> str:
@@ -732,19 +739,19 @@ def _returns(tool: Tool, unseen: Sequence[Sent], since: int, functions: Collecti
 
 def _trip_marks(tool: Tool, identities: Sequence[str]) -> tuple[list[tuple[str, Mark]], dict[str, str]]:
     """The marks of every trip of each of these functions' events, and those whose trips could
-    not be read whole (one failed listing stands for the rest: the index is missing, or denied)."""
-    marks: list[tuple[str, Mark]] = []
-    unreadable: dict[str, str] = {}
-    for n, identity in enumerate(identities):
-        try:
-            trips = tool.table.load_trips(identity)
-        except AwsCallError as exc:
-            unreadable.update(dict.fromkeys(identities[n:], f"its trips could not be listed: {exc}"))
-            break
-        marks += [(identity, mark) for mark in trips.marks.values()]
-        if trips.unreadable:
-            first = min(trips.unreadable)
-            unreadable[identity] = f"{trips.unreadable[first]}, of {len(trips.unreadable)} unreadable"
+    not be read whole (why): all of them when the index cannot be read (missing, or denied)."""
+    if not identities:
+        return [], {}
+    try:
+        trips = tool.table.load_trips(identities)
+    except AwsCallError as exc:
+        return [], dict.fromkeys(identities, f"its trips could not be listed: {exc}")
+    marks = [(identity, mark) for identity, read in trips.items() for mark in read.marks.values()]
+    unreadable = {
+        identity: f"{read.unreadable[min(read.unreadable)]}, of {len(read.unreadable)} unreadable"
+        for identity, read in trips.items()
+        if read.unreadable
+    }
     return marks, unreadable
 
 

@@ -181,7 +181,7 @@ def build_state_table(
 ) -> dynamodb.Table:
     """The table (``StateTable``) of the breakers, message records and operator records, with the
     identity index: each message record's key under its identity, how the operator's tool finds a
-    dead letter's trips (keys only: one more write unit per message record written)."""
+    dead letter's trips (keys only: one more write unit per message record created or deleted)."""
     table = secure_table(
         scope,
         "StateTable",

@@ -1275,11 +1275,23 @@ class StateTable(DynamoTable):
         reported and ignored."""
         return self.read_marks(subjects).marks
 
-    def load_trips(self, identity: str) -> MarksRead:
-        """Every message record of ``identity``: its own and each trip's, whatever request id made
-        it, as the identity index lists their keys (eventually consistent), then read as
-        ``load_marks`` reads them. ``AwsCallError`` when the index cannot be read whole (a table
-        without it, a grant without Query on it)."""
+    def load_trips(self, identities: Iterable[str]) -> dict[str, MarksRead]:
+        """By identity, every message record of it: its own and each trip's, whatever request id
+        made it, as the identity index lists their keys (a Query each, eventually consistent),
+        then read as ``load_marks`` reads them (a BatchGetItem a hundred). ``AwsCallError`` when
+        the index cannot be read whole (a table without it, a grant without Query on it)."""
+        subjects = {identity: self._trip_subjects(identity) for identity in sorted(set(identities))}
+        read = self.read_marks(subject for found in subjects.values() for subject in found)
+        return {
+            identity: MarksRead(
+                {s: read.marks[s] for s in found if s in read.marks},
+                {s: read.unreadable[s] for s in found if s in read.unreadable},
+            )
+            for identity, found in subjects.items()
+        }
+
+    def _trip_subjects(self, identity: str) -> list[str]:
+        """The subjects of ``identity``'s message records, as the identity index lists them."""
         subjects: list[str] = []
         start: dict[str, Any] = {}
         for _ in range(MAX_INDEX_PAGES):
@@ -1301,7 +1313,7 @@ class StateTable(DynamoTable):
                 if kind_of(key) is RecordKind.MESSAGE and is_trip_of(subject_of(key), identity)
             ]
             if not page.get("LastEvaluatedKey"):
-                return self.read_marks(subjects)
+                return subjects
             start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
         raise AwsCallError(
             f"DynamoDB Query of {self.table_name}'s identity index: over {MAX_INDEX_PAGES} pages"
