@@ -43,7 +43,7 @@ from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
 from sqs_redriver.console.safe_text import duration, inert_str, some
 from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import Tool, read_all
-from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.core.sqs import RedriveWindow
 from sqs_redriver.core.table import DynamoTable
 from sqs_redriver.protocol.keys import RecordKind, replay_record_key, replay_verdict_key
@@ -747,12 +747,14 @@ def _trip_marks(tool: Tool, identities: Sequence[str]) -> tuple[list[tuple[str, 
     except AwsCallError as exc:
         return [], dict.fromkeys(identities, f"its trips could not be listed: {exc}")
     marks = [(identity, mark) for identity, read in trips.items() for mark in read.marks.values()]
-    unreadable = {
-        identity: f"{read.unreadable[min(read.unreadable)]}, of {len(read.unreadable)} unreadable"
-        for identity, read in trips.items()
-        if read.unreadable
-    }
+    unreadable = {identity: _first(read.unreadable) for identity, read in trips.items() if read.unreadable}
     return marks, unreadable
+
+
+def _first(unreadable: Mapping[str, CorruptRecord]) -> str:
+    """The first of an identity's unreadable records, and how many more there are."""
+    more = len(unreadable) - 1
+    return str(unreadable[min(unreadable)]) + (f", and {more} more" if more else "")
 
 
 def unrecognised_returns(items: Iterable[Inspected], record: ReplayRecord) -> dict[str, int]:
