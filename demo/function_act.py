@@ -41,7 +41,7 @@ from local_aws.cloudformation import Deployment
 from local_aws.compose import local_redriver
 from local_aws.events import LambdaContext
 from local_aws.queues import peek, queue_counts
-from local_aws.resources import STATE_TABLE_KEY, create_table, queue_arn
+from local_aws.resources import STATE_TABLE_KEY, create_state_table, queue_arn
 from sqs_redriver.protocol.envelope import from_sqs
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.protocol.settings import RESOURCE_ENV
@@ -171,7 +171,7 @@ def deploy_notifier(clients: dict[str, Any]) -> NotifierResources:
     )
     parking_lot_url = sqs.create_queue(QueueName=f"{FUNCTION_NAME}-parking-lot")["QueueUrl"]
     table_name = f"{FUNCTION_NAME}-redriver-state"
-    create_table(clients["dynamodb"], table_name, STATE_TABLE_KEY)
+    create_state_table(clients["dynamodb"], table_name)
     return NotifierResources(dlq_url, parking_lot_url, table_name)
 
 

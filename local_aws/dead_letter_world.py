@@ -77,7 +77,7 @@ from local_aws.environment import environment
 from local_aws.journal import Journal
 from local_aws.published_metrics import INVOCATIONS, THROTTLES, MetricsOptions, PublishedMetrics, Series
 from local_aws.queues import queue_counts
-from local_aws.resources import breaker_state, create_table, queue_arn
+from local_aws.resources import breaker_state, create_state_table, create_table, queue_arn
 from local_aws.server import moto_sqs_sped_up
 from local_aws.simulated_redriver import Invocations, collect_parked, run_record, simulated_redriver
 from local_aws.simulated_time import (
@@ -392,7 +392,7 @@ def create_resources(kind: SourceKind, sqs: Any, dynamodb: Any, *, circuit: bool
         QueueName=DLQ_NAME, Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS)}
     )["QueueUrl"]
     parking_lot_url = sqs.create_queue(QueueName=PARKING_LOT_NAME)["QueueUrl"]
-    create_table(dynamodb, STATE_TABLE, "pk")
+    create_state_table(dynamodb, STATE_TABLE)
     if circuit:
         create_table(dynamodb, CIRCUIT_TABLE, "id")
     boto3.client("s3", region_name=REGION).create_bucket(Bucket=ARCHIVE_BUCKET)

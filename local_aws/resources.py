@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import boto3
 
 from local_aws import REGION
+from sqs_redriver.protocol.keys import IDENTITY_ATTRIBUTE, IDENTITY_INDEX
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.literals import QueueAttributeNameType
@@ -78,7 +79,7 @@ def create_resources(
         },
     )["QueueUrl"]
     parking_lot_url = sqs.create_queue(QueueName=f"{name}-parking-lot{suffix}", Attributes=kind)["QueueUrl"]
-    create_table(dynamodb, STATE_TABLE, STATE_TABLE_KEY)
+    create_state_table(dynamodb, STATE_TABLE)
     s3.create_bucket(Bucket=ARCHIVE_BUCKET)
     return Resources(
         sqs=sqs,
@@ -106,6 +107,27 @@ def create_table(dynamodb: Any, name: str, key: str) -> None:
         TableName=name,
         KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def create_state_table(dynamodb: Any, name: str) -> None:
+    """A re-driver's state table, as the construct makes it: keyed by ``pk``, with the identity
+    index (each message record's key under its ``identity``, keys only)."""
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": STATE_TABLE_KEY, "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": STATE_TABLE_KEY, "AttributeType": "S"},
+            {"AttributeName": IDENTITY_ATTRIBUTE, "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": IDENTITY_INDEX,
+                "KeySchema": [{"AttributeName": IDENTITY_ATTRIBUTE, "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
         BillingMode="PAY_PER_REQUEST",
     )
 

@@ -16,7 +16,7 @@ import pytest
 
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
-from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
+from local_aws.resources import Resources, create_state_table, queue_arn
 from sqs_redriver.core.breaker import BreakerPolicy
 from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE
 from sqs_redriver.protocol.settings import default
@@ -153,7 +153,7 @@ def test_a_shared_dlq_sends_each_message_back_to_the_source_sqs_names(rig: Rig) 
     orders_url = rig.queue("orders", dead_letter_to=dlq_url)
     payments_url = rig.queue("payments", dead_letter_to=dlq_url)
     table_name = f"{rig.prefix}-state"
-    create_table(rig.dynamodb, table_name, STATE_TABLE_KEY)
+    create_state_table(rig.dynamodb, table_name)
     aws = Resources(
         sqs=rig.sqs,
         dynamodb=rig.dynamodb,

@@ -23,7 +23,7 @@ import pytest
 
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
-from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
+from local_aws.resources import Resources, create_state_table, queue_arn
 from sqs_redriver.protocol.dead_letters import read_dead_letter
 from sqs_redriver.protocol.settings import default
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind, TargetKind
@@ -98,7 +98,7 @@ class Subscription:
     def redriver(self, **overrides: Any) -> Redriver:
         """The real re-driver (composed as in Lambda) over the DLQ, the subscription its one source."""
         rig, table_name = self.rig, f"{self.rig.prefix}-state"
-        create_table(rig.dynamodb, table_name, STATE_TABLE_KEY)
+        create_state_table(rig.dynamodb, table_name)
         resources = Resources(
             sqs=rig.sqs,
             dynamodb=rig.dynamodb,

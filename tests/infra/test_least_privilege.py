@@ -183,6 +183,10 @@ def edited_objects(redriver: SqsRedriver) -> dict[str, Any]:
     return {"Fn::Join": ["", [arn_of(redriver.archive), "/edited/*"]]}
 
 
+def identity_index(redriver: SqsRedriver) -> dict[str, Any]:
+    return {"Fn::Join": ["", [arn_of(redriver.state_table), "/index/identity"]]}
+
+
 def role_of(function: lambda_.Function) -> iam.IRole:
     assert function.role is not None
     return function.role
@@ -318,8 +322,10 @@ def test_an_operator_has_exactly_these_statements(deployment: Deployment) -> Non
             "Resource": [arn_of(q) for q in redriver.source_queues],
         },
         # the operator is the table's trusted writer: any record (status reads a large drain's
-        # DRAIN#<DLQ URL>), item by item, no Scan, no Query
+        # DRAIN#<DLQ URL>), item by item, no Scan, no Query of the table
         {"Action": OPERATOR_TABLE_ACTIONS, "Resource": arn_of(redriver.state_table)},
+        # the keys of an identity's message records, each trip of a function's dead letter
+        {"Action": "dynamodb:Query", "Resource": identity_index(redriver)},
         {"Action": "cloudformation:DescribeStacks", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": "cloudwatch:GetMetricStatistics", "Resource": "*"},
         # the audit trail: append and read, never delete

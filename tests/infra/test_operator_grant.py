@@ -72,6 +72,12 @@ def expected(stack: RedriverStack, *, archive: bool = True) -> list[dict[str, An
             "Resource": arn_of(stack.source_queue),
         },
         {"Action": OPERATOR_TABLE_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.state_table)},
+        # the keys of an identity's message records (a function's dead letter on any trip)
+        {
+            "Action": ["dynamodb:Query"],
+            "Effect": "Allow",
+            "Resource": {"Fn::Join": ["", [arn_of(redriver.state_table), "/index/identity"]]},
+        },
         {"Action": ["cloudformation:DescribeStacks"], "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}},
         {"Action": ["cloudwatch:GetMetricStatistics"], "Effect": "Allow", "Resource": "*"},
         {"Action": OPERATOR_AUDIT_ACTIONS, "Effect": "Allow", "Resource": arn_of(redriver.audit_log)},
@@ -106,7 +112,11 @@ def test_the_operator_gets_exactly_the_tools_statements_and_nothing_else(stack: 
 
     assert granted == expected(stack)
     actions = {action for statement in granted for action in statement["Action"]}
-    assert not {"dynamodb:Scan", "dynamodb:Query", "sqs:*"} & actions
+    assert not {"dynamodb:Scan", "sqs:*"} & actions
+    # Query on the identity index alone (keys only), never on the table
+    [query] = [statement for statement in granted if "dynamodb:Query" in statement["Action"]]
+    assert query["Action"] == ["dynamodb:Query"]
+    assert query["Resource"] == {"Fn::Join": ["", [arn_of(stack.redriver.state_table), "/index/identity"]]}
     assert not [action for action in actions if action.startswith("lambda:") or action.endswith("*")]
     assert "ManagedPolicyArns" not in template.to_json()["Resources"][role_id]["Properties"]
 

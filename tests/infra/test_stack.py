@@ -114,14 +114,36 @@ def test_tables_have_string_key_ttl_pitr_and_on_demand_billing(
     # the re-driver's state table, and the example consumer's idempotency table
     construct = stack.redriver.state_table if table == "state table" else stack.idempotency_table
 
-    assert properties(template, construct) == {
+    found = properties(template, construct)
+    found.pop("GlobalSecondaryIndexes", None)
+    assert found.pop("AttributeDefinitions")[0] == {"AttributeName": key, "AttributeType": "S"}
+    assert found == {
         "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
         "BillingMode": "PAY_PER_REQUEST",
         "TimeToLiveSpecification": {"AttributeName": ttl, "Enabled": True},
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "SSESpecification": {"SSEEnabled": True},
     }
+
+
+def test_the_state_table_s_one_index_lists_each_message_record_s_key_under_its_identity(
+    template: Template, stack: RedriverStack
+) -> None:
+    # how the operator's tool finds a function's dead letter on any trip (StateTable.load_trips)
+    found = properties(template, stack.redriver.state_table)
+
+    assert found["AttributeDefinitions"] == [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "identity", "AttributeType": "S"},
+    ]
+    assert found["GlobalSecondaryIndexes"] == [
+        {
+            "IndexName": "identity",
+            "KeySchema": [{"AttributeName": "identity", "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+    ]
+    assert "GlobalSecondaryIndexes" not in properties(template, stack.idempotency_table)
 
 
 def test_consumer_has_unrestricted_item_access_to_its_idempotency_table_only(

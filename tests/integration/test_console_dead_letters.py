@@ -27,16 +27,19 @@ from typer.testing import CliRunner
 from local_aws import REGION
 from local_aws.compose import local_redriver
 from local_aws.queues import queue_counts
+from local_aws.resources import create_table
 from sqs_redriver.console.cli import app
 from sqs_redriver.console.editing import document_of, edit_and_retry, edited_identity
 from sqs_redriver.console.inventory import Inspected, Where
-from sqs_redriver.console.outcomes import Fate, find, judge_replay, snapshot
+from sqs_redriver.console.outcomes import Fate, clock_time, find, judge_replay, snapshot
 from sqs_redriver.console.replay import MoveReport, choose, parse_selection, replay_chosen
 from sqs_redriver.console.tool import Connection, Deployment, Target, Tool, find_message, read_all
 from sqs_redriver.core.breaker import Breaker, Evidence
+from sqs_redriver.core.table import MessageRecord, RecordStatus, StateTable
 from sqs_redriver.protocol.dead_letters import compact_json
-from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, string_attribute
+from sqs_redriver.protocol.envelope import MARK_ATTRIBUTE, invocation_trip, string_attribute
 from sqs_redriver.protocol.keys import RecordKind
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.settings import OUTPUT_DESCRIPTION
 from sqs_redriver.protocol.sources import DeadLetterSource
 from tests.support.aws import Aws, make_settings
@@ -315,11 +318,6 @@ def replayed_function_event(aws: Aws, clock: list[float]) -> Any:
     return find(tool, report.replay_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a function's re-drive is now counted under its trip (MSG#<identity>#<trip>), "
-    "which the operator's tool cannot find without the request id, so `outcome` misses the run's re-drive",
-)
 def test_a_replayed_function_event_the_runs_re_drove_after_it_came_back_is_back_since_not_consumed(
     aws: Aws, function: PlayedFunction
 ) -> None:
@@ -348,6 +346,105 @@ def test_a_replayed_function_event_the_runs_re_drove_after_it_came_back_is_back_
     # THEN it came back: never "consumed" on the replay's account
     assert judged.fate is Fate.BACK_SINCE
     assert "after it came back to the DLQ" in judged.cause
+
+
+def record_trip(aws: Aws, identity: str, request_id: str, *, redriven_at: int) -> None:
+    """A run's re-drive of ``identity`` at ``redriven_at``, written as the runtime writes it: under
+    the trip of the request id its Invoke got back."""
+    table = StateTable(aws.table_name, aws.dynamodb, ttl_seconds=AN_HOUR * 24, clock=lambda: redriven_at)
+    mark = Mark(identity=identity, count=1, first_failed_at=redriven_at - 60, redriven_at=(redriven_at,))
+    trip = invocation_trip(identity, request_id)
+    table.save_records([MessageRecord(mark, RecordStatus.REDRIVEN, FUNCTION_ARN, key=trip)])
+
+
+def test_a_replayed_function_event_is_back_since_at_its_latest_trip_after_the_replay(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a replayed event whose count is on three trips: one of a re-drive before the replay,
+    # two of the runs' re-drives after it came back
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    [sent] = record.sent
+    record_trip(aws, sent.identity, "request-before", redriven_at=record.at - 600)
+    record_trip(aws, sent.identity, "request-later", redriven_at=record.at + 1_800)
+    record_trip(aws, sent.identity, "request-sooner", redriven_at=record.at + 900)
+
+    clock[0] += AN_HOUR
+    tool = operator(clock)
+    [judged] = judge_replay(tool, record, snapshot(tool)).judged
+
+    # THEN it is back since, at the latest re-drive, whatever request ids its trips are of
+    assert judged.fate is Fate.BACK_SINCE
+    assert judged.cause == (
+        f"the runs re-drove or parked it at {clock_time(record.at + 1_800)}, after it came back to the DLQ"
+    )
+
+
+def test_a_replayed_function_event_re_driven_only_before_the_replay_is_not_back_since(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN the runs re-drove the event before the replay, and nothing since
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    [sent] = record.sent
+    record_trip(aws, sent.identity, "request-before", redriven_at=record.at - 600)
+    tool = operator(clock)
+    trips = tool.table.load_trips([sent.identity])
+    assert list(trips[sent.identity].marks) == [invocation_trip(sent.identity, "request-before")]
+
+    clock[0] += AN_HOUR
+    [judged] = judge_replay(tool, record, snapshot(tool)).judged
+
+    # THEN that old trip says nothing of the replay: past the function's retries, consumed
+    assert judged.fate is Fate.NOT_BACK_INVOKED
+
+
+def test_a_replayed_function_event_with_a_corrupt_trip_record_may_have_been_refused_never_consumed(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a trip record of the replayed event that is not one the runtime wrote
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+    [sent] = record.sent
+    record_trip(aws, sent.identity, "request-later", redriven_at=record.at + 900)
+    key = RecordKind.MESSAGE.key(invocation_trip(sent.identity, "request-later"))
+    aws.dynamodb.update_item(
+        TableName=aws.table_name,
+        Key={"pk": {"S": key}},
+        UpdateExpression="SET redrive_count = :bad",
+        ExpressionAttributeValues={":bad": {"S": "many"}},
+    )
+
+    clock[0] += AN_HOUR
+    shown = sqs_redriver("outcome", record.replay_id, "--json")
+
+    # THEN a clear fate naming the record and the field, exit 1, never "consumed" nor a traceback
+    assert shown.exit_code == 1 and isinstance(shown.exception, SystemExit), shown.output
+    [judged] = json.loads(shown.stdout)["identities"]
+    assert judged["fate"] == "may-have-been-refused"
+    assert (
+        f"its state records could not be read whole (corrupt state record {key!r}: redrive_count"
+        in (judged["why"])
+    )
+
+
+def test_a_replayed_function_event_on_a_table_without_the_identity_index_is_never_consumed(
+    aws: Aws, function: PlayedFunction
+) -> None:
+    # GIVEN a state table of an older deployment (or one brought without the index)
+    aws.dynamodb.delete_table(TableName=aws.table_name)
+    create_table(aws.dynamodb, aws.table_name, "pk")
+    clock = [time.time() - 2 * AN_HOUR]
+    record = replayed_function_event(aws, clock)
+
+    clock[0] += AN_HOUR
+    shown = sqs_redriver("outcome", record.replay_id, "--json")
+
+    # THEN the tool says it could not list the event's trips: a clear fate, exit 1
+    assert shown.exit_code == 1 and isinstance(shown.exception, SystemExit), shown.output
+    [judged] = json.loads(shown.stdout)["identities"]
+    assert judged["fate"] == "may-have-been-refused"
+    assert "its trips could not be listed: DynamoDB Query on" in judged["why"]
 
 
 def test_a_replayed_function_event_is_not_consumed_while_a_record_of_it_without_its_payload_came_back(

@@ -288,3 +288,28 @@ def test_a_refused_message_gone_from_the_queues_is_never_called_consumed(aws: Aw
     assert shown["counts"]["consumed"] == shown["counts"]["not-back"] == 0
     assert "3 not found, and may have been refused (not called consumed)" in shown["summary"]
     assert "the consumer kit refused 1" in shown["summary"]
+
+
+def test_a_replayed_message_whose_state_record_cannot_be_read_is_never_called_consumed(aws: Aws) -> None:
+    # GIVEN a replay of three the consumer took, one with a message record that is not one
+    clock = [time.time() - TWO_HOURS]
+    replay_id = replay_three(aws, clock)
+    take_from_source(aws)
+    key = RecordKind.MESSAGE.key("id-bad-0")
+    aws.dynamodb.put_item(
+        TableName=aws.table_name, Item={"pk": {"S": key}, "identity": {"S": "id-someone-else"}}
+    )
+
+    # WHEN the operator asks past the return window
+    clock[0] += TWO_HOURS
+    operator = tool_at(aws, clock)
+    outcome = judge_replay(operator, find(operator, replay_id), snapshot(operator))
+
+    # THEN that one is not called consumed, and the reason names the record and its field
+    fates = {judged.identity: judged.fate for judged in outcome.judged}
+    assert fates == {"id-bad-0": Fate.MAYBE_REFUSED, "id-bad-1": Fate.NOT_BACK, "id-bad-2": Fate.NOT_BACK}
+    [unread] = outcome.of(Fate.MAYBE_REFUSED)
+    assert unread.cause == (
+        f"its state records could not be read whole (corrupt state record {key!r}: identity: not the "
+        "identity of its key): one may say it came back since"
+    )

@@ -17,7 +17,7 @@ import boto3
 import pytest
 
 from local_aws import REGION
-from local_aws.resources import STATE_TABLE_KEY, Resources, create_table, queue_arn
+from local_aws.resources import Resources, create_state_table, queue_arn
 
 VISIBILITY_TIMEOUT = 1
 MAX_RECEIVE_COUNT = 2
@@ -95,7 +95,7 @@ class Rig:
         dlq_url = self.queue(f"{name}-dlq", fifo=fifo)
         source_url = self.queue(name, fifo=fifo, dead_letter_to=dlq_url)
         table_name = f"{self.prefix}-state"
-        create_table(self.dynamodb, table_name, STATE_TABLE_KEY)
+        create_state_table(self.dynamodb, table_name)
         return Resources(
             sqs=self.sqs,
             dynamodb=self.dynamodb,

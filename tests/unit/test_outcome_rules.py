@@ -16,6 +16,9 @@ from sqs_redriver.protocol.sources import SourceKind
 
 SENT_AT = 1_800_000_000
 SOURCE = "https://sqs.eu-west-1.amazonaws.com/111122223333/orders"
+FUNCTION = "arn:aws:lambda:eu-west-1:111122223333:function:orders"
+# The fates that call an identity consumed (or taken by its target).
+CALLED_CONSUMED = (Fate.CONSUMED, Fate.NOT_BACK, Fate.GONE, Fate.NOT_BACK_INVOKED, Fate.DELIVERED)
 
 identities = st.text("abcdef0123", min_size=1, max_size=4)
 fingerprints = st.none() | st.sampled_from(["fp-a", "fp-b"])
@@ -34,6 +37,7 @@ def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
     window = draw(st.none() | st.integers(0, 7_200))
     unseen = [s.identity for s in sent if s.identity not in seen]
     returned = draw(st.lists(st.sampled_from(unseen), unique=True)) if unseen else []
+    unread = draw(st.lists(st.sampled_from(unseen), unique=True)) if unseen else []
     observation = Observation(
         seen=seen,
         now=SENT_AT + draw(st.integers(0, 20_000)),
@@ -43,6 +47,7 @@ def cases(draw: st.DrawFn) -> tuple[list[Sent], Observation]:
         held=draw(st.dictionaries(st.just(SOURCE), helds, max_size=1)),
         refused=draw(st.integers(0, 3)),
         back_since={identity: SENT_AT + draw(st.integers(1, 7_200)) for identity in returned},
+        unreadable=dict.fromkeys(unread, "corrupt state record 'MSG#x': redrive_count: not a number"),
     )
     return sent, observation
 
@@ -179,6 +184,62 @@ def test_a_message_the_runs_re_drove_or_parked_since_came_back_and_is_never_cons
             assert "after it came back to the DLQ" in explain(judged, outcome)
 
 
+@given(cases())
+def test_a_message_whose_state_records_cannot_be_read_is_never_consumed(
+    case: tuple[list[Sent], Observation],
+) -> None:
+    sent, observation = case
+
+    outcome = judge(sent, SENT_AT, observation)
+
+    for judged in outcome.judged:
+        if judged.identity in observation.unreadable:
+            assert judged.fate not in CALLED_CONSUMED
+        if judged.fate is Fate.MAYBE_REFUSED and judged.identity in observation.unreadable:
+            assert "state records could not be read whole (corrupt state record" in explain(judged, outcome)
+
+
+def test_a_function_s_event_with_an_unreadable_record_may_have_been_refused_once_its_retries_are_over() -> (
+    None
+):
+    sent = [Sent("event-1", None, FUNCTION)]
+    base = Observation(
+        seen={},
+        now=SENT_AT + 300,
+        windows={FUNCTION: 600},
+        dead_letter_kinds={FUNCTION: SourceKind.FUNCTION},
+        unreadable={"event-1": "its trips could not be listed"},
+    )
+
+    early = judge(sent, SENT_AT, base)
+    late = judge(sent, SENT_AT, replace(base, now=SENT_AT + 7_200))
+
+    assert early.judged[0].fate is Fate.TOO_EARLY
+    assert late.judged[0].fate is Fate.MAYBE_REFUSED
+    assert explain(late.judged[0], late) == (
+        "its state records could not be read whole (its trips could not be listed): "
+        "one may say it came back since"
+    )
+
+
+def test_a_function_s_event_back_since_on_one_trip_is_back_since_whatever_another_trip_holds() -> None:
+    # GIVEN a function's event: one trip of it says the runs re-drove it since, another is unreadable
+    sent = [Sent("event-1", None, FUNCTION)]
+    observation = Observation(
+        seen={},
+        now=SENT_AT + 7_200,
+        windows={FUNCTION: 600},
+        dead_letter_kinds={FUNCTION: SourceKind.FUNCTION},
+        back_since={"event-1": SENT_AT + 900},
+        unreadable={"event-1": "its trips could not be listed"},
+    )
+
+    [judged] = judge(sent, SENT_AT, observation).judged
+
+    # THEN what was read says enough: it came back
+    assert judged.fate is Fate.BACK_SINCE
+
+
 def test_a_refused_message_purged_from_the_parking_lot_is_not_consumed() -> None:
     # GIVEN two sent, one consumed and one the kit refused (parked, then purged): both nowhere
     sent = [Sent("a", None, SOURCE), Sent("b", None, SOURCE)]
@@ -205,9 +266,6 @@ def test_a_refusal_found_back_leaves_the_rest_consumed() -> None:
     outcome = judge(sent, SENT_AT, observation)
 
     assert [j.fate for j in outcome.judged] == [Fate.CONSUMED, Fate.PARKED]
-
-
-FUNCTION = "arn:aws:lambda:eu-west-1:111122223333:function:orders"
 
 
 def test_a_function_s_event_is_not_consumed_while_a_record_of_it_came_back_without_its_payload() -> None:

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 import sqs_redriver.runtime
 from sqs_redriver.cdk.access import (
+    OPERATOR_INDEX_ACTIONS,
     OPERATOR_TABLE_ACTIONS,
     TableAccess,
     consumer_table_keys,
@@ -62,6 +63,12 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
+        self.index_keys: list[str] = []  # what a Query of the identity index lists
+
+    def query(self, **request: Any) -> dict[str, Any]:
+        # Authorized on the index's ARN: LeadingKeys is the table's partition key, not the index's.
+        self.calls.append(("dynamodb:Query", (f"index/{request['IndexName']}",)))
+        return {"Items": [{"pk": {"S": key}} for key in self.index_keys]}
 
     def get_item(self, **request: Any) -> dict[str, Any]:
         self.calls.append(("dynamodb:GetItem", (request["Key"]["pk"]["S"],)))
@@ -176,6 +183,7 @@ OPERATOR_USES: dict[str, Callable[[StateTable], object]] = {
         RecordKind.BREAKER.key(OTHER_DLQ), Breaker(), expected_version=0
     ),
     "record another re-driver's run": lambda t: t.record_run(f"RUNS#{OTHER_DLQ}", {}),
+    "list an identity's trips": lambda t: t.load_trips(["sha256:1"]),
 }
 GRANTS = redriver_table_access(DLQ, SOURCES)
 # The adapter's methods LAMBDA_USES exercises: every one the function's code calls.
@@ -386,3 +394,18 @@ def test_what_status_reads_of_the_table_the_operator_s_grant_allows() -> None:
 
     assert ("dynamodb:GetItem", (RecordKind.DRAIN.key(DLQ),)) in client.calls  # a large drain's progress
     assert {action for action, _keys in client.calls} <= set(OPERATOR_TABLE_ACTIONS)
+
+
+def test_what_outcome_reads_of_a_function_s_trips_the_operator_s_grant_allows() -> None:
+    client = RecordingClient()
+    client.index_keys = [RecordKind.MESSAGE.key(TRIP.key), RecordKind.MESSAGE.key("sha256:2")]
+    table = StateTable(SETTINGS.table_name, client, ttl_seconds=60, clock=lambda: 1_000)  # type: ignore[arg-type]
+
+    table.load_trips(["sha256:1"])
+
+    # the identity index, then the identity's own records alone (not another's the index listed)
+    assert client.calls == [
+        ("dynamodb:Query", ("index/identity",)),
+        ("dynamodb:BatchGetItem", (RecordKind.MESSAGE.key(TRIP.key),)),
+    ]
+    assert {action for action, _keys in client.calls} <= {*OPERATOR_TABLE_ACTIONS, *OPERATOR_INDEX_ACTIONS}

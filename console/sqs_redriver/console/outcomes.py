@@ -22,14 +22,16 @@ and, for each identity sent, the fingerprint it had then and its source; past
 ``IDENTITIES_PER_PART`` identities the rest go to parts ``#1``, ``#2``... (a DynamoDB item holds
 400 KB at most). The index of a re-driver's recent ones is ``REPLAYS#<DLQ URL>``. Records and index
 entries expire after ``REPLAY_TTL_SECONDS``. The operator may not Scan or Query the table, hence the
-index, as for group records (inventory.GroupIndex). Every field read is checked here: a record that
-fails is ``CorruptReplay``, naming its key and the field, never a traceback."""
+index, as for group records (inventory.GroupIndex); it may Query the table's identity index alone,
+where a function's event is found on every trip (``StateTable.load_trips``). Every field read is
+checked here: a record that fails is ``CorruptReplay``, naming its key and the field, never a
+traceback."""
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -41,11 +43,12 @@ from sqs_redriver.console.inventory import Inspected, Where, is_fingerprint
 from sqs_redriver.console.safe_text import duration, inert_str, some
 from sqs_redriver.console.status import Status, read_status
 from sqs_redriver.console.tool import Tool, read_all
-from sqs_redriver.core.errors import AwsCallError
+from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.core.sqs import RedriveWindow
 from sqs_redriver.core.table import DynamoTable
 from sqs_redriver.protocol.keys import RecordKind, replay_record_key, replay_verdict_key
 from sqs_redriver.protocol.limits import IDENTITY_PATTERN, MAX_EPOCH_SECONDS, MAX_IDENTITY_CHARS
+from sqs_redriver.protocol.mark import Mark
 from sqs_redriver.protocol.sources import DeadLetterSource, SourceKind
 
 # The rules: what became of each identity a replay sent (pure).
@@ -71,7 +74,7 @@ class Fate(StrEnum):
     # Nowhere now, but its state record says the runs re-drove or parked it after the replay
     BACK_SINCE = "back-since"
     # Nowhere, and a refusal nobody found back may be it (the consumer kit's verdicts; a record of
-    # its function without its payload): never called consumed
+    # its function without its payload; a state record of it that cannot be read): never called consumed
     MAYBE_REFUSED = "may-have-been-refused"
 
 
@@ -128,6 +131,9 @@ class Observation:
     # By source address: the records of a function found now, sent since the replay, without their
     # payload (Lambda dropped it): they cannot be told apart, and any may be one the replay sent.
     unrecognised: Mapping[str, int] = field(default_factory=dict)
+    # Identities not found whose state records could not be read whole (a corrupt record, a
+    # function's trips not listed), with why: a record unread may be a return.
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -253,10 +259,10 @@ def _found(sent: Sent, seen: Seen) -> Judged:
 
 def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: bool, refusals: int) -> Judged:
     """An identity found in neither queue: back since, when its state record says so; never
-    consumed while its source queue holds messages (or cannot be read), nor while a refusal is
-    unaccounted for (``refusals``: the kit's refusals no copy found back accounts for); else
-    consumed on the kit's word, or when its return window has passed and the scans read
-    everything."""
+    consumed while a state record of it cannot be read, while its source queue holds messages (or
+    cannot be read), nor while a refusal is unaccounted for (``refusals``: the kit's refusals no
+    copy found back accounts for); else consumed on the kit's word, or when its return window has
+    passed and the scans read everything."""
     window = observation.windows.get(sent.source)
     back_by = None if window is None else sent_at + window
     returned = observation.back_since.get(sent.identity)
@@ -270,6 +276,9 @@ def _unseen(sent: Sent, sent_at: int, observation: Observation, *, consumed: boo
     if held is None or held.total:
         # Even the kit's count: a duplicate delivery of another message counts one "ok" too many.
         fate = Fate.WAITING
+    elif sent.identity in observation.unreadable:
+        cause = unreadable_cause(observation.unreadable[sent.identity])
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, before=sent.fingerprint, cause=cause, held=held)
     elif refusals:
         cause = (
             f"the consumer kit refused {observation.refused} of the replay's messages and "
@@ -293,12 +302,16 @@ def _dead_letter_judged(
 ) -> Judged:
     """A dead letter found in neither queue: delivered, when its target's failures never come
     back here; a function's, consumed once its retries are over and the scans read everything,
-    unless a record of its function came back since without its payload (it may be this one's)."""
+    unless a state record of it cannot be read or a record of its function came back since
+    without its payload (either may be this one's return)."""
     fate = Fate.NOT_BACK_INVOKED
     if kind is not SourceKind.FUNCTION:
         fate = Fate.DELIVERED
     elif back_by is None or observation.now < back_by or not observation.complete:
         fate = Fate.TOO_EARLY
+    elif sent.identity in observation.unreadable:
+        cause = unreadable_cause(observation.unreadable[sent.identity])
+        return Judged(sent.identity, Fate.MAYBE_REFUSED, cause=cause, back_by=back_by)
     elif observation.unrecognised.get(sent.source):
         cause = (
             f"{observation.unrecognised[sent.source]} record(s) of its function came back since without "
@@ -306,6 +319,10 @@ def _dead_letter_judged(
         )
         return Judged(sent.identity, Fate.MAYBE_REFUSED, cause=cause, back_by=back_by)
     return Judged(sent.identity, fate, back_by=back_by)
+
+
+def unreadable_cause(why: str) -> str:
+    return f"its state records could not be read whole ({why}): one may say it came back since"
 
 
 def explain(judged: Judged, outcome: Outcome) -> str:
@@ -667,7 +684,10 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
     windows = _windows(tool, queues)
     windows.update({address: _retries_window(source) for address, source in of_another_kind.items()})
     found = copies(seen.items, record.at, unmarked_sent=unmarked_sent)
-    unseen = [s.identity for s in record.sent if s.identity not in found]
+    unseen = [s for s in record.sent if s.identity not in found]
+    functions = {a for a, source in of_another_kind.items() if source.kind is SourceKind.FUNCTION}
+    # A group retry is sent by the runs' re-drives: those are not returns.
+    returns = _returns(tool, unseen, record.at, functions) if unmarked_sent else Returns()
     observation = Observation(
         seen=found,
         now=tool.now(),
@@ -677,34 +697,64 @@ def judge_replay(tool: Tool, record: ReplayRecord, seen: Snapshot) -> Outcome:
         held=_held(tool, queues),
         dead_letter_kinds={address: source.kind for address, source in of_another_kind.items()},
         refused=refused,
-        # A group retry is sent by the runs' re-drives: those are not returns.
-        back_since=_back_since(tool, unseen, record.at) if unmarked_sent else {},
+        back_since=returns.back_since,
         unrecognised=unrecognised_returns(seen.items, record),
+        unreadable=returns.unreadable,
     )
     return judge(record.sent, record.at, observation)
 
 
-def _back_since(tool: Tool, identities: Sequence[str], since: int) -> dict[str, int]:
-    """When the runs last re-drove or parked each of ``identities`` after ``since`` (the replay's
-    second: a return within it is not told from a record written before), as its state record says
+@dataclass(frozen=True)
+class Returns:
+    """What the state records of the identities not found say: when the runs last re-drove or
+    parked each after the replay, and whose records could not be read whole (and why)."""
+
+    back_since: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def _returns(tool: Tool, unseen: Sequence[Sent], since: int, functions: Collection[str]) -> Returns:
+    """When the runs last re-drove or parked each of ``unseen`` after ``since`` (the replay's
+    second: a return within it is not told from a record written before), as its state records say
     (a dead letter's, a message's counted in the table: the replay deleted those; a marked one's
-    when it was parked, or when the runs record every re-drive)."""
+    when it was parked, or when the runs record every re-drive). An event of one of ``functions``
+    is counted under the trip of each re-drive's request id, which only the run's Invoke got: each
+    of its records is read, whatever trip it is on (``StateTable.load_trips``)."""
+    identities = sorted({s.identity for s in unseen})
     if not identities:
-        return {}
-    redriven = {
-        identity: mark.last_redriven_at
-        for identity, mark in tool.table.load_marks(identities).items()
-        if mark.last_redriven_at is not None and mark.last_redriven_at > since
-    }
-    parked = {
-        identity: reason.last_failed_at
-        for identity, reason in tool.table.load_park_reasons(identities).items()
-        if reason.last_failed_at > since
-    }
-    return {
-        identity: max(at for at in (redriven.get(identity), parked.get(identity)) if at is not None)
-        for identity in {*redriven, *parked}
-    }
+        return Returns()
+    of_functions = sorted({s.identity for s in unseen if s.source in functions})
+    marks, unreadable = _trip_marks(tool, of_functions)
+    others = tool.table.read_marks(set(identities) - set(of_functions))
+    marks += others.marks.items()
+    unreadable.update({identity: str(corrupt) for identity, corrupt in others.unreadable.items()})
+    returned = [(i, m.last_redriven_at) for i, m in marks if m.last_redriven_at is not None]
+    returned += [(i, r.last_failed_at) for i, r in tool.table.load_park_reasons(identities).items()]
+    back_since: dict[str, int] = {}
+    for identity, at in returned:
+        if at > since:
+            back_since[identity] = max(at, back_since.get(identity, at))
+    return Returns(back_since, unreadable)
+
+
+def _trip_marks(tool: Tool, identities: Sequence[str]) -> tuple[list[tuple[str, Mark]], dict[str, str]]:
+    """The marks of every trip of each of these functions' events, and those whose trips could
+    not be read whole (why): all of them when the index cannot be read (missing, or denied)."""
+    if not identities:
+        return [], {}
+    try:
+        trips = tool.table.load_trips(identities)
+    except AwsCallError as exc:
+        return [], dict.fromkeys(identities, f"its trips could not be listed: {exc}")
+    marks = [(identity, mark) for identity, read in trips.items() for mark in read.marks.values()]
+    unreadable = {identity: _first(read.unreadable) for identity, read in trips.items() if read.unreadable}
+    return marks, unreadable
+
+
+def _first(unreadable: Mapping[str, CorruptRecord]) -> str:
+    """The first of an identity's unreadable records, and how many more there are."""
+    more = len(unreadable) - 1
+    return str(unreadable[min(unreadable)]) + (f", and {more} more" if more else "")
 
 
 def unrecognised_returns(items: Iterable[Inspected], record: ReplayRecord) -> dict[str, int]:

@@ -44,6 +44,7 @@ from sqs_redriver.protocol.failure import FAILURE_RECORD_ATTRIBUTES, VERDICT_REC
 from sqs_redriver.protocol.keys import (
     ARCHIVE_PREFIX,
     EDIT_ARCHIVE_PREFIX,
+    IDENTITY_INDEX,
     PARK_RECORD_PREFIX,
     RETRY_RECORD_PREFIX,
     RecordKind,
@@ -242,13 +243,15 @@ OPERATOR_QUEUE_ACTIONS = (  # on the DLQ and the parking lot
     "sqs:GetQueueAttributes",
 )
 OPERATOR_SOURCE_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes")
-OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query
+OPERATOR_TABLE_ACTIONS = (  # items only: no Scan, no Query of the table
     "dynamodb:GetItem",
     "dynamodb:BatchGetItem",
     "dynamodb:PutItem",
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 )
+# On the identity index alone (keys only): a dead letter's trips, for `outcome`.
+OPERATOR_INDEX_ACTIONS = ("dynamodb:Query",)
 OPERATOR_METRIC_ACTIONS = ("cloudwatch:GetMetricStatistics",)
 # The audit trail: append (a stream per session) and read; never delete or change retention.
 OPERATOR_AUDIT_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:FilterLogEvents")
@@ -319,6 +322,9 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
         ),
         iam.PolicyStatement(actions=list(OPERATOR_TABLE_ACTIONS), resources=[redriver.state_table.table_arn]),
         iam.PolicyStatement(
+            actions=list(OPERATOR_INDEX_ACTIONS), resources=[identity_index_arn(redriver.state_table)]
+        ),
+        iam.PolicyStatement(
             actions=["cloudformation:DescribeStacks"], resources=[Stack.of(redriver).stack_id]
         ),
         iam.PolicyStatement(actions=list(OPERATOR_METRIC_ACTIONS), resources=["*"]),
@@ -326,6 +332,11 @@ def _resource_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:
             actions=list(OPERATOR_AUDIT_ACTIONS), resources=[redriver.audit_log.log_group_arn]
         ),
     ]
+
+
+def identity_index_arn(table: dynamodb.ITable) -> str:
+    """The ARN of the state table's identity index (``IDENTITY_INDEX``)."""
+    return f"{table.table_arn}/index/{IDENTITY_INDEX}"
 
 
 def _key_statements(redriver: SqsRedriver) -> list[iam.PolicyStatement]:

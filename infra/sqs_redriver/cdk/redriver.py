@@ -334,7 +334,9 @@ class SqsRedriver(Construct):
         or ``events:PutEvents``); ``kms:Decrypt`` and ``kms:GenerateDataKey`` on the keys of
         KMS-encrypted queues and targets; decrypt, encrypt and data keys of the table's and the
         archive's customer-managed key, when they have one; five item actions on the state table
-        (no Scan, no Query); ``cloudformation:DescribeStacks`` on this stack;
+        (no Scan, no Query of the table) and ``dynamodb:Query`` on its identity index (keys only:
+        ``outcome`` finds a function's dead letter on any trip there);
+        ``cloudformation:DescribeStacks`` on this stack;
         ``cloudwatch:GetMetricStatistics`` (no resource-level permissions: ``*``); and, with an
         archive, ``s3:GetObject`` and ``s3:ListBucket`` on its ``parked/`` prefix, for the operator
         to read archived messages (``aws s3 cp``; the tool does not). The policy's cdk-nag

@@ -24,6 +24,7 @@ from constructs import Construct
 from sqs_redriver.cdk.functions import acknowledge
 from sqs_redriver.cdk.settings import SettingsError
 from sqs_redriver.cdk.validation import PARTITION_KEY, TTL_ATTRIBUTE
+from sqs_redriver.protocol.keys import IDENTITY_ATTRIBUTE, IDENTITY_INDEX
 
 PARKING_LOT_RETENTION = Duration.days(14)
 ARCHIVE_EXPIRATION = Duration.days(365)
@@ -178,8 +179,10 @@ def build_archive_bucket(
 def build_state_table(
     scope: Construct, key: kms.IKey | None, removal_policy: RemovalPolicy
 ) -> dynamodb.Table:
-    """The table (``StateTable``) of the breakers, message records and operator records."""
-    return secure_table(
+    """The table (``StateTable``) of the breakers, message records and operator records, with the
+    identity index: each message record's key under its identity, how the operator's tool finds a
+    dead letter's trips (keys only: one more write unit per message record created or deleted)."""
+    table = secure_table(
         scope,
         "StateTable",
         partition_key=PARTITION_KEY,
@@ -187,6 +190,12 @@ def build_state_table(
         removal_policy=removal_policy,
         encryption_key=key,
     )
+    table.add_global_secondary_index(
+        index_name=IDENTITY_INDEX,
+        partition_key=dynamodb.Attribute(name=IDENTITY_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+        projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+    )
+    return table
 
 
 def import_queue(scope: Construct, construct_id: str, arn: str, key_arn: str | None) -> sqs.IQueue:

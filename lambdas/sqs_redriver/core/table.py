@@ -30,7 +30,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.errors import AwsCallError, CorruptRecord
 from sqs_redriver.protocol.failure import Failure, VerdictCounts
-from sqs_redriver.protocol.keys import RecordKind, is_trip_of, kind_of, kit_record_key, storable, subject_of
+from sqs_redriver.protocol.keys import (
+    IDENTITY_ATTRIBUTE,
+    IDENTITY_INDEX,
+    RecordKind,
+    is_trip_of,
+    kind_of,
+    kit_record_key,
+    storable,
+    subject_of,
+)
 from sqs_redriver.protocol.limits import (
     FINGERPRINT_PATTERN,
     MAX_CLOCK_SKEW_SECONDS,
@@ -420,6 +429,10 @@ BATCH_WRITE_LIMIT = 25
 MAX_UNPROCESSED_ROUNDS = 5
 
 
+# Pages of keys a Query of the identity index reads at most (a page holds up to 1 MB of keys).
+MAX_INDEX_PAGES = 20
+
+
 class DynamoTable:
     """One DynamoDB table keyed by ``pk``, and where its corrupt records are reported."""
 
@@ -649,7 +662,7 @@ def message_item(record: MessageRecord, now: int, ttl_seconds: int) -> dict[str,
     mark = record.mark
     item: dict[str, Any] = {
         "pk": {"S": RecordKind.MESSAGE.key(record.key or mark.identity)},
-        "identity": {"S": mark.identity},
+        IDENTITY_ATTRIBUTE: {"S": mark.identity},
         "redrive_count": {"N": str(mark.count)},
         "first_failed_at": {"N": str(mark.first_failed_at)},
         "redriven_at": {"L": [{"N": str(value)} for value in mark.redriven_at]},
@@ -673,9 +686,9 @@ def mark_from_item(item: Item, *, now: int) -> Mark:
     identity is not its key's (the identity, or a trip of it), or a count or time is missing,
     mistyped, out of range or forged."""
     key = item_key(item)
-    identity = text(item, "identity", key, max_chars=MAX_IDENTITY_CHARS)
+    identity = text(item, IDENTITY_ATTRIBUTE, key, max_chars=MAX_IDENTITY_CHARS)
     if not is_trip_of(subject_of(key), identity):
-        raise CorruptRecord(key, "identity", "not the identity of its key")
+        raise CorruptRecord(key, IDENTITY_ATTRIBUTE, "not the identity of its key")
     times = values(item, "redriven_at", key, max_items=MAX_MARK_HISTORY)
     return Mark(
         identity=identity,
@@ -746,6 +759,15 @@ def _time(raw: object, key: str, now: int) -> int:
 class RecordStatus(StrEnum):
     REDRIVEN = "REDRIVEN"
     PARKED = "PARKED"
+
+
+@dataclass(frozen=True)
+class MarksRead:
+    """Message records as read: the marks by subject (an identity, or a trip of it), and by
+    subject the records that failed parsing (each reported, its mark left out)."""
+
+    marks: dict[str, Mark]
+    unreadable: dict[str, CorruptRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -1251,12 +1273,61 @@ class StateTable(DynamoTable):
         are omitted), by subject, expired ones ignored, with the failure the consumer kit recorded
         for a message that had no room for it (with a ``kit_scope`` only). A corrupt record is
         reported and ignored."""
+        return self.read_marks(subjects).marks
+
+    def load_trips(self, identities: Iterable[str]) -> dict[str, MarksRead]:
+        """By identity, every message record of it: its own and each trip's, whatever request id
+        made it, as the identity index lists their keys (a Query each, eventually consistent),
+        then read as ``load_marks`` reads them (a BatchGetItem a hundred). ``AwsCallError`` when
+        the index cannot be read whole (a table without it, a grant without Query on it)."""
+        subjects = {identity: self._trip_subjects(identity) for identity in sorted(set(identities))}
+        read = self.read_marks(subject for found in subjects.values() for subject in found)
+        return {
+            identity: MarksRead(
+                {s: read.marks[s] for s in found if s in read.marks},
+                {s: read.unreadable[s] for s in found if s in read.unreadable},
+            )
+            for identity, found in subjects.items()
+        }
+
+    def _trip_subjects(self, identity: str) -> list[str]:
+        """The subjects of ``identity``'s message records, as the identity index lists them."""
+        subjects: list[str] = []
+        start: dict[str, Any] = {}
+        for _ in range(MAX_INDEX_PAGES):
+            page = self._call(
+                "Query",
+                self._client.query,
+                TableName=self.table_name,
+                IndexName=IDENTITY_INDEX,
+                KeyConditionExpression="#identity = :identity",
+                ExpressionAttributeNames={"#identity": IDENTITY_ATTRIBUTE},
+                ExpressionAttributeValues={":identity": {"S": identity}},
+                **start,
+            )
+            keys = [item_key(item) for item in page.get("Items", [])]
+            # The index holds every item with the attribute: only this identity's message records.
+            subjects += [
+                subject_of(key)
+                for key in keys
+                if kind_of(key) is RecordKind.MESSAGE and is_trip_of(subject_of(key), identity)
+            ]
+            if not page.get("LastEvaluatedKey"):
+                return subjects
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+        raise AwsCallError(
+            f"DynamoDB Query of {self.table_name}'s identity index: over {MAX_INDEX_PAGES} pages"
+        )
+
+    def read_marks(self, subjects: Iterable[str]) -> MarksRead:
+        """``load_marks``, with the records that failed parsing (reported) named too."""
         wanted = sorted(set(subjects))
         kit = {self._failure_key(s): s for s in wanted} if self.kit_scope is not None else {}
         keys = [RecordKind.MESSAGE.key(s) for s in wanted] + sorted(kit)
         now = self._now()
         marks: dict[str, Mark] = {}
         failures: dict[str, Failure] = {}
+        unreadable: dict[str, CorruptRecord] = {}
         for item in self._get_items(keys):
             try:
                 key = item_key(item)
@@ -1269,10 +1340,11 @@ class StateTable(DynamoTable):
             except CorruptRecord as corrupt:
                 of_failure = corrupt.kind is RecordKind.FAILURE
                 self._report(corrupt, IGNORED_FAILURE_RECORD if of_failure else IGNORED_MESSAGE_RECORD)
+                unreadable[kit.get(corrupt.key, subject_of(corrupt.key))] = corrupt
         for subject, failure in failures.items():
             mark = marks.get(subject) or Mark(identity=subject, first_failed_at=failure.at)
             marks[subject] = replace(mark, failure=failure)
-        return marks
+        return MarksRead(marks, unreadable)
 
     def _failure_key(self, identity: str) -> str:
         assert self.kit_scope is not None, "the kit's records are read with a kit scope"

@@ -80,6 +80,13 @@ TRIP_SEPARATOR = "#"
 TRIP_DIGITS = 32
 
 
+# The state table's one index: each message record (``MSG#<identity>``, each trip of it) under its
+# ``identity`` attribute, keys only. How the operator's tool finds the trips of a dead letter, whose
+# keys hash a request id only the run's Invoke got (StateTable.load_trips).
+IDENTITY_INDEX = "identity"
+IDENTITY_ATTRIBUTE = "identity"
+
+
 def trip_subject(identity: str, handle: str) -> str:
     """The subject of the record that counts one trip of a dead letter of another service: its
     identity, then a hash of its ``handle``, what ties this DLQ message to the re-drive it came
