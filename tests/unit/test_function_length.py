@@ -1,6 +1,6 @@
 """Functions a person can hold in mind: none over 60 lines, in every folder of the product and its
 tools (tests are left out: a table of cases may be clearer long). Modules are judged by whether they
-hold one thing, not by their length (docs/decisions.md, "One feature, one place")."""
+hold one thing, not by their length (decision 0083 in docs/decisions/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""StateTable: the fixed fate of a corrupt record of each kind (docs/decisions.md), reported by
+"""StateTable: the fixed fate of a corrupt record of each kind (decision 0059 in docs/decisions/), reported by
 its key in a log line and the CorruptRecords metric, for any attribute map a table may hold."""
 
 from __future__ import annotations

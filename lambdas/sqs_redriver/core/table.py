@@ -10,7 +10,7 @@ time, the run history.
 
 Every item read is parsed once, into validated values; what fails raises ``CorruptRecord`` naming
 its key, field and problem, is reported (a log line, the CorruptRecords metric) and meets the
-fixed fate its kind has (docs/decisions.md). Keys come from ``sqs_redriver.protocol.keys``."""
+fixed fate its kind has (decision 0059 in docs/decisions/). Keys come from ``sqs_redriver.protocol.keys``."""
 
 from __future__ import annotations
 
@@ -787,7 +787,7 @@ class MessageRecord:
 # (``RUNS#<DLQ URL>``).
 
 
-# What an unreadable pause is read as: still a pause (see docs/decisions.md).
+# What an unreadable pause is read as: still a pause (decision 0059 in docs/decisions/).
 UNREADABLE_PAUSE = Pause(reason="(the pause record is unreadable)", by="(unknown)", at=0)
 
 

@@ -63,7 +63,7 @@ class Tally:
     # about the consumer, so left out of the breaker's ratio (many of them would dilute it).
     unjudged: int = 0
     # Received with a mark (or a consumer failure in it) that failed validation: left out, the
-    # message handled as unmarked (docs/decisions.md, the message boundary).
+    # message handled as unmarked (decision 0058 in docs/decisions/).
     rejected_marks: int = 0
 
     def __add__(self, other: Tally) -> Tally:
