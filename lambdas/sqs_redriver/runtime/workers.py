@@ -70,6 +70,14 @@ def workers_wanted(rate: float, messages_left: int, max_workers: int) -> int:
     return max(1, min(max_workers, by_rate, by_backlog))
 
 
+def looks_for_drain(*, drains: bool, in_drain: bool, at_full_rate: bool, redriven: int, looked: bool) -> bool:
+    """Whether a run's loop reads the DLQ's depth before its next batch, to stop there for a large
+    drain (``LARGE_BACKLOG``) rather than at its time budget: once, when a chain's run that is not
+    part of a drain reaches full rate, having re-driven something (a run that moved nothing has
+    no continuation), in a re-driver that drains in workers."""
+    return drains and not in_drain and at_full_rate and redriven > 0 and not looked
+
+
 def drains_in_workers(settings: Settings) -> bool:
     """Whether this re-driver drains large backlogs in workers (``protocol.settings.fans_out``)."""
     return fans_out(
@@ -314,10 +322,11 @@ class Drains:
         DRAIN_STALE_SECONDS starts its pace over), or one it starts. The DLQ's depth is read first:
         a smaller backlog costs one request. A chain's first run that met its per-run limit before
         its time does not look: it may have drained a DLQ that size exactly (the usual small one),
-        and its continuation looks instead."""
+        and its continuation looks instead. One that stopped for ``LARGE_BACKLOG`` found that many
+        at full rate already (``looks_for_drain``)."""
         if not drains_in_workers(self.settings):
             return False
-        if generation == 0 and stop is not StopReason.TIME_BUDGET:
+        if generation == 0 and stop not in (StopReason.TIME_BUDGET, StopReason.LARGE_BACKLOG):
             return False
         try:
             left = self.dlq.backlog()
