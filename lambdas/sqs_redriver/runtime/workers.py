@@ -1,15 +1,17 @@
 """Workers: a large drain fans out to parallel invocations of the re-driver's own function, each
 draining the same DLQ at a share of one pace (runtime/pace.py).
 
-A drain starts when a chain of runs (its continuations) still finds ``FAN_OUT_BACKLOG`` messages
-in the DLQ: the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run of the drain (the
-chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other: it passes
-the breaker's gate and the operator's pause, and re-drives only while the breaker is CLOSED. Before
-each batch it reads the breaker, the pause and the drain's record in one BatchGetItem: a pause, a
-breaker that is no longer CLOSED, a source backlog the cut pace does not bring down, or fewer
-workers wanted than its slot stop it there, and its token bucket takes its share of the pace.
-Every ``CONTROL_SECONDS`` one of them (whichever writes the record first) steps the pace from the
-consumer's source queue, reads how many messages are left, and offers the slots the new width wants.
+A drain starts when a chain of runs (its continuations) still finds ``FAN_OUT_BACKLOG`` messages in
+the DLQ, at a run's end or as soon as the run is at full rate (``looks_for_drain``: it stops there
+for ``LARGE_BACKLOG``): the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run of the
+drain (the chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other:
+it passes the breaker's gate and the operator's pause, and re-drives only while the breaker is
+CLOSED. Before each batch it reads the breaker, the pause and the drain's record in one
+BatchGetItem: a pause, a breaker that is no longer CLOSED, a source backlog the cut pace does not
+bring down, or fewer workers wanted than its slot stop it there, and its token bucket takes its
+share of the pace. Every ``CONTROL_SECONDS`` one of them (whichever writes the record first) steps
+the pace from the consumer's source queue, reads how many messages are left, and offers the slots
+the new width wants.
 
 A worker's slot is a lease (``WORKER#<DLQ URL>#<n>``; the chain's is its continuation slot):
 offered with a conditional write, so two fan-outs never start two workers in one slot; held by the
