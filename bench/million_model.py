@@ -54,9 +54,11 @@ from sqs_redriver.core.breaker import (
     canary_passed,
     with_canary,
 )
+from sqs_redriver.core.source_growth import Baseline, judge_growth
 from sqs_redriver.protocol.failure import VerdictCounts
 from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.protocol.settings import fans_out
+from sqs_redriver.runtime.budget import BACKLOG_CHECK_EVERY
 from sqs_redriver.runtime.continuation import continues
 from sqs_redriver.runtime.pace import (
     CONTROL_SECONDS,
@@ -202,6 +204,10 @@ class Worker:
     trial_sent: float = 0.0  # slow start's trial (the first run only)
     phase: str = "full"  # full, trial, timed
     looked_for_drain: bool = False  # it read the DLQ's depth for a large drain (looks_for_drain)
+    # its watch of the source's growth (runtime/source_growth.GrowthWatch): None before its first
+    # look, then whether it re-drives a large backlog; and when it looks next (messages moved)
+    large: bool | None = None
+    next_growth_look: float = 0.0
 
 
 class MillionWorld:
@@ -225,6 +231,9 @@ class MillionWorld:
         self.max_workers = max_workers or settings.max_workers
         # runtime/workers.drains_in_workers: only a consumer that reports verdicts is fanned out to
         self.fans_out = fans_out(self.max_workers, dead_letter_sources=False, consumer_verdicts=kit)
+        # runtime/source_growth.watches_growth: a consumer without verdicts, its chain watches its source
+        self.watches_growth = not kit and bool(settings.source_backlog_limit)
+        self.baseline: Baseline | None = None  # the source's BACKLOG# record
         self.cpu_ms_per_msg = cpu_ms_per_msg
         self.worker_rate = worker_rate(stack.memory_mb, cpu_ms_per_msg)
         self.poller_ramp = poller_ramp
@@ -392,6 +401,9 @@ class MillionWorld:
         batch = min(room, self.dlq, SQS_MAX_BATCH_SIZE)
         if batch <= 0:
             return
+        if self._source_grew(worker):
+            self._end_run(worker, StopReason.SOURCE_BACKLOG)
+            return
         if self._large_backlog(worker):
             self._end_run(worker, StopReason.LARGE_BACKLOG)
             return
@@ -405,6 +417,41 @@ class MillionWorld:
                 return
         worker.tokens -= batch
         self._redrive(worker, batch)
+
+    def _undeleted(self) -> float:
+        """The source queue's messages waiting and in flight (ApproximateNumberOfMessages and
+        ...NotVisible): received ones, failed or throttled, count; a chain's delayed re-drives
+        (never received yet) do not."""
+        waiting = sum(c.count for c in self.visible) + sum(i.count for i in self.running)
+        return waiting + sum(c.count for c in self.invisible if c.receives)
+
+    def _source_grew(self, worker: Worker) -> bool:
+        """A chain's look at its source's growth (GrowthWatch.stops), before its first batch and every
+        BACKLOG_CHECK_EVERY after: the first reads the DLQ's depth (a small DLQ: no more looks)."""
+        if not self.watches_growth or worker.drain or worker.moved_in_run < worker.next_growth_look:
+            return False
+        worker.next_growth_look = (worker.moved_in_run // BACKLOG_CHECK_EVERY + 1) * BACKLOG_CHECK_EVERY
+        if worker.large is None:
+            self._count("GetQueueAttributes", 1)
+            worker.large = self.dlq >= self.stack.settings.fan_out_backlog
+            self._count("GetQueueAttributes", 1 if worker.large else 0)  # the redrive window
+        if not worker.large:
+            return False
+        self._count("GetQueueAttributes", 1)
+        self._count("GetItem", 1)
+        window = self.stack.source_visibility_timeout * self.stack.max_receive_count
+        growth = judge_growth(
+            self.baseline,
+            round(self._undeleted()),
+            now=int(self.t),
+            window_seconds=window,
+            limit=self.stack.settings.source_backlog_limit,
+            sent=worker.moved_in_run > 0,
+        )
+        if growth.write is not None:
+            self.baseline = growth.write
+            self._count("PutItem", 1)
+        return growth.stop
 
     def _large_backlog(self, worker: Worker) -> bool:
         """A chain's run at full rate reads the DLQ's depth once (BatchLoop._large_backlog): with
@@ -455,7 +502,7 @@ class MillionWorld:
         self._moved_this_second += count
         self._moved_this_minute += count
         cohort = Cohort(count, 0, self.t, worker.run, back_at_first_failure=self.kit and worker.drain)
-        if worker.drain or worker.phase == "trial":
+        if worker.drain or worker.phase == "trial" or worker.large:
             self.visible.append(cohort)  # due: a backlog's messages waited their step out in the DLQ
         else:  # a chain's re-drive goes with its first backoff step: 30-60 s (equal jitter)
             cohort.visible_at = self.t + FIRST_STEP_SECONDS

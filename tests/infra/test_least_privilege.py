@@ -202,6 +202,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
     own = [*breakers, keyed_on("SWEEP#", dlq), keyed_on("RUNS#", dlq), keyed_on("HELD#", dlq)]
     continuation = keyed_on("CONTINUATION#", dlq)
     pause, drain = keyed_on("PAUSE#", dlq), keyed_on("DRAIN#", dlq)
+    # each source's growth baseline (a chain over a large backlog without the kit)
+    baselines = [keyed_on("BACKLOG#", source) for source in sources]
     # a large drain's worker leases: WORKER#<DLQ URL>#<slot>
     workers = {"Fn::Join": ["", ["WORKER#", {"Ref": logical_id(dlq)}, "#*"]]}
     # Powertools' idempotency records of its invocations: IDEMPOTENCY#<DLQ URL>#<hash of the event id>
@@ -221,8 +223,8 @@ def test_the_redrive_function_has_exactly_these_statements(deployment: Deploymen
         {"Action": QUEUE_SEND, "Resource": [arn_of(queue) for queue in (*sources, redriver.parking_lot)]},
         # its own records by key, its kit's by prefix; message and group records by kind; no
         # operator record written
-        table(deployment, "dynamodb:GetItem", *own, pause, drain, verdicts, idempotency),
-        table(deployment, "dynamodb:PutItem", *own, continuation, drain, workers, idempotency),
+        table(deployment, "dynamodb:GetItem", *own, pause, drain, *baselines, verdicts, idempotency),
+        table(deployment, "dynamodb:PutItem", *own, continuation, drain, *baselines, workers, idempotency),
         table(deployment, "dynamodb:UpdateItem", idempotency),
         table(deployment, "dynamodb:DeleteItem", continuation, workers, idempotency),
         table(

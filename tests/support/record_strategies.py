@@ -110,6 +110,7 @@ FIELDS: dict[RecordKind, tuple[str, ...]] = {
         "rate", "phase", "fell_behind_at", "workers", "messages_left", "stepped_at", "started_at",
         "ended_at", "version",
     ),
+    RecordKind.BACKLOG: ("depth", "since", "until", "expires_at"),
 }  # fmt: skip
 
 

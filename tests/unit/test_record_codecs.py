@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.core.breaker import Breaker, Canary, Evidence, State
 from sqs_redriver.core.errors import CorruptRecord
+from sqs_redriver.core.source_growth import Baseline, baseline_from_item
 from sqs_redriver.core.table import (
     DrainRecord,
     GroupAction,
@@ -73,6 +74,7 @@ PARSERS: dict[RecordKind, tuple[Callable[[dict[str, Any]], Any], type]] = {
     RecordKind.HELD: (lambda item: held_from_item(item, now=NOW), tuple),
     RecordKind.CONTINUATION: (lambda item: check_continuation(item, now=NOW), type(None)),
     RecordKind.DRAIN: (lambda item: drain_from_item(item, now=NOW), DrainRecord),
+    RecordKind.BACKLOG: (lambda item: baseline_from_item(item, now=NOW), Baseline),
 }
 # Parsed elsewhere: IDEMPOTENCY# by Powertools' idempotency layer (only the function and operators
 # may write them), GROUPS# by the operator's tool (tests/integration/test_group_index.py), REPLAY#

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sqs_redriver.core.breaker import Breaker, Evidence, State
 from sqs_redriver.core.errors import CorruptRecord
+from sqs_redriver.core.source_growth import BaselineTable, baseline_from_item
 from sqs_redriver.core.table import (
     CORRUPT_RECORDS_METRIC,
     UNREADABLE_PAUSE,
@@ -235,3 +236,19 @@ def test_a_breaker_read_again_valid_or_absent_is_written_with_the_usual_guard() 
     assert table.load_breaker("BREAKER#q") == Breaker()
     table.save_breaker("BREAKER#q", Breaker().opened(NOW, Evidence.RETURNS), expected_version=0)
     assert client.puts[0]["ConditionExpression"] == "attribute_not_exists(pk) OR version = :expected"
+
+
+@robust
+@given(items_of(RecordKind.BACKLOG, "q"))
+def test_a_corrupt_growth_baseline_is_read_as_none_and_reported_by_its_key(item: dict[str, Any]) -> None:
+    """Its fate (core/source_growth.NO_BASELINE): the run's look takes the source's depth as the
+    baseline and overwrites the record; never a crash, never a stop on what it cannot read."""
+    client = StubDynamoDB({item["pk"]["S"]: item})
+    recorder = Recorder()
+    table = BaselineTable(TABLE, client, clock=lambda: NOW, logger=recorder, metrics=recorder)  # type: ignore[arg-type]
+    baseline = table.load_baseline("BACKLOG#q")
+    if parses(lambda: baseline_from_item(item, now=NOW)):
+        assert baseline is not None and recorder.reported() == [] and recorder.counted == []
+    else:
+        assert baseline is None
+        assert recorder.reported() == ["BACKLOG#q"] and recorder.counted == [CORRUPT_RECORDS_METRIC]

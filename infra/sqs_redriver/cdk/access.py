@@ -441,8 +441,8 @@ def redriver_table_access(
     source's address (DeadLetterSource.address). ``kit``: its consumers may run the kit (an SQS
     consumer's DLQ); a re-driver of dead letters of another kind reads no kit record.
 
-    Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's record, the
-    operator's pause) by their full keys, its large drains' worker leases and its idempotency
+    Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's record, an SQS
+    source's growth baseline, the operator's pause) by their full keys, its large drains' worker leases and its idempotency
     records (Powertools: get, conditional put, update, delete) and the kit's records of its own
     DLQ by their prefix; message records and the operator's group records by kind. It never writes
     an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
@@ -462,10 +462,12 @@ def redriver_table_access(
         f"{RecordKind.WORKER.key(dlq_url)}#*",
     )
     verdicts = (f"{kit_record_prefix(RecordKind.VERDICTS, dlq_url)}*",) if kit else ()
+    # an SQS source's growth baseline (core/source_growth.py), by the source queue's URL
+    baselines = tuple(RecordKind.BACKLOG.key(address) for address in source_addresses) if kit else ()
     failures = (f"{kit_record_prefix(RecordKind.FAILURE, dlq_url)}*",) if kit else ()
     return (
-        TableAccess("dynamodb:GetItem", (*own, pause, drain, *verdicts, idempotency)),
-        TableAccess("dynamodb:PutItem", (*own, continuation, drain, workers, idempotency)),
+        TableAccess("dynamodb:GetItem", (*own, pause, drain, *baselines, *verdicts, idempotency)),
+        TableAccess("dynamodb:PutItem", (*own, continuation, drain, *baselines, workers, idempotency)),
         TableAccess("dynamodb:UpdateItem", (idempotency,)),
         TableAccess("dynamodb:DeleteItem", (continuation, workers, idempotency)),
         TableAccess(

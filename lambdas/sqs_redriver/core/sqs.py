@@ -134,6 +134,19 @@ class SqsQueue:
         )
         return int(response.get("Attributes", {}).get("ApproximateNumberOfMessages", 0))
 
+    def undeleted(self) -> int:
+        """Messages waiting and in flight, not the delayed (ApproximateNumberOfMessages and
+        ApproximateNumberOfMessagesNotVisible): what the queue's consumer has not deleted yet."""
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        response = self._call(
+            "GetQueueAttributes",
+            self._client.get_queue_attributes,
+            QueueUrl=self.url,
+            AttributeNames=names,
+        )
+        attributes = response.get("Attributes", {})
+        return sum(int(attributes.get(name, 0)) for name in names)
+
     def canary_window_seconds(self) -> int:
         """How long a failing canary takes, at most, to be back in the DLQ: the redrive window, and
         never 0 (a queue's consumer takes its canary later: it is not judged in the run that sent it)."""

@@ -34,6 +34,9 @@ class RecordKind(StrEnum):
     # <DLQ URL>#<n>: the lease of a large drain's n-th worker (1 .. MAX_WORKERS - 1; the chain is the 0th)
     WORKER = "WORKER#"
     DRAIN = "DRAIN#"  # <DLQ URL>: a large drain's pace, the workers it wants and what the DLQ held
+    # <source queue URL>: its messages waiting and in flight when a chain began re-driving a large
+    # backlog to a consumer without the kit, kept for its redrive window (core/source_growth.py)
+    BACKLOG = "BACKLOG#"
     # <DLQ URL>#<hash of the event id>: Powertools' idempotency records of the re-driver's
     # invocations (its grant allows the keys of its own DLQ alone)
     IDEMPOTENCY = "IDEMPOTENCY#"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.run import Part
     from sqs_redriver.runtime.settings import Settings
     from sqs_redriver.runtime.slow_start import SlowStart
+    from sqs_redriver.runtime.source_growth import GrowthWatch
     from sqs_redriver.runtime.workers import Fleet
 
 
@@ -56,6 +57,7 @@ class _Loop:
     source: str | None
     fleet: Fleet | None  # the large drain this run is a worker of
     breaker: Breaker  # as this loop left it so far
+    growth: GrowthWatch | None = None  # its source's growth, for a large backlog without the kit
     tally: Tally = field(default_factory=Tally)
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
     may_hide: bool = False
@@ -84,7 +86,9 @@ class BatchLoop:
         watch: ConsumerWatch,
         settings: Settings,
         logger: Any,
+        growth: Callable[[], GrowthWatch] | None = None,
     ) -> None:
+        self.growth = growth  # a run's watch of its source's growth (None: not watched)
         self.dlq = dlq
         self.sources = sources
         self.handler = handler
@@ -102,20 +106,24 @@ class BatchLoop:
         slow_start: SlowStart | None = None,
         *,
         share: tuple[threading.Event, int] | None = None,
+        growth: GrowthWatch | None = None,
     ) -> LoopResult:
         """Take batches until the DLQ is empty, the limit or the time is reached, back-pressure
         holds, the breaker opens, AWS fails or another thread halts the run. In REDRIVE mode the
         ``slow_start`` paces the batches and may trip the breaker on the consumer's verdicts.
         With ``part.source`` (a shared DLQ, a breaker per source) only that source's messages are
         acted on and its queue alone gives back-pressure; the others' are held and given back.
-        ``share``: the halt event and share of the limit of one of several parallel threads."""
+        ``share``: the halt event and share of the limit of one of several parallel threads, and
+        ``growth`` the run's watch of its source they share."""
         if share is None:
             self.watch.heard_for(breaker)  # read before any thread starts: they share it
+            growth = self._growth_watch(mode, part)
             if mode is Mode.REDRIVE and self.settings.parallel_batches > 1:
-                return self._given_back(run_in_parallel(self, breaker, part, remaining_ms, slow_start))
+                parallel = run_in_parallel(self, breaker, part, remaining_ms, slow_start, growth)
+                return self._given_back(parallel)
         halt, limit = share or (threading.Event(), part.limit)
         loop = _Loop(
-            mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, part.fleet, breaker
+            mode, limit, remaining_ms, part.writer, halt, slow_start, part.source, part.fleet, breaker, growth
         )
         stop = StopReason.NONE
         while not stop:
@@ -126,6 +134,13 @@ class BatchLoop:
             halt.set()  # the breaker opened, AWS failed, time or back-pressure: every thread stops
         drained = LoopResult(loop.tally, loop.breaker, stop, loop.held, loop.may_hide)
         return drained if share is not None else self._given_back(drained)
+
+    def _growth_watch(self, mode: Mode, part: Part) -> GrowthWatch | None:
+        """A chain's re-drives watch their source's growth (runtime/source_growth.py); a drain's
+        workers, probes and scans do not."""
+        if self.growth is None or mode is not Mode.REDRIVE or part.fleet is not None:
+            return None
+        return self.growth()
 
     def _given_back(self, drained: LoopResult) -> LoopResult:
         """Give back what the loop received but did not act on; its errors join the tally."""
@@ -164,7 +179,7 @@ class BatchLoop:
                 loop.writer,
                 tag,
                 loop.source,
-                drain=loop.fleet is not None,
+                drain=loop.fleet is not None or (loop.growth is not None and loop.growth.large),
             )
             if isinstance(planned, HandledBatch):  # stopped before anything was sent
                 handled = planned
@@ -202,6 +217,8 @@ class BatchLoop:
             if checked.stop or checked.paced:  # the pace keeps the source's backlog down
                 return checked.stop
         if self._source_backlogged(loop.tally.received, loop.source):
+            return StopReason.SOURCE_BACKLOG
+        if loop.growth is not None and loop.growth.stops(loop.tally.received, loop.tally.redriven):
             return StopReason.SOURCE_BACKLOG
         if self._large_backlog(loop):
             return StopReason.LARGE_BACKLOG
@@ -292,6 +309,7 @@ def run_in_parallel(
     part: Part,
     remaining_ms: Callable[[], int],
     slow_start: SlowStart | None,
+    growth: GrowthWatch | None = None,
 ) -> LoopResult:
     """Each thread keeps its own tally and breaker copy, merged at the end. When one opens the
     breaker, fails on AWS, meets the time budget or back-pressure, or dies, all stop before their
@@ -302,7 +320,9 @@ def run_in_parallel(
 
     def work() -> LoopResult:
         try:
-            return loop.run(Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share))
+            return loop.run(
+                Mode.REDRIVE, breaker, part, remaining_ms, slow_start, share=(halt, share), growth=growth
+            )
         except BaseException:
             halt.set()  # this thread died: the others stop before their next batch
             raise

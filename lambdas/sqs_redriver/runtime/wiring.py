@@ -10,6 +10,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -20,6 +21,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 
 from sqs_redriver.core.archive import S3Archive
 from sqs_redriver.core.delivery import target_for
+from sqs_redriver.core.source_growth import BaselineTable
 from sqs_redriver.core.sqs import SqsQueue
 from sqs_redriver.core.table import StateTable
 from sqs_redriver.core.transfer import TokenBucket
@@ -36,6 +38,7 @@ from sqs_redriver.runtime.plan import Planner, PlanRules
 from sqs_redriver.runtime.redrive import RedriveSender
 from sqs_redriver.runtime.routing import Routes
 from sqs_redriver.runtime.run import Redriver
+from sqs_redriver.runtime.source_growth import GrowthWatch, watches_growth
 from sqs_redriver.runtime.workers import Drains
 
 if TYPE_CHECKING:
@@ -87,8 +90,9 @@ def compose_redriver(
     watch = _consumer_watch(settings, clients, queues, clock=clock, logger=logger)
     planner = Planner(_plan_rules(settings, routes), rng or random.Random())
     held = _held_groups(settings, state, logger)
+    growth = _growth_watch(settings, clients, queues, clock=clock, logger=logger, metrics=metrics)
     loop = _batch_loop(
-        settings, queues, state, routes, executor, watch, planner, held, clock=clock, logger=logger
+        settings, queues, state, routes, executor, watch, planner, held, growth, clock=clock, logger=logger
     )
     drains = Drains(
         settings,
@@ -180,6 +184,7 @@ def _batch_loop(
     watch: ConsumerWatch,
     planner: Planner,
     held: HeldGroups,
+    growth: Callable[[], GrowthWatch] | None,
     *,
     clock: Callable[[], float],
     logger: Any,
@@ -208,6 +213,26 @@ def _batch_loop(
         watch=watch,
         settings=settings,
         logger=logger,
+        growth=growth,
+    )
+
+
+def _growth_watch(
+    settings: Settings,
+    clients: AwsClients,
+    queues: Queues,
+    *,
+    clock: Callable[[], float],
+    logger: Any,
+    metrics: Any,
+) -> Callable[[], GrowthWatch] | None:
+    """Each run's watch of its source's growth (source_growth.py), where a chain watches it."""
+    if not watches_growth(settings):
+        return None
+    store = BaselineTable(settings.table_name, clients.dynamodb, clock=clock, logger=logger, metrics=metrics)
+    source = SqsQueue(settings.source_queue_url, clients.sqs)
+    return partial(
+        GrowthWatch, dlq=queues.dlq, source=source, store=store, settings=settings, clock=clock, logger=logger
     )
 
 
