@@ -14,7 +14,14 @@ from local_aws.queues import queue_counts
 from sqs_redriver.core.source_growth import Baseline, baseline_from_item, baseline_item
 from sqs_redriver.protocol.keys import RecordKind
 from sqs_redriver.runtime.report import StopReason
-from tests.support.aws import REMAINING, SOURCE_VISIBILITY_TIMEOUT, Aws, make_redriver, make_settings, stored_item
+from tests.support.aws import (
+    REMAINING,
+    SOURCE_VISIBILITY_TIMEOUT,
+    Aws,
+    make_redriver,
+    make_settings,
+    stored_item,
+)
 from tests.support.factories import FakeClock
 
 WINDOW = 60  # the source's redrive window here: visibility timeout 30 s x maxReceiveCount 2

@@ -441,11 +441,12 @@ def redriver_table_access(
     source's address (DeadLetterSource.address). ``kit``: its consumers may run the kit (an SQS
     consumer's DLQ); a re-driver of dead letters of another kind reads no kit record.
 
-    Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's record, an SQS
-    source's growth baseline, the operator's pause) by their full keys, its large drains' worker leases and its idempotency
-    records (Powertools: get, conditional put, update, delete) and the kit's records of its own
-    DLQ by their prefix; message records and the operator's group records by kind. It never writes
-    an operator record (PAUSE#, RETRY#, PARK#) nor a kit record (VERDICTS#, FAILURE#).
+    Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's
+    record, the operator's pause, an SQS source's growth baseline) by their full keys, its large
+    drains' worker leases and its idempotency records (Powertools: get, conditional put, update,
+    delete) and the kit's records of its own DLQ by their prefix; message records and the
+    operator's group records by kind. It never writes an operator record (PAUSE#, RETRY#, PARK#)
+    nor a kit record (VERDICTS#, FAILURE#).
     """
     breakers = tuple(RecordKind.BREAKER.key(address) for address in source_addresses)
     own = (

@@ -12,7 +12,6 @@ that the re-driver knows of."""
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqs_redriver.core.errors import AwsCallError
@@ -58,8 +57,10 @@ def watches_growth(settings: Settings) -> bool:
 
 
 class GrowthWatch:
-    """One run's watch of its source's growth, shared by its parallel batches. Its first look reads
-    the DLQ's depth: under ``FAN_OUT_BACKLOG`` it never looks again (``large`` stays False)."""
+    """One run's watch of its source's growth, shared by its parallel batches (no lock: a look's
+    AWS calls are never made under one; two looks at once read twice, and the later write stands).
+    Its first look reads the DLQ's depth: under ``FAN_OUT_BACKLOG`` it never looks again (``large``
+    stays False)."""
 
     def __init__(
         self,
@@ -78,25 +79,23 @@ class GrowthWatch:
         self._decided = False
         self._window: int | None = None
         self._sent = False  # the run has re-driven something
-        self._lock = threading.Lock()
 
     def stops(self, received: int, redriven: int) -> bool:
         """Before a batch (its first, then every BACKLOG_CHECK_EVERY received): whether the source
         grew past the limit. AWS errors let the run go on (the rate limit still holds)."""
         if not backlog_check_due(received, self.settings.source_backlog_limit):
             return False
-        with self._lock:
-            try:
-                return self._look(redriven)
-            except AwsCallError as exc:
-                self.log.warning("source growth unknown: the run goes on", extra={"error": str(exc)})
-                return False
+        try:
+            return self._look(redriven)
+        except AwsCallError as exc:
+            self.log.warning("source growth unknown: the run goes on", extra={"error": str(exc)})
+            return False
 
     def _look(self, redriven: int) -> bool:
         self._sent |= redriven > 0
-        if not self._decided:
-            self._decided = True
+        if not self._decided:  # two batches at once may both read it: neither plans before it did
             self.large = self.dlq.backlog() >= self.settings.fan_out_backlog
+            self._decided = True
         if not self.large:
             return False
         now, depth = int(self.clock()), self.source.undeleted()
