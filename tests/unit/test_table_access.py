@@ -24,6 +24,7 @@ from sqs_redriver.cdk.access import (
 from sqs_redriver.console.status import read_status
 from sqs_redriver.console.tool import Deployment
 from sqs_redriver.core.breaker import Breaker, Canary
+from sqs_redriver.core.source_growth import Baseline, BaselineTable
 from sqs_redriver.core.table import (
     DrainRecord,
     GroupAction,
@@ -218,6 +219,29 @@ def test_every_call_of_the_redrive_function_is_allowed(use: Callable[[StateTable
     calls = calls_of(use)
 
     assert calls and [call for call in calls if not allowed(call, GRANTS)] == []
+
+
+def baseline_calls(source: str) -> list[Call]:
+    """The calls of a chain's look at its source's growth (runtime/source_growth.py): a read and a
+    write of the source's baseline (core/source_growth.BaselineTable)."""
+    client = RecordingClient()
+    table = BaselineTable(SETTINGS.table_name, client, clock=lambda: 1_000)  # type: ignore[arg-type]
+    key = RecordKind.BACKLOG.key(source)
+    table.load_baseline(key)
+    table.save_baseline(key, Baseline(depth=10, since=1_000, until=1_900))
+    return client.calls
+
+
+def test_a_re_driver_of_one_sqs_source_may_read_and_write_its_growth_baseline_alone() -> None:
+    calls = baseline_calls(SOURCES[0])
+    grants = redriver_table_access(DLQ, SOURCES[:1])
+
+    assert {action for action, _ in calls} == {"dynamodb:GetItem", "dynamodb:PutItem"}
+    assert [call for call in calls if not allowed(call, grants)] == []
+    assert [call for call in baseline_calls(SOURCES[1]) if allowed(call, grants)] == []
+    # several sources, or dead letters of another kind: no chain watches a source's growth
+    assert [call for call in calls if allowed(call, GRANTS)] == []
+    assert [call for call in calls if allowed(call, redriver_table_access(DLQ, SOURCES[:1], kit=False))] == []
 
 
 @pytest.mark.parametrize("use", OPERATOR_USES.values(), ids=OPERATOR_USES.keys())

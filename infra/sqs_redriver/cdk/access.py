@@ -442,7 +442,7 @@ def redriver_table_access(
     consumer's DLQ); a re-driver of dead letters of another kind reads no kit record.
 
     Its own records (breakers, sweep, run history, held groups, continuation slot, a large drain's
-    record, the operator's pause, an SQS source's growth baseline) by their full keys, its large
+    record, the operator's pause, one SQS source's growth baseline) by their full keys, its large
     drains' worker leases and its idempotency records (Powertools: get, conditional put, update,
     delete) and the kit's records of its own DLQ by their prefix; message records and the
     operator's group records by kind. It never writes an operator record (PAUSE#, RETRY#, PARK#)
@@ -463,8 +463,9 @@ def redriver_table_access(
         f"{RecordKind.WORKER.key(dlq_url)}#*",
     )
     verdicts = (f"{kit_record_prefix(RecordKind.VERDICTS, dlq_url)}*",) if kit else ()
-    # an SQS source's growth baseline (core/source_growth.py), by the source queue's URL
-    baselines = tuple(RecordKind.BACKLOG.key(address) for address in source_addresses) if kit else ()
+    # the growth baseline of a re-driver of one SQS source (core/source_growth.py), by its URL
+    watched = kit and len(source_addresses) == 1
+    baselines = (RecordKind.BACKLOG.key(source_addresses[0]),) if watched else ()
     failures = (f"{kit_record_prefix(RecordKind.FAILURE, dlq_url)}*",) if kit else ()
     return (
         TableAccess("dynamodb:GetItem", (*own, pause, drain, *baselines, *verdicts, idempotency)),
