@@ -46,7 +46,6 @@ def test_the_readme_is_at_most_1000_words() -> None:
     assert words(ROOT / "README.md") <= README_WORDS
 
 
-@being_condensed
 def test_each_decision_record_is_at_most_400_words() -> None:
     longer = {page.name: words(page) for page in decision_records() if words(page) > RECORD_WORDS}
 
