@@ -69,7 +69,7 @@ from sqs_redriver.runtime.pace import (
 )
 from sqs_redriver.runtime.report import RunReport, StopReason, Tally
 from sqs_redriver.runtime.slow_start import VERDICT_CHECK_EVERY, judge_recent, judge_trial, time_allowance
-from sqs_redriver.runtime.workers import workers_wanted
+from sqs_redriver.runtime.workers import looks_for_drain, workers_wanted
 
 if TYPE_CHECKING:
     from sqs_redriver.runtime.settings import Settings
@@ -201,6 +201,7 @@ class Worker:
     verdicts_seen: VerdictCounts = field(default_factory=VerdictCounts)
     trial_sent: float = 0.0  # slow start's trial (the first run only)
     phase: str = "full"  # full, trial, timed
+    looked_for_drain: bool = False  # it read the DLQ's depth for a large drain (looks_for_drain)
 
 
 class MillionWorld:
@@ -391,6 +392,9 @@ class MillionWorld:
         batch = min(room, self.dlq, SQS_MAX_BATCH_SIZE)
         if batch <= 0:
             return
+        if self._large_backlog(worker):
+            self._end_run(worker, StopReason.LARGE_BACKLOG)
+            return
         checks = worker.stopping_at is None and self._checks_before_batches(worker)
         if checks and worker.phase == "full" and batch < min(SQS_MAX_BATCH_SIZE, self.dlq):
             return  # a worker waits for its batch's tokens, then checks, then sends the batch
@@ -401,6 +405,24 @@ class MillionWorld:
                 return
         worker.tokens -= batch
         self._redrive(worker, batch)
+
+    def _large_backlog(self, worker: Worker) -> bool:
+        """A chain's run at full rate reads the DLQ's depth once (BatchLoop._large_backlog): with
+        FAN_OUT_BACKLOG left it stops, and its continuation starts the drain."""
+        at_full_rate = worker.phase == "full" or (
+            worker.phase == "timed" and self.t - worker.run_started >= self.stack.settings.slow_start_seconds
+        )
+        if not looks_for_drain(
+            drains=self.fans_out,
+            in_drain=self._checks_before_batches(worker),
+            at_full_rate=at_full_rate,
+            redriven=int(worker.moved_in_run),
+            looked=worker.looked_for_drain,
+        ):
+            return False
+        worker.looked_for_drain = True
+        self._count("GetQueueAttributes", 1)
+        return self.dlq >= self.stack.settings.fan_out_backlog
 
     def _checks_before_batches(self, worker: Worker) -> bool:
         return self.pace is not None and worker.drain

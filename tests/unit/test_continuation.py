@@ -26,7 +26,7 @@ def report(
     return RunReport(Mode.REDRIVE, state, tally=tally, stopped_because=stop)
 
 
-@pytest.mark.parametrize("stop", [StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET])
+@pytest.mark.parametrize("stop", [StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET, StopReason.LARGE_BACKLOG])
 def test_a_closed_run_that_ran_out_of_room_with_progress_continues(stop: StopReason) -> None:
     assert continues(report(stop), generation=0, max_continuations=100)
 

@@ -1,4 +1,4 @@
-"""Every relative link in the README and the docs/ pages leads to a file that exists, and every
+"""Every relative link in the README, the docs/ pages and the decision records leads to a file that exists, and every
 anchor to a heading of that file (as GitHub names headings)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md")])
+DECISIONS = ROOT / "docs" / "decisions"
+PAGES = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md"), *DECISIONS.glob("*.md")])
 
 FENCE = re.compile(r"^```.*?^```", flags=re.DOTALL | re.MULTILINE)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -74,6 +75,13 @@ def test_every_docs_page_is_in_the_index() -> None:
     listed = {(index.parent / target.partition("#")[0]).resolve() for target in links(index)}
 
     assert [page.name for page in PAGES if page.parent == index.parent and page not in listed | {index}] == []
+
+
+def test_every_decision_record_is_in_its_index() -> None:
+    index = DECISIONS / "README.md"
+    listed = {(DECISIONS / target.partition("#")[0]).resolve() for target in links(index)}
+
+    assert sorted(page.name for page in DECISIONS.glob("*.md") if page not in listed | {index}) == []
 
 
 def test_a_heading_anchor_follows_githubs_rule() -> None:

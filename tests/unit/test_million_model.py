@@ -47,8 +47,8 @@ class FixedRate(MillionWorld):
 
     def _step_pace(self) -> None:
         super()._step_pace()
-        self.pace = Pace(1000)
-        self.width = 7
+        self.pace = Pace(2000)
+        self.width = 14
 
 
 def test_the_model_throttles_a_consumer_flooded_past_its_capacity() -> None:

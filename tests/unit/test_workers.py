@@ -24,6 +24,7 @@ from sqs_redriver.runtime.workers import (
     WORKER_RATE,
     Drains,
     Fleet,
+    looks_for_drain,
     new_drain,
     workers_wanted,
 )
@@ -214,6 +215,27 @@ def test_a_chains_first_run_that_met_its_per_run_limit_does_not_look_its_continu
     assert not world.drains().joins_or_starts(StopReason.PER_RUN_LIMIT, generation=0)
     assert world.dlq.calls == []
     assert world.drains().joins_or_starts(StopReason.PER_RUN_LIMIT, generation=1)
+
+
+def test_a_first_run_that_stopped_for_a_large_backlog_starts_the_drain() -> None:
+    world = World(dlq_left=SETTINGS.fan_out_backlog)
+
+    assert world.drains().joins_or_starts(StopReason.LARGE_BACKLOG, generation=0)
+    assert world.state.drain is not None and world.state.drain.going
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 10**6), st.booleans())
+def test_a_run_looks_for_a_drain_once_only_at_full_rate_with_progress_and_outside_a_drain(
+    drains: bool, in_drain: bool, at_full_rate: bool, redriven: int, looked: bool
+) -> None:
+    looks = looks_for_drain(
+        drains=drains, in_drain=in_drain, at_full_rate=at_full_rate, redriven=redriven, looked=looked
+    )
+    assert looks == (drains and not in_drain and at_full_rate and redriven > 0 and not looked)
+    if looks:  # and having looked, never again in that loop
+        assert not looks_for_drain(
+            drains=drains, in_drain=in_drain, at_full_rate=at_full_rate, redriven=redriven, looked=True
+        )
 
 
 def test_a_small_backlog_never_starts_a_drain() -> None:

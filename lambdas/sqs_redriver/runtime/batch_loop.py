@@ -15,7 +15,7 @@ from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
 from sqs_redriver.runtime.batch import HandledBatch
 from sqs_redriver.runtime.budget import backlog_check_due, batch_size, limit_reached, out_of_time
 from sqs_redriver.runtime.report import StopReason, Tally
-from sqs_redriver.runtime.workers import Check
+from sqs_redriver.runtime.workers import Check, drains_in_workers, looks_for_drain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -59,6 +59,7 @@ class _Loop:
     tally: Tally = field(default_factory=Tally)
     held: dict[str, str] = field(default_factory=dict)  # DLQ MessageId -> receipt handle
     may_hide: bool = False
+    looked_for_drain: bool = False  # the DLQ's depth was read for a large drain (workers.py)
 
     def add(self, handled: HandledBatch) -> None:
         """What a batch handled adds up to."""
@@ -202,7 +203,33 @@ class BatchLoop:
                 return checked.stop
         if self._source_backlogged(loop.tally.received, loop.source):
             return StopReason.SOURCE_BACKLOG
+        if self._large_backlog(loop):
+            return StopReason.LARGE_BACKLOG
         return StopReason.NONE
+
+    def _large_backlog(self, loop: _Loop) -> bool:
+        """A chain's run at full rate that finds FAN_OUT_BACKLOG in the DLQ stops there: its
+        continuation starts the drain now rather than at the end of its time budget. Read once a
+        loop; an unknown depth lets the run go on (its end looks again)."""
+        at_full_rate = loop.slow_start is None or loop.slow_start.at_full_rate
+        if not looks_for_drain(
+            drains=drains_in_workers(self.settings),
+            in_drain=loop.fleet is not None,
+            at_full_rate=at_full_rate,
+            redriven=loop.tally.redriven,
+            looked=loop.looked_for_drain,
+        ):
+            return False
+        loop.looked_for_drain = True
+        try:
+            left = self.dlq.backlog()
+        except AwsCallError as exc:
+            self.log.warning("DLQ depth unknown: the run goes on", extra={"error": str(exc)})
+            return False
+        if left < self.settings.fan_out_backlog:
+            return False
+        self.log.info("large backlog: the run stops for its continuation to drain it", extra={"left": left})
+        return True
 
     def _fleet_check(self, loop: _Loop) -> Check:
         """A large drain's check before a batch (workers.py), once the batch's share of the pace is

@@ -2,7 +2,8 @@
 scheduled tick, and the asynchronous invocation that starts it.
 
 Draining is bounded by the rate limit, not by the schedule: a run that stopped on its time budget
-or per-run limit with the breaker CLOSED, and moved messages, is followed by a continuation. A run
+or per-run limit with the breaker CLOSED, and moved messages, is followed by a continuation (as is
+one that stopped early to start a large drain, runtime/workers.py). A run
 that moved nothing, or stopped for any other reason (DLQ empty, back-pressure, the breaker), leaves
 the next step to the schedule, so a chain cannot spin without progress."""
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from sqs_redriver.runtime.ports import ContinuationStore
 
 
-CONTINUED_STOPS = frozenset({StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET})
+CONTINUED_STOPS = frozenset({StopReason.PER_RUN_LIMIT, StopReason.TIME_BUDGET, StopReason.LARGE_BACKLOG})
 
 
 def continues(report: RunReport, *, generation: int, max_continuations: int) -> bool:

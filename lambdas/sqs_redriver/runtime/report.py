@@ -35,6 +35,8 @@ class StopReason(StrEnum):
     CONSUMER_BREAKER_PROBE = "consumer's breaker probing"
     CONTINUATION_TAKEN = "continuation already taken"  # a repeated or superseded continuation
     FEWER_WORKERS = "fewer workers wanted"  # a large drain's pace wants fewer workers than this slot
+    # A chain's run at full rate found FAN_OUT_BACKLOG in the DLQ: its continuation starts the drain
+    LARGE_BACKLOG = "large backlog"
 
     @property
     def stops_the_run(self) -> bool:

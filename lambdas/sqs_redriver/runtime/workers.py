@@ -1,15 +1,17 @@
 """Workers: a large drain fans out to parallel invocations of the re-driver's own function, each
 draining the same DLQ at a share of one pace (runtime/pace.py).
 
-A drain starts when a chain of runs (its continuations) still finds ``FAN_OUT_BACKLOG`` messages
-in the DLQ: the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run of the drain (the
-chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other: it passes
-the breaker's gate and the operator's pause, and re-drives only while the breaker is CLOSED. Before
-each batch it reads the breaker, the pause and the drain's record in one BatchGetItem: a pause, a
-breaker that is no longer CLOSED, a source backlog the cut pace does not bring down, or fewer
-workers wanted than its slot stop it there, and its token bucket takes its share of the pace.
-Every ``CONTROL_SECONDS`` one of them (whichever writes the record first) steps the pace from the
-consumer's source queue, reads how many messages are left, and offers the slots the new width wants.
+A drain starts when a chain of runs (its continuations) still finds ``FAN_OUT_BACKLOG`` messages in
+the DLQ, at a run's end or as soon as the run is at full rate (``looks_for_drain``: it stops there
+for ``LARGE_BACKLOG``): the run writes the drain's record (``DRAIN#<DLQ URL>``). Every run of the
+drain (the chain, slot 0, and the workers a fan-out added, slots 1 and up) is a run like any other:
+it passes the breaker's gate and the operator's pause, and re-drives only while the breaker is
+CLOSED. Before each batch it reads the breaker, the pause and the drain's record in one
+BatchGetItem: a pause, a breaker that is no longer CLOSED, a source backlog the cut pace does not
+bring down, or fewer workers wanted than its slot stop it there, and its token bucket takes its
+share of the pace. Every ``CONTROL_SECONDS`` one of them (whichever writes the record first) steps
+the pace from the consumer's source queue, reads how many messages are left, and offers the slots
+the new width wants.
 
 A worker's slot is a lease (``WORKER#<DLQ URL>#<n>``; the chain's is its continuation slot):
 offered with a conditional write, so two fan-outs never start two workers in one slot; held by the
@@ -68,6 +70,14 @@ def workers_wanted(rate: float, messages_left: int, max_workers: int) -> int:
     by_rate = math.ceil(rate / WORKER_RATE)
     by_backlog = math.ceil(messages_left / MESSAGES_PER_WORKER)
     return max(1, min(max_workers, by_rate, by_backlog))
+
+
+def looks_for_drain(*, drains: bool, in_drain: bool, at_full_rate: bool, redriven: int, looked: bool) -> bool:
+    """Whether a run's loop reads the DLQ's depth before its next batch, to stop there for a large
+    drain (``LARGE_BACKLOG``) rather than at its time budget: once, when a chain's run that is not
+    part of a drain reaches full rate, having re-driven something (a run that moved nothing has
+    no continuation), in a re-driver that drains in workers."""
+    return drains and not in_drain and at_full_rate and redriven > 0 and not looked
 
 
 def drains_in_workers(settings: Settings) -> bool:
@@ -314,10 +324,11 @@ class Drains:
         DRAIN_STALE_SECONDS starts its pace over), or one it starts. The DLQ's depth is read first:
         a smaller backlog costs one request. A chain's first run that met its per-run limit before
         its time does not look: it may have drained a DLQ that size exactly (the usual small one),
-        and its continuation looks instead."""
+        and its continuation looks instead. One that stopped for ``LARGE_BACKLOG`` found that many
+        at full rate already (``looks_for_drain``)."""
         if not drains_in_workers(self.settings):
             return False
-        if generation == 0 and stop is not StopReason.TIME_BUDGET:
+        if generation == 0 and stop not in (StopReason.TIME_BUDGET, StopReason.LARGE_BACKLOG):
             return False
         try:
             left = self.dlq.backlog()
