@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 README_WORDS = 1_000
 RECORD_WORDS = 400
 DOCS_WORDS = 30_000
-being_condensed = pytest.mark.xfail(strict=True, reason="issue 41: being condensed")
 
 
 def words(page: Path) -> int:
@@ -52,7 +49,6 @@ def test_each_decision_record_is_at_most_400_words() -> None:
     assert longer == {}
 
 
-@being_condensed
 def test_the_docs_pages_are_at_most_30000_words_in_all() -> None:
     counts = {page.name: words(page) for page in docs_pages()}
 
