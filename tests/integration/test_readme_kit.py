@@ -22,22 +22,34 @@ from tests.support.aws import Aws, mark_of
 from tests.support.kit import kit_environment, receive, send
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each page, and the heading of its kit section (which ends at the next "## " heading).
+# Each page, and the heading of its kit section (which ends at the next heading of its level or higher).
 KIT_SECTIONS = {
-    "README.md": "## Adopt the consumer kit",
+    "README.md": "### Adopt the consumer kit",
     "docs/consumer-kit.md": "## Let your consumer speak: the consumer kit",
 }
 MODULE = "readme_consumer"
 pages = pytest.mark.parametrize("page", sorted(KIT_SECTIONS))
 
 
+def section(text: str, heading: str) -> str:
+    """The lines of ``text`` from the line ``heading`` to the next heading of its level or higher
+    (a line in a fenced block is no heading)."""
+    level = len(heading) - len(heading.lstrip("#"))
+    lines = text.splitlines(keepends=True)
+    start = lines.index(heading + "\n")
+    fenced = False
+    for end in range(start + 1, len(lines)):
+        fenced ^= lines[end].startswith("```")
+        if not fenced and re.match(rf"#{{1,{level}}} ", lines[end]):
+            return "".join(lines[start:end])
+    return "".join(lines[start:])
+
+
 def kit_section_blocks(page: str) -> list[str]:
     """The fenced python blocks of ``page``'s consumer kit section, in order."""
     text = (ROOT / page).read_text(encoding="utf-8")
-    start = text.index(KIT_SECTIONS[page])
-    end = text.find("\n## ", start)
-    section = text[start : end if end != -1 else len(text)]
-    return re.findall(r"^```python\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
+    found = section(text, KIT_SECTIONS[page])
+    return re.findall(r"^```python\n(.*?)^```$", found, flags=re.DOTALL | re.MULTILINE)
 
 
 def block_with(page: str, marker: str) -> str:

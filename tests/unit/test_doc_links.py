@@ -1,5 +1,5 @@
-"""Every relative link in the README, the docs/ pages and the decision records leads to a file that exists, and every
-anchor to a heading of that file (as GitHub names headings)."""
+"""Every relative link in the README, the docs/ pages and the decision records leads to a file
+that exists, and every anchor to a heading of that file (as GitHub names headings)."""
 
 from __future__ import annotations
 
