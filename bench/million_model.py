@@ -426,8 +426,8 @@ class MillionWorld:
         return waiting + sum(c.count for c in self.invisible if c.receives)
 
     def _source_grew(self, worker: Worker) -> bool:
-        """A chain's look at its source's growth (GrowthWatch.stops), before its first batch and every
-        BACKLOG_CHECK_EVERY after: the first reads the DLQ's depth (a small DLQ: no more looks)."""
+        """A chain's look at its source's growth (GrowthWatch): its run reads the DLQ's depth before
+        its first batch (a small DLQ: no look), then looks before it and every BACKLOG_CHECK_EVERY."""
         if not self.watches_growth or worker.drain or worker.moved_in_run < worker.next_growth_look:
             return False
         worker.next_growth_look = (worker.moved_in_run // BACKLOG_CHECK_EVERY + 1) * BACKLOG_CHECK_EVERY

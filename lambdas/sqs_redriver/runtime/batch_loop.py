@@ -140,7 +140,7 @@ class BatchLoop:
         workers, probes and scans do not."""
         if self.growth is None or mode is not Mode.REDRIVE or part.fleet is not None:
             return None
-        return self.growth()
+        return self.growth().begin()
 
     def _given_back(self, drained: LoopResult) -> LoopResult:
         """Give back what the loop received but did not act on; its errors join the tally."""
@@ -218,7 +218,7 @@ class BatchLoop:
                 return checked.stop
         if self._source_backlogged(loop.tally.received, loop.source):
             return StopReason.SOURCE_BACKLOG
-        if loop.growth is not None and loop.growth.stops(loop.tally.received, loop.tally.redriven):
+        if loop.growth is not None and loop.growth.stops(loop.tally.redriven):
             return StopReason.SOURCE_BACKLOG
         if self._large_backlog(loop):
             return StopReason.LARGE_BACKLOG

@@ -12,12 +12,14 @@ that the re-driver knows of."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqs_redriver.core.errors import AwsCallError
 from sqs_redriver.core.source_growth import Baseline, judge_growth
 from sqs_redriver.protocol.keys import RecordKind
-from sqs_redriver.runtime.budget import backlog_check_due
+from sqs_redriver.protocol.limits import SQS_MAX_BATCH_SIZE
+from sqs_redriver.runtime.budget import BACKLOG_CHECK_EVERY
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from sqs_redriver.core.sqs import RedriveWindow
     from sqs_redriver.runtime.ports import Queue
     from sqs_redriver.runtime.settings import Settings
+
+
+LOOK_EVERY_BATCHES = BACKLOG_CHECK_EVERY // SQS_MAX_BATCH_SIZE
 
 
 class BaselineStore(Protocol):
@@ -57,10 +62,11 @@ def watches_growth(settings: Settings) -> bool:
 
 
 class GrowthWatch:
-    """One run's watch of its source's growth, shared by its parallel batches (no lock: a look's
-    AWS calls are never made under one; two looks at once read twice, and the later write stands).
-    Its first look reads the DLQ's depth: under ``FAN_OUT_BACKLOG`` it never looks again (``large``
-    stays False)."""
+    """One run's watch of its source's growth, shared by its parallel batches: ``begin`` reads the
+    DLQ's depth before they start (under ``FAN_OUT_BACKLOG``, ``large`` stays False and it never
+    looks); then one look every BACKLOG_CHECK_EVERY messages of the run, whichever batch is next (no
+    lock: a look's AWS calls are never made under one; two at once read twice, the later write
+    stands)."""
 
     def __init__(
         self,
@@ -76,28 +82,34 @@ class GrowthWatch:
         self.clock, self.log = clock, logger
         self.key = RecordKind.BACKLOG.key(source.url)
         self.large = False  # the run re-drives a large backlog: a drain's delay rule
-        self._decided = False
         self._window: int | None = None
         self._sent = False  # the run has re-driven something
+        self._batches = itertools.count()  # the run's batches so far, all threads together
 
-    def stops(self, received: int, redriven: int) -> bool:
-        """Before a batch (its first, then every BACKLOG_CHECK_EVERY received): whether the source
-        grew past the limit. AWS errors let the run go on (the rate limit still holds)."""
-        if not backlog_check_due(received, self.settings.source_backlog_limit):
+    def begin(self) -> GrowthWatch:
+        """Before the run's first batch: is its DLQ a large backlog? Unknown: no (as before)."""
+        try:
+            self.large = self.dlq.backlog() >= self.settings.fan_out_backlog
+        except AwsCallError as exc:
+            self.log.warning(
+                "DLQ depth unknown: the source's growth is not watched", extra={"error": str(exc)}
+            )
+        return self
+
+    def stops(self, redriven: int) -> bool:
+        """Before a batch of a large backlog (the run's first, then one every BACKLOG_CHECK_EVERY
+        messages): whether the source grew past the limit. AWS errors let the run go on (the rate
+        limit still holds)."""
+        self._sent |= redriven > 0
+        if not self.large or next(self._batches) % LOOK_EVERY_BATCHES:
             return False
         try:
-            return self._look(redriven)
+            return self._look()
         except AwsCallError as exc:
             self.log.warning("source growth unknown: the run goes on", extra={"error": str(exc)})
             return False
 
-    def _look(self, redriven: int) -> bool:
-        self._sent |= redriven > 0
-        if not self._decided:  # two batches at once may both read it: neither plans before it did
-            self.large = self.dlq.backlog() >= self.settings.fan_out_backlog
-            self._decided = True
-        if not self.large:
-            return False
+    def _look(self) -> bool:
         now, depth = int(self.clock()), self.source.undeleted()
         growth = judge_growth(
             self.store.load_baseline(self.key),
