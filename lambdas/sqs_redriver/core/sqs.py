@@ -126,23 +126,20 @@ class SqsQueue:
 
     def backlog(self) -> int:
         """Messages waiting to be received (ApproximateNumberOfMessages)."""
-        response = self._call(
-            "GetQueueAttributes",
-            self._client.get_queue_attributes,
-            QueueUrl=self.url,
-            AttributeNames=["ApproximateNumberOfMessages"],
-        )
-        return int(response.get("Attributes", {}).get("ApproximateNumberOfMessages", 0))
+        return self._approximate_count("ApproximateNumberOfMessages")
 
     def undeleted(self) -> int:
         """Messages waiting and in flight, not the delayed (ApproximateNumberOfMessages and
         ApproximateNumberOfMessagesNotVisible): what the queue's consumer has not deleted yet."""
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        return self._approximate_count("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
+
+    def _approximate_count(self, *names: str) -> int:
+        """The sum of the queue's approximate counts ``names``, from one GetQueueAttributes."""
         response = self._call(
             "GetQueueAttributes",
             self._client.get_queue_attributes,
             QueueUrl=self.url,
-            AttributeNames=names,
+            AttributeNames=list(names),
         )
         attributes = response.get("Attributes", {})
         return sum(int(attributes.get(name, 0)) for name in names)
